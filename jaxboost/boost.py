@@ -1,0 +1,192 @@
+"""The boosting program: rounds of (gradients, tree, leaf values, update).
+
+Everything here runs inside ``jit`` on one shard of rows under ``shard_map``
+over the 1-D ``"rows"`` mesh; sums over rows are combined with ``psum``.
+``check_vma=False``: with it on (JAX 0.10), ``jax.grad`` inside the shard with
+respect to a replicated value (the initial score broadcast to the rows) sums
+the cotangent over shards, which would add other shards' gradients to each
+row's; every cross-shard sum here is an explicit ``psum``.  A
+chunk of rounds is one program (``lax.scan``), so the host dispatches one
+collective program per chunk and blocks between chunks.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from .derivatives import Loss, grad_hess, sample_loss
+from .devices import ROWS
+from .init_score import initial_score
+from .leaves import line_search_leaf_values, newton_leaf_values
+from .tree import Tree, TreeParams, grow_tree
+
+LEAF_METHODS = ("newton", "line_search")
+SPLIT_CRITERIA = ("second_order", "first_order")
+HESSIANS = ("diag", "full")
+MULTI_STRATEGIES = ("multi_output_tree", "one_output_per_tree")
+
+
+@dataclass(frozen=True)
+class BoostConfig:
+    """Static settings of a training program (hashable: programs are cached on it)."""
+
+    loss: Loss
+    n_outputs: int
+    tree: TreeParams
+    learning_rate: float
+    leaf_method: str = "newton"
+    split_criterion: str = "second_order"
+    hessian: str = "diag"
+    multi_strategy: str = "multi_output_tree"
+    rounds_per_chunk: int = 100
+
+    @property
+    def trees_per_round(self) -> int:
+        return self.n_outputs if self.multi_strategy == "one_output_per_tree" else 1
+
+
+class ShardData(NamedTuple):
+    """The training rows of one shard (the full arrays are sharded on rows)."""
+
+    bins: jax.Array  # (n_features, n_rows) uint8
+    y: jax.Array  # (n_rows,) or (n_rows, n_targets)
+    weight: jax.Array  # (n_rows,) float32, 0 on padding rows
+
+
+def _split_stats(cfg: BoostConfig, grad, hess_diag, weight) -> jax.Array:
+    """``(n_rows, 2K + 1)`` ``[grad, hess or weight, weight]`` for split finding."""
+    if cfg.split_criterion == "first_order":
+        hess_diag = jnp.broadcast_to(weight[:, None], grad.shape)
+    return jnp.concatenate([grad, hess_diag, weight[:, None]], axis=1)
+
+
+def _leaf_values(cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name):
+    """``(2^D, K)`` leaf values (learning rate not applied).
+
+    ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
+    output) or is all ones.
+    """
+    n_leaves = 2**cfg.tree.max_depth
+    grad = grad * output_mask
+    if hess.ndim == 3:
+        hess = hess * output_mask[:, None] * output_mask[None, :]
+    else:
+        hess = hess * output_mask
+    newton = newton_leaf_values(grad, hess, leaf_of_row, n_leaves, cfg.tree.reg_lambda, axis_name)
+    if cfg.leaf_method == "newton":
+        return newton
+    if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
+        direction = jnp.broadcast_to(output_mask, newton.shape)
+    else:
+        # search along the Newton direction, or the negative gradient where the
+        # hessian carries no information
+        grad_sum = jax.ops.segment_sum(grad, leaf_of_row, num_segments=n_leaves)
+        if axis_name is not None:
+            grad_sum = lax.psum(grad_sum, axis_name)
+        has_newton = jnp.any(newton != 0, axis=1, keepdims=True)
+        grad_norm = jnp.linalg.norm(grad_sum, axis=1, keepdims=True)
+        direction = jnp.where(has_newton, newton, -grad_sum / jnp.maximum(grad_norm, 1e-30))
+    return line_search_leaf_values(
+        cfg.loss, data.y, raw, data.weight, leaf_of_row, direction, axis_name
+    )
+
+
+def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, axis_name):
+    """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
+    hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
+    if cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1:
+        index = jnp.argmax(output_mask)
+        grad_split = lax.dynamic_slice_in_dim(grad, index, 1, axis=1)
+        hess_split = lax.dynamic_slice_in_dim(hess_diag, index, 1, axis=1)
+    else:
+        grad_split, hess_split = grad, hess_diag
+    stats = _split_stats(cfg, grad_split, hess_split, data.weight)
+    structure, leaf_of_row = grow_tree(data.bins, stats, edges, cfg.tree, axis_name)
+    values = cfg.learning_rate * _leaf_values(
+        cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
+    )
+    return Tree(*structure, leaf_value=values), values[leaf_of_row]
+
+
+def boost_round(cfg: BoostConfig, data: ShardData, edges: jax.Array, raw: jax.Array, axis_name):
+    """One boosting round on one shard.
+
+    Args:
+      edges: ``(n_features, max_bins)`` bin edges (replicated).
+      raw: ``(n_rows, K)`` current raw scores of the shard.
+    Returns:
+      ``(trees, raw)``: the round's trees, stacked ``(trees_per_round, ...)``,
+      and the updated ``(n_rows, K)`` raw scores.
+    """
+    grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
+    grad = grad * data.weight[:, None]
+    hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
+    grow = functools.partial(
+        _grow_one, cfg, data, raw, grad, hess, edges=edges, axis_name=axis_name
+    )
+    if cfg.trees_per_round == 1:
+        tree, update = grow(jnp.ones(cfg.n_outputs, jnp.float32))
+        return jax.tree.map(lambda leaf: leaf[None], tree), raw + update
+    trees, updates = lax.map(grow, jnp.eye(cfg.n_outputs, dtype=jnp.float32))
+    return trees, raw + jnp.sum(updates, axis=0)
+
+
+def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Array:
+    """Weighted mean training loss over all shards (a scalar)."""
+    sums = jnp.stack([jnp.sum(data.weight * sample_loss(loss, data.y, raw)), jnp.sum(data.weight)])
+    if axis_name is not None:
+        sums = lax.psum(sums, axis_name)
+    return sums[0] / sums[1]
+
+
+def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, n_active):
+    def one_round(raw, round_index):
+        trees, new_raw = boost_round(cfg, data, edges, raw, ROWS)
+        raw = jnp.where(round_index < n_active, new_raw, raw)
+        return raw, (trees, mean_loss(cfg.loss, data, raw, ROWS))
+
+    raw, (trees, train_loss) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
+    return raw, trees, train_loss
+
+
+_DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS))
+
+
+@functools.lru_cache(maxsize=64)
+def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
+    """``(data, edges, raw, n_active) -> (raw, trees, train_loss)``, jitted and
+    sharded; trees have a leading ``(rounds_per_chunk, trees_per_round)`` axis.
+    Rounds at or after ``n_active`` leave ``raw`` unchanged (their trees are
+    discarded by the caller), so the last, partial chunk reuses the program."""
+    sharded = jax.shard_map(
+        functools.partial(_train_chunk, cfg),
+        mesh=mesh,
+        in_specs=(_DATA_SPECS, P(), P(ROWS), P()),
+        out_specs=(P(ROWS), P(), P()),
+        check_vma=False,
+    )
+    return jax.jit(sharded)
+
+
+@functools.lru_cache(maxsize=64)
+def init_score_program(loss: Loss, n_outputs: int, mesh: Mesh) -> Callable:
+    """``(data) -> (F0 (K,), train_loss at F0)``, jitted and sharded."""
+
+    def local(data: ShardData):
+        score = initial_score(loss, data.y, data.weight, n_outputs, ROWS)
+        raw = jnp.broadcast_to(score, (data.weight.shape[0], n_outputs))
+        return score, mean_loss(loss, data, raw, ROWS)
+
+    sharded = jax.shard_map(
+        local, mesh=mesh, in_specs=(_DATA_SPECS,), out_specs=(P(), P()), check_vma=False
+    )
+    return jax.jit(sharded)

@@ -1,0 +1,84 @@
+"""Per-sample gradients and hessians of a loss, by automatic differentiation.
+
+A loss is ``loss(y, f) -> scalar`` for one sample: ``y`` one target (a scalar,
+or a vector for multi-target losses) and ``f`` the raw score, a scalar when the
+model has one output and a vector of ``n_outputs`` scores otherwise.  The engine
+keeps raw scores as ``(n_rows, n_outputs)`` arrays; this module handles the
+scalar/vector convention in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+Loss = Callable[[jax.Array, jax.Array], jax.Array]
+
+
+def sample_loss(loss: Loss, y: jax.Array, raw: jax.Array) -> jax.Array:
+    """Loss of every row.
+
+    Args:
+      y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets.
+      raw: ``(n_rows, n_outputs)`` raw scores.
+    Returns:
+      ``(n_rows,)`` per-sample loss values.
+    """
+    if raw.shape[1] == 1:
+        return jax.vmap(loss)(y, raw[:, 0])
+    return jax.vmap(loss)(y, raw)
+
+
+def grad_hess(
+    loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool = False
+) -> tuple[jax.Array, jax.Array]:
+    """Gradient and hessian of the loss with respect to the raw score, per row.
+
+    Args:
+      y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets.
+      raw: ``(n_rows, n_outputs)`` raw scores.
+      full_hessian: return the full ``(n_outputs, n_outputs)`` hessian per row
+        instead of its diagonal.
+    Returns:
+      ``grad (n_rows, n_outputs)`` and ``hess (n_rows, n_outputs)``, or
+      ``hess (n_rows, n_outputs, n_outputs)`` when ``full_hessian``.
+    """
+    if raw.shape[1] == 1:
+        f = raw[:, 0]
+        grad = jax.vmap(jax.grad(loss, argnums=1))(y, f)[:, None]
+        hess = jax.vmap(jax.hessian(loss, argnums=1))(y, f)
+        hess = hess[:, None, None] if full_hessian else hess[:, None]
+        return grad, hess
+    grad = jax.vmap(jax.grad(loss, argnums=1))(y, raw)
+    hess = jax.vmap(jax.hessian(loss, argnums=1))(y, raw)
+    if not full_hessian:
+        hess = jnp.diagonal(hess, axis1=1, axis2=2)
+    return grad, hess
+
+
+def directional_derivatives(
+    loss: Loss, y: jax.Array, raw: jax.Array, direction: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """First and second derivative of ``t -> loss(y, raw + t * direction)`` at 0.
+
+    The second derivative is exact (a Hessian-vector product), for any
+    ``n_outputs``.
+
+    Args:
+      y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets.
+      raw: ``(n_rows, n_outputs)`` raw scores.
+      direction: ``(n_rows, n_outputs)`` direction of every row.
+    Returns:
+      ``(n_rows,)`` first and ``(n_rows,)`` second directional derivatives.
+    """
+    scalar = raw.shape[1] == 1
+
+    def one_row(y_row, raw_row, direction_row):
+        f, d = (raw_row[0], direction_row[0]) if scalar else (raw_row, direction_row)
+        grad_fn = jax.grad(loss, argnums=1)
+        grad, hess_d = jax.jvp(lambda point: grad_fn(y_row, point), (f,), (d,))
+        return jnp.sum(grad * d), jnp.sum(hess_d * d)
+
+    return jax.vmap(one_row)(y, raw, direction)

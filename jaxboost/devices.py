@@ -1,0 +1,76 @@
+"""Devices and the 1-D mesh of row shards every jitted step runs on.
+
+XLA runs a scatter-add as a serial loop on one core, so a single CPU device
+uses one core.  jaxboost therefore exposes the CPU cores as devices at import
+(when JAX's backends are not initialised yet and the user has not chosen) and
+shards rows over them; the same program runs on many GPUs or hosts.
+
+Control it with the environment variable ``JAXBOOST_CPU_DEVICES``: an integer
+number of CPU devices, or ``0`` to leave JAX's configuration alone.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+ROWS = "rows"
+_ENV_VAR = "JAXBOOST_CPU_DEVICES"
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _user_chose_cpu_devices() -> bool:
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return True
+    return jax.config.jax_num_cpu_devices not in (-1, None)
+
+
+def configure_cpu_devices() -> int | None:
+    """Expose the CPU cores as JAX devices, if it is not too late.
+
+    Returns the number of CPU devices requested, or None when jaxboost left the
+    configuration alone (the user chose, or ``JAXBOOST_CPU_DEVICES=0``).
+    Warns once when JAX's backends are already initialised.
+    """
+    requested = os.environ.get(_ENV_VAR, "").strip()
+    if requested == "0" or _user_chose_cpu_devices():
+        return None
+    n_devices = int(requested) if requested else _available_cores()
+    if n_devices <= 1:
+        return None
+    try:
+        jax.config.update("jax_num_cpu_devices", n_devices)
+    except RuntimeError:
+        warnings.warn(
+            "jaxboost could not expose the CPU cores as devices because JAX was "
+            "already initialised, so CPU training uses one core. Import jaxboost "
+            "before running any JAX operation, or call "
+            f'jax.config.update("jax_num_cpu_devices", {n_devices}) right after '
+            f"`import jax` (or set {_ENV_VAR}=0 to silence this).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    return n_devices
+
+
+def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A 1-D mesh named ``"rows"`` over ``devices`` (default: all devices of the
+    default backend)."""
+    if devices is None:
+        devices = jax.devices()
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices: expected at least one jax.Device, got an empty list")
+    return Mesh(np.array(devices), (ROWS,))

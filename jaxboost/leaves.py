@@ -1,0 +1,199 @@
+"""Leaf values of a grown tree: a Newton step, or a line search per leaf.
+
+All leaves are solved at once; sums over rows are summed over shards with
+``psum`` so every shard gets the same values.  The same scalar minimiser
+also gives the initial score (one "leaf" holding every row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .derivatives import Loss, directional_derivatives
+
+_BRACKET_STEPS = 64
+_SEARCH_STEPS = 64
+_RELATIVE_TOLERANCE = 1e-7
+_FLAT_SLOPE = 1e-5
+_FLOAT32_EPS = float(jnp.finfo(jnp.float32).eps)
+
+
+def _sum_rows(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int, axis_name) -> jax.Array:
+    total = jax.ops.segment_sum(values, leaf_of_row, num_segments=n_leaves)
+    return lax.psum(total, axis_name) if axis_name is not None else total
+
+
+def solve_newton(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) -> jax.Array:
+    """Newton step ``-(H + lambda I)^+ G`` per leaf.
+
+    Args:
+      grad_sum: ``(n_leaves, K)``.
+      hess_sum: ``(n_leaves, K)`` diagonal or ``(n_leaves, K, K)`` full hessian sums.
+    Returns:
+      ``(n_leaves, K)``; 0 where the (regularised) hessian is not positive.  The
+      full hessian is inverted on its positive eigenspace, so a singular one
+      (softmax: shifting all scores changes nothing) gives the minimum-norm step.
+    """
+    if hess_sum.ndim == 2:
+        denominator = hess_sum + reg_lambda
+        safe = jnp.where(denominator > 0, denominator, 1.0)
+        return jnp.where(denominator > 0, -grad_sum / safe, 0.0)
+    n_outputs = hess_sum.shape[-1]
+    regularised = hess_sum + reg_lambda * jnp.eye(n_outputs)
+    eigenvalues, eigenvectors = jnp.linalg.eigh(regularised)
+    cutoff = 1e-6 * jnp.max(jnp.abs(eigenvalues), axis=-1, keepdims=True)
+    keep = eigenvalues > jnp.maximum(cutoff, 1e-30)
+    inverse_values = jnp.where(keep, 1.0 / jnp.where(keep, eigenvalues, 1.0), 0.0)
+    projected = jnp.einsum("lkj,lk->lj", eigenvectors, grad_sum)
+    return -jnp.einsum("lkj,lj->lk", eigenvectors, inverse_values * projected)
+
+
+def newton_leaf_values(
+    grad: jax.Array,
+    hess: jax.Array,
+    leaf_of_row: jax.Array,
+    n_leaves: int,
+    reg_lambda: float,
+    axis_name: str | None = None,
+) -> jax.Array:
+    """``-G / (H + lambda)`` per leaf (or the full-hessian Newton step).
+
+    Args:
+      grad: ``(n_rows, K)`` weighted gradients.
+      hess: ``(n_rows, K)`` or ``(n_rows, K, K)`` weighted hessians.
+      leaf_of_row: ``(n_rows,)`` int32.
+    Returns:
+      ``(n_leaves, K)`` float32.
+    """
+    grad_sum = _sum_rows(grad, leaf_of_row, n_leaves, axis_name)
+    hess_sum = _sum_rows(hess, leaf_of_row, n_leaves, axis_name)
+    return solve_newton(grad_sum, hess_sum, reg_lambda)
+
+
+def minimise_scalar(
+    derivatives: Callable[[jax.Array], tuple[jax.Array, jax.Array, jax.Array]],
+    active: jax.Array,
+    initial_scale: jax.Array,
+) -> jax.Array:
+    """Minimise many convex one-dimensional functions at once.
+
+    Brackets the root of the (monotone) derivative by doubling steps, then runs
+    Newton steps safeguarded by bisection: a Newton step is taken when the
+    second derivative is positive and the step stays inside the bracket,
+    otherwise the bracket is halved.  On a flat stretch of the function (the
+    weighted median of an even number of points) it converges to the smallest
+    minimiser, i.e. the inverted-CDF weighted quantile for pinball losses.
+
+    Args:
+      derivatives: ``t (m,) -> (phi'(t), phi''(t), rising)``, each ``(m,)``,
+        summed over rows and shards; ``rising`` is ``phi'(t) >= 0`` up to the
+        rounding of the sum (a flat stretch counts as rising).
+      active: ``(m,)`` bool; inactive problems (empty leaves) return 0.
+      initial_scale: ``(m,)`` positive first bracket half-width.
+    Returns:
+      ``(m,)`` float32 minimisers; 0 where inactive or where no bracket was
+      found (a function that is flat or decreasing everywhere).
+    """
+
+    def rising(t):
+        return derivatives(t)[2]
+
+    def bracket_cond(state):
+        _, _, lower_rising, upper_rising, step = state
+        unbracketed = active & (lower_rising | ~upper_rising)
+        return jnp.any(unbracketed) & (step < _BRACKET_STEPS)
+
+    def bracket_step(state):
+        lower, upper, lower_rising, upper_rising, step = state
+        lower_bad = active & lower_rising
+        upper_bad = active & ~upper_rising
+        width = upper - lower
+        # an end with the wrong slope lies beyond the root: it becomes the other end
+        new_lower = jnp.where(lower_bad, lower - 2 * width, jnp.where(upper_bad, upper, lower))
+        new_upper = jnp.where(upper_bad, upper + 2 * width, jnp.where(lower_bad, lower, upper))
+        return new_lower, new_upper, rising(new_lower), rising(new_upper), step + 1
+
+    lower, upper = -initial_scale, initial_scale
+    state = (lower, upper, rising(lower), rising(upper), 0)
+    lower, upper, lower_rising, upper_rising, _ = lax.while_loop(bracket_cond, bracket_step, state)
+    solvable = active & ~lower_rising & upper_rising
+    width_tolerance = _RELATIVE_TOLERANCE * jnp.maximum(upper - lower, 1e-3 * initial_scale)
+
+    def search_cond(state):
+        lower, upper, point, step_size, _, step = state
+        # stop at a fraction of the first bracket, or at float32 resolution
+        tolerance = jnp.maximum(width_tolerance, 2 * _FLOAT32_EPS * jnp.abs(point))
+        unconverged = solvable & (upper - lower > tolerance) & (step_size > tolerance)
+        return jnp.any(unconverged) & (step < _SEARCH_STEPS)
+
+    def search_step(state):
+        lower, upper, point, _, _, step = state
+        slope, curvature, is_rising = derivatives(point)
+        upper = jnp.where(is_rising, jnp.minimum(upper, point), upper)
+        lower = jnp.where(is_rising, lower, jnp.maximum(lower, point))
+        newton = point - slope / jnp.where(curvature > 0, curvature, 1.0)
+        use_newton = (curvature > 0) & (newton > lower) & (newton < upper)
+        candidate = jnp.where(use_newton, newton, 0.5 * (lower + upper))
+        return lower, upper, candidate, jnp.abs(candidate - point), use_newton, step + 1
+
+    start = 0.5 * (lower + upper)
+    state = (lower, upper, start, jnp.full_like(start, jnp.inf), jnp.zeros_like(active), 0)
+    lower, _, point, _, newton_step, _ = lax.while_loop(search_cond, search_step, state)
+    # Bisection (a piecewise-linear function) returns the bracket's lower end:
+    # within float32 rounding of the minimising data point and below it, so
+    # that point's residual keeps the sign scikit-learn gives a tie.
+    return jnp.where(solvable, jnp.where(newton_step, point, lower), 0.0)
+
+
+def line_search_leaf_values(
+    loss: Loss,
+    y: jax.Array,
+    raw: jax.Array,
+    weight: jax.Array,
+    leaf_of_row: jax.Array,
+    direction: jax.Array,
+    axis_name: str | None = None,
+) -> jax.Array:
+    """``t_j = argmin_t sum_{i in leaf j} w_i loss(y_i, raw_i + t d_j)`` for all leaves.
+
+    With one output and ``d_j = 1`` this is Friedman's line search: the exact
+    weighted median / quantile of the leaf for absolute and pinball losses.
+
+    Args:
+      y: ``(n_rows,)`` or ``(n_rows, n_targets)``.
+      raw: ``(n_rows, K)`` current raw scores.
+      weight: ``(n_rows,)`` sample weights (0 for padding rows).
+      leaf_of_row: ``(n_rows,)`` int32.
+      direction: ``(n_leaves, K)`` search direction of each leaf.
+    Returns:
+      ``(n_leaves, K)`` leaf values ``t_j d_j``.
+    """
+    n_leaves = direction.shape[0]
+    row_direction = direction[leaf_of_row]
+
+    def derivatives(step: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        moved = raw + step[leaf_of_row][:, None] * row_direction
+        slope, curvature = directional_derivatives(loss, y, moved, row_direction)
+        terms = jnp.stack([slope * weight, curvature * weight, jnp.abs(slope) * weight], axis=1)
+        sums = _sum_rows(terms, leaf_of_row, n_leaves, axis_name)
+        # where the function is piecewise linear (no curvature), a slope that is
+        # zero up to float32 rounding of the sum is zero: on a flat stretch
+        # (pinball losses) this keeps the smallest minimiser
+        flat = (sums[:, 1] <= 0) & (jnp.abs(sums[:, 0]) <= _FLAT_SLOPE * sums[:, 2])
+        rising = (sums[:, 0] >= 0) | flat
+        return sums[:, 0], sums[:, 1], rising
+
+    leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
+    slope, curvature, _ = derivatives(jnp.zeros(n_leaves, raw.dtype))
+    newton = jnp.abs(slope) / jnp.where(curvature > 0, curvature, 1.0)
+    # start from the Newton step's scale, capped: a vanishing curvature (a loss
+    # that saturates far from its minimum) gives absurd Newton steps, and the
+    # bracket grows geometrically anyway
+    initial_scale = jnp.where(curvature > 0, jnp.clip(2.0 * newton, 1e-4, 1.0), 1.0)
+    active = (leaf_weight > 0) & jnp.any(direction != 0, axis=1)
+    step = minimise_scalar(derivatives, active, initial_scale)
+    return step[:, None] * direction

@@ -1,0 +1,124 @@
+"""Trees as padded arrays, and growing one tree depth-wise on binned rows.
+
+A depth-``D`` tree is a complete binary tree in heap order: node ``i`` has
+children ``2i+1`` and ``2i+2``; the ``2^D - 1`` internal nodes come first and
+leaf ``j`` is node ``2^D - 1 + j``.  A node that does not split sends every row
+left (``threshold = +inf``, missing left), so the shape never changes; the
+leaves under its empty right side are never reached and hold 0.
+
+A forest is the same structure with a leading ``(n_trees,)`` axis.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .histogram import build_histograms
+from .split import find_best_splits
+
+
+class Tree(NamedTuple):
+    """One tree (or a forest, with a leading ``n_trees`` axis on every field)."""
+
+    feature: jax.Array  # (2^D - 1,) int32 feature tested at each internal node
+    threshold: jax.Array  # (2^D - 1,) float32: x <= threshold goes left
+    threshold_bin: jax.Array  # (2^D - 1,) int32: bin <= threshold_bin goes left
+    missing_left: jax.Array  # (2^D - 1,) bool: NaN goes left
+    split_gain: jax.Array  # (2^D - 1,) float32, 0 at nodes that do not split
+    leaf_value: jax.Array  # (2^D, n_outputs) float32, learning rate included
+
+
+class TreeParams(NamedTuple):
+    """Static settings of tree growth."""
+
+    max_depth: int
+    reg_lambda: float
+    min_child_weight: float
+    min_split_gain: float
+
+
+def route_rows(
+    bins: jax.Array,
+    node_of_row: jax.Array,
+    feature: jax.Array,
+    threshold_bin: jax.Array,
+    missing_left: jax.Array,
+    missing_bin: int,
+) -> jax.Array:
+    """Send every row to its child in the next level.
+
+    Args:
+      bins: ``(n_features, n_rows)`` uint8 bin of every value.
+      node_of_row: ``(n_rows,)`` int32 node within the current level.
+      feature, threshold_bin, missing_left: ``(n_nodes,)`` splits of the level.
+      missing_bin: the bin index of missing values.
+    Returns:
+      ``(n_rows,)`` int32 node within the next level (``2 * node + go_right``).
+    """
+    row_feature = feature[node_of_row]
+    row_bin = jnp.take_along_axis(bins, row_feature[None, :], axis=0)[0].astype(jnp.int32)
+    goes_right = jnp.where(
+        row_bin == missing_bin,
+        ~missing_left[node_of_row],
+        row_bin > threshold_bin[node_of_row],
+    )
+    return 2 * node_of_row + goes_right.astype(jnp.int32)
+
+
+class TreeStructure(NamedTuple):
+    """The internal nodes of a grown tree; fields as in :class:`Tree`."""
+
+    feature: jax.Array
+    threshold: jax.Array
+    threshold_bin: jax.Array
+    missing_left: jax.Array
+    split_gain: jax.Array
+
+
+def grow_tree(
+    bins: jax.Array,
+    row_stats: jax.Array,
+    edges: jax.Array,
+    params: TreeParams,
+    axis_name: str | None,
+) -> tuple[TreeStructure, jax.Array]:
+    """Grow the splits of one tree, level by level, on one shard of rows.
+
+    Each level builds the histograms of all its nodes in one pass over the
+    rows, sums them over shards (``psum``), so every shard takes the same
+    decisions, and routes the rows one level down.
+
+    Args:
+      bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
+      row_stats: ``(n_rows, 2 * n_outputs + 1)`` float32 ``[grad, hess, weight]``.
+      edges: ``(n_features, max_bins)`` float32 upper bin edges.
+      axis_name: the mesh axis the rows are sharded over, or None.
+    Returns:
+      The tree's internal nodes and ``leaf_of_row``: ``(n_rows,)`` int32 in
+      ``[0, 2^max_depth)``.
+    """
+    n_outputs = (row_stats.shape[1] - 1) // 2
+    max_bins = edges.shape[1]
+    node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
+    levels = []
+    for depth in range(params.max_depth):
+        hist = build_histograms(bins, node_of_row, row_stats, 2**depth, max_bins + 1)
+        if axis_name is not None:
+            hist = lax.psum(hist, axis_name)
+        choice = find_best_splits(
+            hist, n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain
+        )
+        feature = jnp.where(choice.do_split, choice.feature, 0)
+        threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
+        missing_left = jnp.where(choice.do_split, choice.missing_left, True)
+        threshold = jnp.where(choice.do_split, edges[feature, threshold_bin], jnp.inf)
+        levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
+        node_of_row = route_rows(
+            bins, node_of_row, feature, threshold_bin, missing_left, missing_bin=max_bins
+        )
+    structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
+    return structure, node_of_row

@@ -1,0 +1,64 @@
+"""Catalogue metadata attached to a per-sample loss.
+
+A declared loss is a plain function ``loss(y, f) -> scalar`` carrying five
+attributes that the engine and the model files read:
+
+- ``name``: catalogue name; ``losses.get(name, **params)`` rebuilds the loss.
+- ``params``: the factory parameters, e.g. ``{"alpha": 0.9}`` (``{}`` if none).
+- ``link``: name of the link from raw scores to predictions (see ``links``).
+- ``n_outputs``: raw scores per row: an int, or ``"n_classes"`` when the engine
+  takes it from the labels (``K = max label + 1``).
+- ``hessian_informative``: False when the hessian is zero almost everywhere
+  (absolute error, quantile), so leaf values should come from a line search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import jax
+from jax.typing import ArrayLike
+
+from losses import links
+
+
+class Loss(Protocol):
+    """A declared per-sample loss: ``loss(y, f) -> scalar`` plus metadata."""
+
+    name: str
+    params: dict[str, Any]
+    link: str
+    n_outputs: int | str
+    hessian_informative: bool
+
+    def __call__(self, y: ArrayLike, f: ArrayLike) -> jax.Array: ...
+
+
+def declare(
+    *,
+    name: str,
+    link: str,
+    n_outputs: int | str = 1,
+    hessian_informative: bool = True,
+    params: dict[str, Any] | None = None,
+) -> Callable[[Callable[..., jax.Array]], Loss]:
+    """Decorator attaching catalogue metadata to a loss function.
+
+    Returns a decorator that sets the attributes on the function and returns
+    that same function.
+    """
+    if link not in links.LINKS:
+        raise ValueError(f"link must be one of {sorted(links.LINKS)}, got {link!r}")
+    if n_outputs != "n_classes" and not (isinstance(n_outputs, int) and n_outputs >= 1):
+        raise ValueError(f"n_outputs must be a positive int or 'n_classes', got {n_outputs!r}")
+
+    def attach(fn: Callable[..., jax.Array]) -> Loss:
+        fn.name = name
+        fn.params = dict(params or {})
+        fn.link = link
+        fn.n_outputs = n_outputs
+        fn.hessian_informative = hessian_informative
+        return fn
+
+    return attach
