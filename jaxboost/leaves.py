@@ -19,6 +19,9 @@ _BRACKET_STEPS = 64
 _SEARCH_STEPS = 64
 _RELATIVE_TOLERANCE = 1e-7
 _FLAT_SLOPE = 1e-5
+# eigenvalues below this fraction of the largest are float32 noise on a singular
+# hessian (softmax): inverting them would move the scores along the null space
+_EIGEN_CUTOFF = 1e-4
 _FLOAT32_EPS = float(jnp.finfo(jnp.float32).eps)
 
 
@@ -45,7 +48,7 @@ def solve_newton(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) ->
     n_outputs = hess_sum.shape[-1]
     regularised = hess_sum + reg_lambda * jnp.eye(n_outputs)
     eigenvalues, eigenvectors = jnp.linalg.eigh(regularised)
-    cutoff = 1e-6 * jnp.max(jnp.abs(eigenvalues), axis=-1, keepdims=True)
+    cutoff = _EIGEN_CUTOFF * jnp.max(jnp.abs(eigenvalues), axis=-1, keepdims=True)
     keep = eigenvalues > jnp.maximum(cutoff, 1e-30)
     inverse_values = jnp.where(keep, 1.0 / jnp.where(keep, eigenvalues, 1.0), 0.0)
     projected = jnp.einsum("lkj,lk->lj", eigenvectors, grad_sum)

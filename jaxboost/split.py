@@ -73,12 +73,18 @@ def find_best_splits(
     gain = jnp.where(child_ok(left) & child_ok(right), gain, -jnp.inf)
     # candidates per node, ordered (feature, threshold, missing direction)
     per_node = jnp.transpose(gain, (1, 0, 2, 3)).reshape(n_nodes, -1)
-    best = jnp.argmax(per_node, axis=1)
+    parent_score = 0.5 * score(total)[:, :, 0].max(axis=0)  # (N,)
+    top_gain = jnp.max(per_node, axis=1)
+    # Gains within float32 rounding of the best are ties: take the first of
+    # them (lowest feature, then threshold), so the choice does not depend on
+    # the order in which shards summed the histograms.
+    tie_tolerance = _GAIN_NOISE * (jnp.abs(top_gain) + parent_score)
+    best = jnp.argmax(per_node >= (top_gain - tie_tolerance)[:, None], axis=1)
     best_gain = jnp.take_along_axis(per_node, best[:, None], axis=1)[:, 0]
     feature, threshold_bin, missing_left = jnp.unravel_index(best, (n_features, n_value_bins, 2))
     # a pure node's gain is float32 rounding noise around 0: ignore gains below
     # a tiny fraction of the node's own score
-    noise = _GAIN_NOISE * 0.5 * score(total)[:, :, 0].max(axis=0)
+    noise = _GAIN_NOISE * parent_score
     do_split = jnp.isfinite(best_gain) & (best_gain > min_split_gain) & (best_gain > noise)
     return SplitChoice(
         feature=feature.astype(jnp.int32),

@@ -1,0 +1,172 @@
+"""Tests of ``jaxboost.binning``: bin edges and bin indices against numpy references."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+from jaxboost.binning import apply_bins, fit_bin_edges
+
+# fit_bin_edges does float arithmetic on +-inf (midpoints, np.nanquantile) and takes
+# quantiles of all-NaN columns, which numpy reports as RuntimeWarnings; the results
+# are still checked here.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:All-NaN slice encountered:RuntimeWarning"),
+]
+
+
+def _bin(X: np.ndarray, max_bins: int, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, np.float32)
+    edges = fit_bin_edges(X, max_bins, **kwargs)
+    bins = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
+    return edges, bins
+
+
+def _check_contract(X: np.ndarray, edges: np.ndarray, bins: np.ndarray, max_bins: int) -> None:
+    """``bin <= t`` iff ``x <= edges[f, t]`` for every t; NaN in bin ``max_bins``."""
+    n_rows, n_features = X.shape
+    assert edges.shape == (n_features, max_bins)
+    assert edges.dtype == np.float32
+    assert bins.shape == (n_features, n_rows)
+    assert bins.dtype == np.uint8
+    assert not np.any(np.isnan(edges))
+    assert np.all(edges[:, 1:] >= edges[:, :-1]), "edges must be non-decreasing"
+    assert np.all(edges[:, -1] == np.inf)
+    values = X.T  # (n_features, n_rows)
+    missing = np.isnan(values)
+    np.testing.assert_array_equal(bins[missing], max_bins)
+    assert np.all(bins[~missing] < max_bins)
+    for t in range(max_bins):
+        goes_left_by_bin = bins <= t
+        goes_left_by_value = values <= edges[:, t : t + 1]
+        np.testing.assert_array_equal(
+            goes_left_by_bin[~missing], goes_left_by_value[~missing], err_msg=f"threshold {t}"
+        )
+
+
+def _rank_among_distinct(column: np.ndarray) -> np.ndarray:
+    distinct = np.unique(column[~np.isnan(column)])
+    return np.searchsorted(distinct, column)
+
+
+def test_one_bin_per_distinct_value_in_value_order():
+    column = np.array([3.0, 1.0, 2.0, 1.0, 3.0, 5.5, -2.0, 2.0], np.float32)
+    other = np.array([0.5, 0.5, -1.0, 7.0, 7.0, 7.0, 0.5, -1.0], np.float32)
+    X = np.stack([column, other], axis=1)
+    edges, bins = _bin(X, max_bins=8)
+    np.testing.assert_array_equal(bins[0], [3, 1, 2, 1, 3, 4, 0, 2])
+    np.testing.assert_array_equal(bins[1], [1, 1, 0, 2, 2, 2, 1, 0])
+    _check_contract(X, edges, bins, 8)
+
+
+@pytest.mark.parametrize("max_bins", [2, 16, 255])
+def test_exactly_max_bins_distinct_values_stay_exact(max_bins):
+    rng = np.random.default_rng(max_bins)
+    distinct = np.sort(rng.normal(size=max_bins).astype(np.float32))
+    column = rng.permutation(np.repeat(distinct, 3))
+    X = column[:, None]
+    edges, bins = _bin(X, max_bins)
+    np.testing.assert_array_equal(bins[0], _rank_among_distinct(column))
+    _check_contract(X, edges, bins, max_bins)
+
+
+def test_bins_are_exact_for_neighbouring_floats():
+    one = np.float32(1.0)
+    up = np.nextafter(one, np.float32(2.0))
+    down = np.nextafter(one, np.float32(0.0))
+    big = np.float32(3e38)
+    column = np.array([up, one, down, one, up, -big, big, 0.0, -0.0], np.float32)
+    X = column[:, None]
+    edges, bins = _bin(X, max_bins=10)
+    # two values share a bin iff they are equal (0.0 == -0.0)
+    same_bin = bins[0][:, None] == bins[0][None, :]
+    np.testing.assert_array_equal(same_bin, column[:, None] == column[None, :])
+    np.testing.assert_array_equal(bins[0], _rank_among_distinct(column))
+    _check_contract(X, edges, bins, 10)
+
+
+def test_missing_values_go_to_bin_max_bins():
+    column = np.array([np.nan, 1.0, np.nan, 2.0, 0.0], np.float32)
+    X = np.stack([column, np.full(5, np.nan, np.float32)], axis=1)
+    edges, bins = _bin(X, max_bins=4)
+    np.testing.assert_array_equal(bins[0], [4, 1, 4, 2, 0])
+    np.testing.assert_array_equal(bins[1], [4, 4, 4, 4, 4])
+    np.testing.assert_array_equal(edges[1], np.inf)
+    _check_contract(X, edges, bins, 4)
+
+
+def _awkward_columns(rng: np.random.Generator, n_rows: int) -> np.ndarray:
+    continuous = rng.normal(size=n_rows)
+    with_nan = rng.exponential(size=n_rows)
+    with_nan[rng.random(n_rows) < 0.2] = np.nan
+    duplicates = rng.integers(0, 40, size=n_rows).astype(float)
+    heavy_ties = np.where(rng.random(n_rows) < 0.7, 0.0, rng.normal(size=n_rows))
+    constant = np.full(n_rows, 4.25)
+    all_nan = np.full(n_rows, np.nan)
+    with_inf = rng.normal(size=n_rows)
+    with_inf[rng.random(n_rows) < 0.1] = np.inf
+    with_inf[rng.random(n_rows) < 0.1] = -np.inf
+    with_inf[rng.random(n_rows) < 0.1] = np.nan
+    few_with_inf = rng.choice([-np.inf, -1.0, 0.0, 2.5, np.inf, np.nan], size=n_rows)
+    huge = rng.choice([-3e38, 3e38, 0.0], size=n_rows)
+    columns = [
+        continuous, with_nan, duplicates, heavy_ties, constant, all_nan, with_inf,
+        few_with_inf, huge,
+    ]
+    return np.stack(columns, axis=1).astype(np.float32)
+
+
+@pytest.mark.parametrize("max_bins", [2, 7, 32, 255])
+def test_threshold_contract_on_random_data(max_bins):
+    rng = np.random.default_rng(max_bins)
+    X = _awkward_columns(rng, n_rows=1000)
+    edges, bins = _bin(X, max_bins)
+    _check_contract(X, edges, bins, max_bins)
+
+
+def test_exact_columns_get_rank_bins_among_awkward_columns():
+    rng = np.random.default_rng(1)
+    X = _awkward_columns(rng, n_rows=600)
+    max_bins = 64
+    _, bins = _bin(X, max_bins)
+    for feature in range(X.shape[1]):
+        column = X[:, feature]
+        if np.unique(column[~np.isnan(column)]).size <= max_bins:
+            ranks = np.where(np.isnan(column), max_bins, _rank_among_distinct(column))
+            np.testing.assert_array_equal(bins[feature], ranks, err_msg=f"feature {feature}")
+
+
+def test_quantile_bins_are_balanced():
+    rng = np.random.default_rng(2)
+    n_rows, max_bins = 20_000, 16
+    X = rng.normal(size=(n_rows, 2)).astype(np.float32)
+    X[:, 1] = np.exp(X[:, 1])
+    edges, bins = _bin(X, max_bins)
+    _check_contract(X, edges, bins, max_bins)
+    for feature in range(2):
+        counts = np.bincount(bins[feature], minlength=max_bins + 1)
+        assert counts[max_bins] == 0
+        expected = n_rows / max_bins
+        assert np.all(np.abs(counts[:max_bins] - expected) <= 0.1 * expected), counts
+
+
+def test_sampled_edges_are_sorted_and_keep_the_contract():
+    rng = np.random.default_rng(3)
+    X = _awkward_columns(rng, n_rows=5000)
+    max_bins = 32
+    edges, bins = _bin(X, max_bins, sample_size=500, seed=7)
+    _check_contract(X, edges, bins, max_bins)
+    # the sample, not the full data, fixed the edges: a different seed moves them
+    other_edges = fit_bin_edges(X, max_bins, sample_size=500, seed=8)
+    assert not np.array_equal(edges[0], other_edges[0])
+    # and the same seed reproduces them
+    np.testing.assert_array_equal(edges, fit_bin_edges(X, max_bins, sample_size=500, seed=7))
+
+
+@pytest.mark.parametrize("max_bins", [1, 256])
+def test_max_bins_out_of_range_is_rejected(max_bins):
+    with pytest.raises(ValueError, match="max_bins"):
+        fit_bin_edges(np.zeros((3, 1), np.float32), max_bins)

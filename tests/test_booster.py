@@ -1,0 +1,153 @@
+"""The Booster: fitting, predicting, weights, devices and clear errors."""
+
+import jaxboost as jb
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import losses
+
+
+def _regression(seed=0, n_rows=300, n_features=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, n_features)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n_rows)).astype(np.float32)
+    return X, y
+
+
+def test_a_lambda_loss_fits_and_lowers_the_training_loss():
+    X, y = _regression()
+    model = jb.Booster(loss=lambda y, f: (y - f) ** 4, n_estimators=20, max_depth=3).fit(X, y)
+    assert model.n_estimators_ == 20
+    assert model.train_loss_.shape == (21,)
+    assert model.train_loss_[-1] < 0.2 * model.train_loss_[0]
+    assert model.predict_raw(X).shape == (300,)
+
+
+def test_predict_applies_the_declared_link():
+    X, y = _regression()
+    labels = (y > 0).astype(np.float32)
+    model = jb.Booster(loss=losses.binary_logloss, n_estimators=10, max_depth=3).fit(X, labels)
+    raw = model.predict_raw(X)
+    np.testing.assert_allclose(model.predict(X), 1 / (1 + np.exp(-raw)), rtol=1e-5)
+    counts = np.abs(y).round().astype(np.float32)
+    model = jb.Booster(loss="poisson", n_estimators=10, max_depth=3).fit(X, counts)
+    np.testing.assert_allclose(model.predict(X), np.exp(model.predict_raw(X)), rtol=1e-5)
+
+
+def test_an_optax_loss_works_through_the_adapter():
+    X, y = _regression()
+    model = jb.Booster(loss=losses.from_optax(optax.losses.huber_loss), n_estimators=10).fit(X, y)
+    reference = jb.Booster(loss=losses.huber(1.0), n_estimators=10).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=1e-5, atol=1e-6)
+
+
+def test_gaussian_nll_learns_mean_and_scale():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(2000, 2)).astype(np.float32)
+    scale = np.where(X[:, 1] > 0, 2.0, 0.5)
+    y = (3 * X[:, 0] + scale * rng.normal(size=2000)).astype(np.float32)
+    model = jb.Booster(loss=losses.gaussian_nll, n_estimators=100, max_depth=2).fit(X, y)
+    mean, std = model.predict(X).T
+    assert np.corrcoef(mean, 3 * X[:, 0])[0, 1] > 0.95
+    assert np.median(std[X[:, 1] > 0]) == pytest.approx(2.0, rel=0.2)
+    assert np.median(std[X[:, 1] <= 0]) == pytest.approx(0.5, rel=0.2)
+
+
+def test_integer_weights_equal_repeated_rows():
+    rng = np.random.default_rng(2)
+    X = np.round(rng.normal(size=(200, 3)), 1).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=200) * 0.1).astype(np.float32)
+    weight = rng.integers(1, 4, 200)
+    settings = dict(loss=losses.quantile(0.3), n_estimators=10, max_depth=3)
+    weighted = jb.Booster(**settings).fit(X, y, sample_weight=weight)
+    repeated = jb.Booster(**settings).fit(np.repeat(X, weight, axis=0), np.repeat(y, weight))
+    np.testing.assert_allclose(weighted.predict_raw(X), repeated.predict_raw(X), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "loss, leaf_method, target",
+    [
+        (losses.squared_error, "newton", "regression"),
+        (losses.binary_logloss, "newton", "binary"),
+        (losses.quantile(0.7), "line_search", "regression"),
+        (losses.softmax_cross_entropy, "newton", "multiclass"),
+    ],
+    ids=["squared", "logloss", "quantile", "multiclass"],
+)
+def test_sharded_rows_give_the_single_device_model(loss, leaf_method, target):
+    if len(jax.devices()) < 2:
+        pytest.skip("needs 2 devices: run with jaxboost imported before JAX starts")
+    X, y = _regression(n_rows=301)
+    y = {"regression": y, "binary": (y > 0).astype(np.float32),
+         "multiclass": np.digitize(y, [-1, 0, 1]).astype(np.float32)}[target]
+    settings = dict(loss=loss, n_estimators=15, max_depth=4, leaf_method=leaf_method)
+    single = jb.Booster(devices=jax.devices()[:1], **settings).fit(X, y)
+    sharded = jb.Booster(devices=jax.devices(), **settings).fit(X, y)
+    np.testing.assert_array_equal(single.forest_.feature, sharded.forest_.feature)
+    np.testing.assert_array_equal(single.forest_.threshold_bin, sharded.forest_.threshold_bin)
+    np.testing.assert_allclose(sharded.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-6)
+
+
+def test_missing_values_are_routed_by_a_learned_direction():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 2)).astype(np.float32)
+    y = np.where(X[:, 0] > 0, 5.0, -5.0).astype(np.float32)
+    missing = rng.uniform(size=500) < 0.2
+    y[missing] = 5.0  # missing rows behave like the high ones
+    X[missing, 0] = np.nan
+    model = jb.Booster(loss="squared_error", n_estimators=30, max_depth=2).fit(X, y)
+    prediction = model.predict(np.array([[np.nan, 0.0], [-1.0, 0.0]], np.float32))
+    assert prediction[0] > 4.0 and prediction[1] < -4.0
+
+
+def test_second_fit_with_the_same_shapes_reuses_the_compiled_programs():
+    X, y = _regression()
+    jb.Booster(loss=losses.squared_error, n_estimators=5, max_depth=3).fit(X, y)
+    with jax.log_compiles(True):
+        pass  # log_compiles only logs; count compilations through the cache instead
+    from jaxboost.boost import train_chunk_program
+
+    before = train_chunk_program.cache_info().hits
+    jb.Booster(loss=losses.squared_error, n_estimators=5, max_depth=3).fit(X, y)
+    assert train_chunk_program.cache_info().hits == before + 1
+
+
+@pytest.mark.parametrize(
+    "X, y, message",
+    [
+        (np.zeros(10), np.zeros(10), "X: expected a 2-D array"),
+        (np.zeros((10, 2)), np.zeros(9), "y: expected shape"),
+        (np.zeros((0, 2)), np.zeros(0), "X: expected at least one row"),
+        (np.zeros((4, 2)), np.array([0.0, np.nan, 1.0, 2.0]), "y: contains NaN"),
+        (np.array([["a", "b"], ["c", "d"]]), np.zeros(2), "X: expected a numeric"),
+    ],
+)
+def test_bad_input_gets_an_error_naming_the_argument(X, y, message):
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(n_estimators=2).fit(X, y)
+
+
+def test_bad_settings_and_weights_are_rejected():
+    X, y = _regression(n_rows=20)
+    with pytest.raises(ValueError, match="leaf_method"):
+        jb.Booster(leaf_method="exact").fit(X, y)
+    with pytest.raises(ValueError, match="sample_weight"):
+        jb.Booster().fit(X, y, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="X: expected 5 features"):
+        jb.Booster(n_estimators=2).fit(X, y).predict(X[:, :3])
+    with pytest.raises(RuntimeError, match="not fitted"):
+        jb.Booster().predict(X)
+
+
+def test_a_loss_that_overflows_is_reported_not_fitted():
+    X, y = _regression()
+    y = y * 1000
+
+    def naive_log_cosh(y, f):
+        return jnp.log(jnp.cosh(f - y))  # overflows in float32 for |f - y| > 89
+
+    with pytest.raises(ValueError, match="not finite"):
+        jb.Booster(loss=naive_log_cosh, n_estimators=3).fit(X, y)

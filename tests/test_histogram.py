@@ -1,0 +1,101 @@
+"""Tests of ``jaxboost.histogram`` against numpy loops and ``np.add.at``."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+from jaxboost.histogram import build_histograms
+
+_build = jax.jit(build_histograms, static_argnames=("n_nodes", "n_bins"))
+
+
+def _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins):
+    n_features = bins.shape[0]
+    hist = np.zeros((n_features, n_nodes, n_bins, row_stats.shape[1]), np.float64)
+    for feature in range(n_features):
+        np.add.at(hist[feature], (node_of_row, bins[feature].astype(np.int64)), row_stats)
+    return hist
+
+
+def _reference_loops(bins, node_of_row, row_stats, n_nodes, n_bins):
+    n_features, n_rows = bins.shape
+    hist = np.zeros((n_features, n_nodes, n_bins, row_stats.shape[1]), np.float64)
+    for feature in range(n_features):
+        for row in range(n_rows):
+            hist[feature, node_of_row[row], bins[feature, row]] += row_stats[row]
+    return hist
+
+
+def _random_level(seed, n_features, n_rows, n_nodes, n_bins, n_stats):
+    rng = np.random.default_rng(seed)
+    bins = rng.integers(0, n_bins, size=(n_features, n_rows)).astype(np.uint8)
+    node_of_row = rng.integers(0, n_nodes, size=n_rows).astype(np.int32)
+    row_stats = rng.normal(size=(n_rows, n_stats)).astype(np.float32)
+    return bins, node_of_row, row_stats
+
+
+def _run(bins, node_of_row, row_stats, n_nodes, n_bins):
+    hist = _build(
+        jnp.asarray(bins), jnp.asarray(node_of_row), jnp.asarray(row_stats),
+        n_nodes=n_nodes, n_bins=n_bins,
+    )
+    return np.asarray(hist)
+
+
+@pytest.mark.parametrize(
+    "n_features, n_rows, n_nodes, n_bins, n_stats",
+    [(1, 1, 1, 2, 1), (4, 200, 4, 9, 3), (3, 150, 8, 17, 7), (2, 300, 1, 256, 3)],
+)
+def test_matches_numpy_triple_loop(n_features, n_rows, n_nodes, n_bins, n_stats):
+    bins, node_of_row, row_stats = _random_level(n_rows, n_features, n_rows, n_nodes, n_bins, n_stats)
+    hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
+    assert hist.shape == (n_features, n_nodes, n_bins, n_stats)
+    assert hist.dtype == np.float32
+    reference = _reference_loops(bins, node_of_row, row_stats, n_nodes, n_bins)
+    np.testing.assert_allclose(hist, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_matches_add_at_on_a_larger_level():
+    n_features, n_rows, n_nodes, n_bins, n_stats = 6, 5000, 16, 33, 5
+    bins, node_of_row, row_stats = _random_level(0, n_features, n_rows, n_nodes, n_bins, n_stats)
+    hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
+    reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
+    np.testing.assert_allclose(hist, reference, rtol=1e-5, atol=1e-4)
+
+
+def test_integer_stats_are_exact_and_counts_add_up():
+    rng = np.random.default_rng(5)
+    n_features, n_rows, n_nodes, n_bins = 3, 400, 4, 12
+    bins, node_of_row, _ = _random_level(5, n_features, n_rows, n_nodes, n_bins, 1)
+    # empty a node and a bin, so zeros are checked too
+    node_of_row[node_of_row == 2] = 3
+    bins[bins == 5] = 6
+    row_stats = np.stack(
+        [rng.integers(-5, 6, size=n_rows), np.ones(n_rows)], axis=1
+    ).astype(np.float32)
+    hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
+    reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
+    np.testing.assert_array_equal(hist, reference)
+    assert np.all(hist[:, 2] == 0)
+    assert np.all(hist[:, :, 5] == 0)
+    # every feature's histogram of a node holds all the node's rows
+    counts = np.bincount(node_of_row, minlength=n_nodes)
+    np.testing.assert_array_equal(hist[..., 1].sum(axis=2), np.broadcast_to(counts, (3, 4)))
+
+
+def test_row_order_does_not_matter():
+    n_features, n_rows, n_nodes, n_bins, n_stats = 3, 257, 4, 10, 3
+    bins, node_of_row, row_stats = _random_level(9, n_features, n_rows, n_nodes, n_bins, n_stats)
+    order = np.random.default_rng(9).permutation(n_rows)
+    run = functools.partial(_run, n_nodes=n_nodes, n_bins=n_bins)
+    np.testing.assert_allclose(
+        run(bins, node_of_row, row_stats),
+        run(bins[:, order], node_of_row[order], row_stats[order]),
+        rtol=1e-5, atol=1e-5,
+    )

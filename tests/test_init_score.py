@@ -1,0 +1,74 @@
+"""The initial score: a jitted minimisation that lands on the closed forms."""
+
+import jaxboost  # noqa: F401  (configures devices before JAX starts)
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import losses
+from jaxboost.init_score import initial_score
+from test_leaves import inverted_cdf_quantile
+
+
+def _score(loss, y, weight=None, n_outputs=1):
+    weight = np.ones(len(y), np.float32) if weight is None else weight
+    return np.asarray(initial_score(loss, jnp.asarray(y), jnp.asarray(weight), n_outputs))
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def test_log_loss_starts_at_the_log_odds_of_the_mean(rng):
+    y = (rng.uniform(size=501) < 0.3).astype(np.float32)
+    mean = y.mean()
+    np.testing.assert_allclose(_score(losses.binary_logloss, y), [np.log(mean / (1 - mean))], rtol=1e-5)
+
+
+def test_squared_error_starts_at_the_weighted_mean(rng):
+    y = rng.normal(3.0, 2.0, 500).astype(np.float32)
+    weight = rng.uniform(0.1, 3.0, 500).astype(np.float32)
+    np.testing.assert_allclose(_score(losses.squared_error, y, weight), [np.average(y, weights=weight)], rtol=1e-5)
+
+
+def test_absolute_error_starts_at_the_median(rng):
+    y = rng.standard_cauchy(501).astype(np.float32)
+    np.testing.assert_allclose(_score(losses.absolute_error, y), [np.median(y)], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.9])
+def test_quantile_starts_at_the_weighted_quantile(rng, alpha):
+    y = rng.exponential(5.0, 400).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, 400).astype(np.float32)
+    expected = inverted_cdf_quantile(y, weight, alpha)
+    np.testing.assert_allclose(_score(losses.quantile(alpha), y, weight), [expected], rtol=1e-6)
+
+
+def test_poisson_starts_at_the_log_of_the_mean(rng):
+    y = rng.poisson(4.0, 300).astype(np.float32)
+    np.testing.assert_allclose(_score(losses.poisson, y), [np.log(y.mean())], rtol=1e-5)
+
+
+def test_softmax_starts_at_the_class_frequencies(rng):
+    y = rng.choice(4, size=600, p=[0.1, 0.2, 0.3, 0.4]).astype(np.float32)
+    score = _score(losses.softmax_cross_entropy, y, n_outputs=4)
+    probabilities = np.exp(score - score.max()) / np.exp(score - score.max()).sum()
+    np.testing.assert_allclose(probabilities, np.bincount(y.astype(int)) / 600, atol=1e-5)
+
+
+def test_gaussian_nll_starts_at_the_mean_and_log_std(rng):
+    y = rng.normal(2.0, 3.0, 1000).astype(np.float32)
+    score = _score(losses.gaussian_nll, y, n_outputs=2)
+    np.testing.assert_allclose(score, [y.mean(), np.log(y.std())], rtol=1e-4, atol=1e-4)
+
+
+def test_large_targets_with_a_saturating_loss(rng):
+    """log-cosh's curvature vanishes far from the data: the bracket must still grow."""
+    y = rng.normal(1e4, 10.0, 301).astype(np.float32)
+
+    def log_cosh(y, f):
+        return jnp.logaddexp(f - y, y - f) - jnp.log(2.0)
+
+    score = _score(log_cosh, y)
+    assert abs(score[0] - np.median(y)) < 10.0

@@ -1,0 +1,135 @@
+"""Leaf values: Newton steps and line searches against closed forms and numpy."""
+
+import jaxboost  # noqa: F401  (configures devices before JAX starts)
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import losses
+from jaxboost.derivatives import grad_hess
+from jaxboost.leaves import line_search_leaf_values, newton_leaf_values, solve_newton
+
+
+def _leaf_data(seed, n_rows=400, n_leaves=5):
+    rng = np.random.default_rng(seed)
+    leaf_of_row = rng.integers(0, n_leaves, n_rows).astype(np.int32)
+    weight = rng.uniform(0.5, 2.0, n_rows).astype(np.float32)
+    return rng, leaf_of_row, weight
+
+
+def inverted_cdf_quantile(values, weights, alpha):
+    """Smallest value whose cumulative weight reaches alpha of the total."""
+    order = np.argsort(values)
+    cumulative = np.cumsum(weights[order].astype(np.float64))
+    index = np.searchsorted(cumulative, alpha * cumulative[-1] * (1 - 1e-9))
+    return values[order][index]
+
+
+def test_newton_leaf_on_log_loss_is_friedmans_closed_form():
+    rng, leaf_of_row, _ = _leaf_data(0)
+    y = rng.integers(0, 2, leaf_of_row.size).astype(np.float32)
+    raw = rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32)
+    grad, hess = grad_hess(losses.binary_logloss, jnp.asarray(y), jnp.asarray(raw))
+    values = newton_leaf_values(grad, hess, jnp.asarray(leaf_of_row), 5, reg_lambda=0.0)
+    p = 1 / (1 + np.exp(-raw[:, 0].astype(np.float64)))
+    for leaf in range(5):
+        rows = leaf_of_row == leaf
+        gamma = np.sum(y[rows] - p[rows]) / np.sum(p[rows] * (1 - p[rows]))
+        np.testing.assert_allclose(values[leaf, 0], gamma, rtol=1e-4, atol=1e-6)
+
+
+def test_newton_with_lambda_shrinks_toward_zero():
+    grad_sum = jnp.array([[-4.0], [2.0]])
+    hess_sum = jnp.array([[1.0], [3.0]])
+    np.testing.assert_allclose(solve_newton(grad_sum, hess_sum, 1.0), [[2.0], [-0.5]])
+
+
+def test_full_hessian_newton_is_the_pseudo_inverse_step():
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(4), size=3)
+    # softmax hessians: singular (shifting all scores changes nothing)
+    hess = np.stack([np.diag(q) - np.outer(q, q) for q in p]) * 50
+    grad = rng.normal(size=(3, 4))
+    grad -= grad.mean(axis=1, keepdims=True)  # in the range of the hessian
+    step = np.asarray(solve_newton(jnp.asarray(grad, jnp.float32), jnp.asarray(hess, jnp.float32), 0.0))
+    expected = -np.einsum("lij,lj->li", np.linalg.pinv(hess, rcond=1e-6), grad)
+    np.testing.assert_allclose(step, expected, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.1, 0.8])
+def test_line_search_gives_the_weighted_quantile_of_each_leaf(alpha):
+    rng, leaf_of_row, weight = _leaf_data(2)
+    y = rng.normal(size=leaf_of_row.size).astype(np.float32) * 10
+    raw = rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32)
+    loss = losses.absolute_error if alpha == 0.5 else losses.quantile(alpha)
+    values = line_search_leaf_values(
+        loss, jnp.asarray(y), jnp.asarray(raw), jnp.asarray(weight),
+        jnp.asarray(leaf_of_row), jnp.ones((5, 1)),
+    )
+    residual = y - raw[:, 0]
+    for leaf in range(5):
+        rows = leaf_of_row == leaf
+        expected = inverted_cdf_quantile(residual[rows], weight[rows], alpha)
+        np.testing.assert_allclose(values[leaf, 0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_line_search_on_squared_error_is_the_weighted_mean_residual():
+    rng, leaf_of_row, weight = _leaf_data(3)
+    y = rng.normal(size=leaf_of_row.size).astype(np.float32)
+    raw = np.zeros((leaf_of_row.size, 1), np.float32)
+    values = line_search_leaf_values(
+        losses.squared_error, jnp.asarray(y), jnp.asarray(raw), jnp.asarray(weight),
+        jnp.asarray(leaf_of_row), jnp.ones((5, 1)),
+    )
+    for leaf in range(5):
+        rows = leaf_of_row == leaf
+        np.testing.assert_allclose(
+            values[leaf, 0], np.average(y[rows], weights=weight[rows]), rtol=1e-5, atol=1e-6
+        )
+
+
+def test_line_search_finds_the_stationary_point_of_log_loss():
+    rng, leaf_of_row, weight = _leaf_data(4)
+    y = rng.integers(0, 2, leaf_of_row.size).astype(np.float32)
+    raw = rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32)
+    values = np.asarray(line_search_leaf_values(
+        losses.binary_logloss, jnp.asarray(y), jnp.asarray(raw), jnp.asarray(weight),
+        jnp.asarray(leaf_of_row), jnp.ones((5, 1)),
+    ))
+    moved = raw[:, 0] + values[leaf_of_row, 0]
+    p = 1 / (1 + np.exp(-moved.astype(np.float64)))
+    for leaf in range(5):
+        rows = leaf_of_row == leaf
+        slope = np.sum(weight[rows] * (p[rows] - y[rows])) / np.sum(weight[rows])
+        assert abs(slope) < 1e-5
+
+
+def test_line_search_far_from_zero_and_empty_leaves():
+    """Targets far from the start (the bracket must grow), and a leaf with no rows."""
+    y = jnp.asarray([1e4, 1e4 + 2, 1e4 + 5, -3e3], jnp.float32)
+    leaf_of_row = jnp.asarray([0, 0, 0, 2], jnp.int32)
+    values = line_search_leaf_values(
+        losses.absolute_error, y, jnp.zeros((4, 1)), jnp.ones(4), leaf_of_row, jnp.ones((3, 1))
+    )
+    np.testing.assert_allclose(np.asarray(values)[:, 0], [1e4 + 2, 0.0, -3e3], rtol=1e-6)
+
+
+def test_line_search_along_a_vector_direction():
+    """Vector leaves: the minimum of the leaf's loss along the given direction."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 300).astype(np.float32)
+    raw = jnp.zeros((300, 3))
+    direction = jnp.asarray([[1.0, -0.5, 0.25]])
+    values = line_search_leaf_values(
+        losses.softmax_cross_entropy, jnp.asarray(y), raw, jnp.ones(300),
+        jnp.zeros(300, jnp.int32), direction,
+    )
+    step = float(values[0, 0])
+
+    def total(t):
+        moved = raw + t * direction
+        return jnp.sum(jax.vmap(losses.softmax_cross_entropy)(jnp.asarray(y), moved))
+
+    assert abs(float(jax.grad(total)(step))) < 1e-3
+    assert float(total(step)) <= float(total(0.0))

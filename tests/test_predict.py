@@ -1,0 +1,177 @@
+"""Tests of ``jaxboost.predict``: a fitted forest applied by ``predict_forest`` equals a
+plain numpy walk of the same padded trees, and the training scores it implies."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+import losses
+from jaxboost import Booster
+from jaxboost.predict import predict_forest, tree_depth
+from jaxboost.tree import Tree
+
+N_ROWS, N_FEATURES, DEPTH = 50, 4, 3
+
+
+def _features(seed: int, n_rows: int = N_ROWS) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, N_FEATURES)).astype(np.float32)
+    X[:, 1] = rng.integers(0, 6, size=n_rows)
+    X[rng.random(n_rows) < 0.2, 0] = np.nan
+    X[rng.random(n_rows) < 0.3, 2] = np.nan
+    return X
+
+
+def _walk(forest: Tree, init_score: np.ndarray, X: np.ndarray, by_bin=None) -> np.ndarray:
+    """``F0 + sum_t leaf_value_t[leaf]`` by walking every tree's heap in numpy.
+
+    With ``by_bin = (bins, missing_bin)`` rows are routed by bins and ``threshold_bin``
+    (as in training) instead of raw values and ``threshold``.
+    """
+    n_trees, n_internal = forest.feature.shape
+    depth = (n_internal + 1).bit_length() - 1
+    rows = np.arange(X.shape[0])
+    raw = np.tile(np.asarray(init_score, np.float64), (X.shape[0], 1))
+    for t in range(n_trees):
+        node = np.zeros(X.shape[0], np.int64)
+        for _ in range(depth):
+            feature = forest.feature[t][node]
+            if by_bin is None:
+                value = X[rows, feature]
+                is_missing = np.isnan(value)
+                above = ~(value <= forest.threshold[t][node])
+            else:
+                bins, missing_bin = by_bin
+                value = bins[feature, rows].astype(np.int64)
+                is_missing = value == missing_bin
+                above = value > forest.threshold_bin[t][node]
+            go_right = np.where(is_missing, ~forest.missing_left[t][node], above)
+            node = 2 * node + 1 + go_right
+        raw += forest.leaf_value[t][node - (2**depth - 1)]
+    return raw
+
+
+def _numpy_bins(X: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin of every value from the edges: the number of edges below it, NaN last."""
+    max_bins = edges.shape[1]
+    bins = np.empty(X.T.shape, np.int64)
+    for feature in range(X.shape[1]):
+        bins[feature] = np.searchsorted(edges[feature, :-1], X[:, feature], side="left")
+    bins[np.isnan(X.T)] = max_bins
+    return bins
+
+
+def _fit(loss, y, X, **kwargs) -> Booster:
+    params = {"n_estimators": 6, "learning_rate": 0.3, "max_depth": DEPTH, "max_bins": 16}
+    params.update(kwargs)
+    return Booster(loss=loss, **params).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    X = _features(0)
+    y = np.nan_to_num(X[:, 0]) * 2 + X[:, 1] - np.isnan(X[:, 2]) + 0.1 * X[:, 3]
+    return X, y.astype(np.float32), _fit(losses.squared_error, y, X)
+
+
+@pytest.fixture(scope="module", params=["multi_output_tree", "one_output_per_tree"])
+def three_classes(request):
+    X = _features(1)
+    labels = (np.nan_to_num(X[:, 0]) > 0).astype(int) + (X[:, 1] >= 3).astype(int)
+    model = _fit(losses.softmax_cross_entropy, labels, X, multi_strategy=request.param)
+    return X, labels, model
+
+
+def _forest(model: Booster) -> Tree:
+    return Tree(*(np.asarray(field) for field in model.forest_))
+
+
+def _predict(model: Booster, X: np.ndarray, **kwargs) -> np.ndarray:
+    forest = Tree(*(jnp.asarray(field) for field in model.forest_))
+    raw = predict_forest(forest, jnp.asarray(model.init_score_), jnp.asarray(X), **kwargs)
+    return np.asarray(raw)
+
+
+def test_forest_shapes(regression, three_classes):
+    for model, n_outputs, n_trees in [
+        (regression[2], 1, 6),
+        (three_classes[2], 3, 6 if three_classes[2].multi_strategy == "multi_output_tree" else 18),
+    ]:
+        forest = _forest(model)
+        assert forest.feature.shape == (n_trees, 2**DEPTH - 1)
+        assert forest.leaf_value.shape == (n_trees, 2**DEPTH, n_outputs)
+        assert tree_depth(forest) == DEPTH
+        assert model.init_score_.shape == (n_outputs,)
+
+
+@pytest.mark.parametrize("batch_rows", [7, 16_384])
+def test_regression_matches_numpy_walk(regression, batch_rows):
+    X, _, model = regression
+    X_new = _features(10, n_rows=N_ROWS)
+    for data in (X, X_new):
+        expected = _walk(_forest(model), model.init_score_, data)
+        raw = _predict(model, data, batch_rows=batch_rows)
+        assert raw.shape == (data.shape[0], 1) and raw.dtype == np.float32
+        np.testing.assert_allclose(raw, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(model.predict_raw(X_new), expected[:, 0], rtol=1e-5, atol=1e-5)
+    # the walk had something to check: many leaves, NaN sent both ways by real splits
+    assert len(np.unique(np.round(expected, 5))) > 4
+    forest = _forest(model)
+    splits = forest.split_gain > 0
+    assert {True, False} <= set(forest.missing_left[splits & (forest.feature != 1)].tolist())
+
+
+@pytest.mark.parametrize("batch_rows", [7, 50, 64])
+def test_three_classes_match_numpy_walk(three_classes, batch_rows):
+    X, _, model = three_classes
+    X_new = _features(11, n_rows=N_ROWS)
+    for data in (X, X_new):
+        expected = _walk(_forest(model), model.init_score_, data)
+        raw = _predict(model, data, batch_rows=batch_rows)
+        assert raw.shape == (data.shape[0], 3)
+        np.testing.assert_allclose(raw, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(model.predict_raw(X_new), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_all_missing_rows_follow_missing_directions(regression):
+    _, _, model = regression
+    X_missing = np.full((5, N_FEATURES), np.nan, np.float32)
+    expected = _walk(_forest(model), model.init_score_, X_missing)
+    np.testing.assert_allclose(_predict(model, X_missing, batch_rows=2), expected, rtol=1e-5)
+
+
+def test_raw_features_reach_the_leaves_training_reached(regression, three_classes):
+    """Routing raw values by ``threshold`` = routing bins by ``threshold_bin``."""
+    for X, _, model in (regression, three_classes):
+        bins = _numpy_bins(X, model.bin_edges_)
+        by_bin = _walk(_forest(model), model.init_score_, X, by_bin=(bins, model.max_bins))
+        raw = model.predict_raw(X).reshape(X.shape[0], -1)
+        np.testing.assert_allclose(raw, by_bin, rtol=1e-5, atol=1e-5)
+
+
+def test_squared_error_training_loss_matches_predictions(regression):
+    X, y, model = regression
+    raw = model.predict_raw(X).astype(np.float64)
+    np.testing.assert_allclose(np.mean(0.5 * (y - raw) ** 2), model.train_loss_[-1], rtol=1e-5)
+    assert model.train_loss_[-1] < model.train_loss_[0]
+
+
+def test_odd_row_count_training_loss_matches_predictions():
+    """51 rows over 2 devices: the padding row must not leak into the loss."""
+    X = _features(3, n_rows=51)
+    y = (np.nan_to_num(X[:, 3]) - X[:, 1]).astype(np.float32)
+    model = _fit(losses.squared_error, y, X)
+    raw = model.predict_raw(X).astype(np.float64)
+    np.testing.assert_allclose(np.mean(0.5 * (y - raw) ** 2), model.train_loss_[-1], rtol=1e-5)
+
+
+def test_softmax_training_loss_matches_predictions(three_classes):
+    X, labels, model = three_classes
+    raw = model.predict_raw(X).astype(np.float64)
+    top = raw.max(axis=1)
+    log_norm = top + np.log(np.exp(raw - top[:, None]).sum(axis=1))
+    loss = np.mean(log_norm - raw[np.arange(X.shape[0]), labels])
+    np.testing.assert_allclose(loss, model.train_loss_[-1], rtol=1e-5)
