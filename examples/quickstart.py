@@ -5,11 +5,12 @@ log-cosh loss written inline, and prints the held-out error next to a
 constant-prediction baseline.  Run: ``python examples/quickstart.py``.
 """
 
-import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
 import jax.numpy as jnp
 import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
+
+import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
 
 
 def main() -> None:
@@ -17,7 +18,7 @@ def main() -> None:
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
 
     # log(cosh(f - y)), written so that it cannot overflow for large residuals
-    log_cosh = lambda y, f: jnp.logaddexp(f - y, y - f) - jnp.log(2.0)  # noqa: E731
+    log_cosh = lambda y, f: jnp.logaddexp(f - y, y - f) - jnp.log(2.0)
     model = jb.Booster(loss=log_cosh, n_estimators=200, learning_rate=0.05, max_depth=3)
     model.fit(X_train, y_train)
 

@@ -113,8 +113,15 @@ def _awkward_columns(rng: np.random.Generator, n_rows: int) -> np.ndarray:
     few_with_inf = rng.choice([-np.inf, -1.0, 0.0, 2.5, np.inf, np.nan], size=n_rows)
     huge = rng.choice([-3e38, 3e38, 0.0], size=n_rows)
     columns = [
-        continuous, with_nan, duplicates, heavy_ties, constant, all_nan, with_inf,
-        few_with_inf, huge,
+        continuous,
+        with_nan,
+        duplicates,
+        heavy_ties,
+        constant,
+        all_nan,
+        with_inf,
+        few_with_inf,
+        huge,
     ]
     return np.stack(columns, axis=1).astype(np.float32)
 

@@ -1,12 +1,12 @@
 """The Booster: fitting, predicting, weights, devices and clear errors."""
 
-import jaxboost as jb
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
+import jaxboost as jb
 import losses
 
 
@@ -61,10 +61,12 @@ def test_integer_weights_equal_repeated_rows():
     X = np.round(rng.normal(size=(200, 3)), 1).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=200) * 0.1).astype(np.float32)
     weight = rng.integers(1, 4, 200)
-    settings = dict(loss=losses.quantile(0.3), n_estimators=10, max_depth=3)
+    settings = {"loss": losses.quantile(0.3), "n_estimators": 10, "max_depth": 3}
     weighted = jb.Booster(**settings).fit(X, y, sample_weight=weight)
     repeated = jb.Booster(**settings).fit(np.repeat(X, weight, axis=0), np.repeat(y, weight))
-    np.testing.assert_allclose(weighted.predict_raw(X), repeated.predict_raw(X), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        weighted.predict_raw(X), repeated.predict_raw(X), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize(
@@ -81,9 +83,12 @@ def test_sharded_rows_give_the_single_device_model(loss, leaf_method, target):
     if len(jax.devices()) < 2:
         pytest.skip("needs 2 devices: run with jaxboost imported before JAX starts")
     X, y = _regression(n_rows=301)
-    y = {"regression": y, "binary": (y > 0).astype(np.float32),
-         "multiclass": np.digitize(y, [-1, 0, 1]).astype(np.float32)}[target]
-    settings = dict(loss=loss, n_estimators=15, max_depth=4, leaf_method=leaf_method)
+    y = {
+        "regression": y,
+        "binary": (y > 0).astype(np.float32),
+        "multiclass": np.digitize(y, [-1, 0, 1]).astype(np.float32),
+    }[target]
+    settings = {"loss": loss, "n_estimators": 15, "max_depth": 4, "leaf_method": leaf_method}
     single = jb.Booster(devices=jax.devices()[:1], **settings).fit(X, y)
     sharded = jb.Booster(devices=jax.devices(), **settings).fit(X, y)
     np.testing.assert_array_equal(single.forest_.feature, sharded.forest_.feature)

@@ -42,8 +42,11 @@ def _random_level(seed, n_features, n_rows, n_nodes, n_bins, n_stats):
 
 def _run(bins, node_of_row, row_stats, n_nodes, n_bins):
     hist = _build(
-        jnp.asarray(bins), jnp.asarray(node_of_row), jnp.asarray(row_stats),
-        n_nodes=n_nodes, n_bins=n_bins,
+        jnp.asarray(bins),
+        jnp.asarray(node_of_row),
+        jnp.asarray(row_stats),
+        n_nodes=n_nodes,
+        n_bins=n_bins,
     )
     return np.asarray(hist)
 
@@ -53,7 +56,9 @@ def _run(bins, node_of_row, row_stats, n_nodes, n_bins):
     [(1, 1, 1, 2, 1), (4, 200, 4, 9, 3), (3, 150, 8, 17, 7), (2, 300, 1, 256, 3)],
 )
 def test_matches_numpy_triple_loop(n_features, n_rows, n_nodes, n_bins, n_stats):
-    bins, node_of_row, row_stats = _random_level(n_rows, n_features, n_rows, n_nodes, n_bins, n_stats)
+    bins, node_of_row, row_stats = _random_level(
+        n_rows, n_features, n_rows, n_nodes, n_bins, n_stats
+    )
     hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
     assert hist.shape == (n_features, n_nodes, n_bins, n_stats)
     assert hist.dtype == np.float32
@@ -76,9 +81,9 @@ def test_integer_stats_are_exact_and_counts_add_up():
     # empty a node and a bin, so zeros are checked too
     node_of_row[node_of_row == 2] = 3
     bins[bins == 5] = 6
-    row_stats = np.stack(
-        [rng.integers(-5, 6, size=n_rows), np.ones(n_rows)], axis=1
-    ).astype(np.float32)
+    row_stats = np.stack([rng.integers(-5, 6, size=n_rows), np.ones(n_rows)], axis=1).astype(
+        np.float32
+    )
     hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
     np.testing.assert_array_equal(hist, reference)
@@ -97,5 +102,6 @@ def test_row_order_does_not_matter():
     np.testing.assert_allclose(
         run(bins, node_of_row, row_stats),
         run(bins[:, order], node_of_row[order], row_stats[order]),
-        rtol=1e-5, atol=1e-5,
+        rtol=1e-5,
+        atol=1e-5,
     )

@@ -1,13 +1,13 @@
 """The initial score: a jitted minimisation that lands on the closed forms."""
 
-import jaxboost  # noqa: F401  (configures devices before JAX starts)
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_leaves import inverted_cdf_quantile
 
+import jaxboost  # noqa: F401  (configures devices before JAX starts)
 import losses
 from jaxboost.init_score import initial_score
-from test_leaves import inverted_cdf_quantile
 
 
 def _score(loss, y, weight=None, n_outputs=1):
@@ -23,18 +23,24 @@ def rng():
 def test_log_loss_starts_at_the_log_odds_of_the_mean(rng):
     y = (rng.uniform(size=501) < 0.3).astype(np.float32)
     mean = y.mean()
-    np.testing.assert_allclose(_score(losses.binary_logloss, y), [np.log(mean / (1 - mean))], rtol=1e-5)
+    np.testing.assert_allclose(
+        _score(losses.binary_logloss, y), [np.log(mean / (1 - mean))], rtol=1e-5
+    )
 
 
 def test_squared_error_starts_at_the_weighted_mean(rng):
     y = rng.normal(3.0, 2.0, 500).astype(np.float32)
     weight = rng.uniform(0.1, 3.0, 500).astype(np.float32)
-    np.testing.assert_allclose(_score(losses.squared_error, y, weight), [np.average(y, weights=weight)], rtol=1e-5)
+    np.testing.assert_allclose(
+        _score(losses.squared_error, y, weight), [np.average(y, weights=weight)], rtol=1e-5
+    )
 
 
 def test_absolute_error_starts_at_the_median(rng):
     y = rng.standard_cauchy(501).astype(np.float32)
-    np.testing.assert_allclose(_score(losses.absolute_error, y), [np.median(y)], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        _score(losses.absolute_error, y), [np.median(y)], rtol=1e-6, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("alpha", [0.1, 0.9])

@@ -1,11 +1,11 @@
 """Leaf values: Newton steps and line searches against closed forms and numpy."""
 
-import jaxboost  # noqa: F401  (configures devices before JAX starts)
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxboost  # noqa: F401  (configures devices before JAX starts)
 import losses
 from jaxboost.derivatives import grad_hess
 from jaxboost.leaves import line_search_leaf_values, newton_leaf_values, solve_newton
@@ -52,7 +52,9 @@ def test_full_hessian_newton_is_the_pseudo_inverse_step():
     hess = np.stack([np.diag(q) - np.outer(q, q) for q in p]) * 50
     grad = rng.normal(size=(3, 4))
     grad -= grad.mean(axis=1, keepdims=True)  # in the range of the hessian
-    step = np.asarray(solve_newton(jnp.asarray(grad, jnp.float32), jnp.asarray(hess, jnp.float32), 0.0))
+    step = np.asarray(
+        solve_newton(jnp.asarray(grad, jnp.float32), jnp.asarray(hess, jnp.float32), 0.0)
+    )
     expected = -np.einsum("lij,lj->li", np.linalg.pinv(hess, rcond=1e-6), grad)
     np.testing.assert_allclose(step, expected, rtol=1e-3, atol=1e-4)
 
@@ -64,8 +66,12 @@ def test_line_search_gives_the_weighted_quantile_of_each_leaf(alpha):
     raw = rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32)
     loss = losses.absolute_error if alpha == 0.5 else losses.quantile(alpha)
     values = line_search_leaf_values(
-        loss, jnp.asarray(y), jnp.asarray(raw), jnp.asarray(weight),
-        jnp.asarray(leaf_of_row), jnp.ones((5, 1)),
+        loss,
+        jnp.asarray(y),
+        jnp.asarray(raw),
+        jnp.asarray(weight),
+        jnp.asarray(leaf_of_row),
+        jnp.ones((5, 1)),
     )
     residual = y - raw[:, 0]
     for leaf in range(5):
@@ -79,8 +85,12 @@ def test_line_search_on_squared_error_is_the_weighted_mean_residual():
     y = rng.normal(size=leaf_of_row.size).astype(np.float32)
     raw = np.zeros((leaf_of_row.size, 1), np.float32)
     values = line_search_leaf_values(
-        losses.squared_error, jnp.asarray(y), jnp.asarray(raw), jnp.asarray(weight),
-        jnp.asarray(leaf_of_row), jnp.ones((5, 1)),
+        losses.squared_error,
+        jnp.asarray(y),
+        jnp.asarray(raw),
+        jnp.asarray(weight),
+        jnp.asarray(leaf_of_row),
+        jnp.ones((5, 1)),
     )
     for leaf in range(5):
         rows = leaf_of_row == leaf
@@ -93,10 +103,16 @@ def test_line_search_finds_the_stationary_point_of_log_loss():
     rng, leaf_of_row, weight = _leaf_data(4)
     y = rng.integers(0, 2, leaf_of_row.size).astype(np.float32)
     raw = rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32)
-    values = np.asarray(line_search_leaf_values(
-        losses.binary_logloss, jnp.asarray(y), jnp.asarray(raw), jnp.asarray(weight),
-        jnp.asarray(leaf_of_row), jnp.ones((5, 1)),
-    ))
+    values = np.asarray(
+        line_search_leaf_values(
+            losses.binary_logloss,
+            jnp.asarray(y),
+            jnp.asarray(raw),
+            jnp.asarray(weight),
+            jnp.asarray(leaf_of_row),
+            jnp.ones((5, 1)),
+        )
+    )
     moved = raw[:, 0] + values[leaf_of_row, 0]
     p = 1 / (1 + np.exp(-moved.astype(np.float64)))
     for leaf in range(5):
@@ -122,8 +138,12 @@ def test_line_search_along_a_vector_direction():
     raw = jnp.zeros((300, 3))
     direction = jnp.asarray([[1.0, -0.5, 0.25]])
     values = line_search_leaf_values(
-        losses.softmax_cross_entropy, jnp.asarray(y), raw, jnp.ones(300),
-        jnp.zeros(300, jnp.int32), direction,
+        losses.softmax_cross_entropy,
+        jnp.asarray(y),
+        raw,
+        jnp.ones(300),
+        jnp.zeros(300, jnp.int32),
+        direction,
     )
     step = float(values[0, 0])
 

@@ -7,7 +7,6 @@ sample weights so that its initial estimator also uses the inverted-CDF
 weighted percentile, as its leaves do.
 """
 
-import jaxboost as jb
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +15,7 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
 from sklearn.model_selection import train_test_split
 
+import jaxboost as jb
 import losses
 
 N_ROUNDS = 20
@@ -40,8 +40,13 @@ def _mean_loss(loss, y, raw):
 
 def _ours(loss, leaf_method, min_child_weight, X, y):
     model = jb.Booster(
-        loss=loss, n_estimators=N_ROUNDS, max_depth=3, learning_rate=0.1,
-        split_criterion="first_order", leaf_method=leaf_method, reg_lambda=0.0,
+        loss=loss,
+        n_estimators=N_ROUNDS,
+        max_depth=3,
+        learning_rate=0.1,
+        split_criterion="first_order",
+        leaf_method=leaf_method,
+        reg_lambda=0.0,
         min_child_weight=min_child_weight,
     )
     return model.fit(X, y)
@@ -50,18 +55,22 @@ def _ours(loss, leaf_method, min_child_weight, X, y):
 @pytest.mark.parametrize(
     "sklearn_loss, loss, leaf_method, min_leaf",
     [
-        (dict(loss="squared_error"), losses.squared_error, "newton", 1),
-        (dict(loss="squared_error"), losses.squared_error, "line_search", 1),
-        (dict(loss="absolute_error"), losses.absolute_error, "line_search", 5),
-        (dict(loss="quantile", alpha=0.8), losses.quantile(0.8), "line_search", 5),
+        ({"loss": "squared_error"}, losses.squared_error, "newton", 1),
+        ({"loss": "squared_error"}, losses.squared_error, "line_search", 1),
+        ({"loss": "absolute_error"}, losses.absolute_error, "line_search", 5),
+        ({"loss": "quantile", "alpha": 0.8}, losses.quantile(0.8), "line_search", 5),
     ],
     ids=["squared-newton", "squared-line-search", "absolute", "quantile"],
 )
 def test_regressor_training_loss_matches_scikit_learn(sklearn_loss, loss, leaf_method, min_leaf):
     X, y = _data()
     reference = GradientBoostingRegressor(
-        n_estimators=N_ROUNDS, max_depth=3, learning_rate=0.1, min_samples_leaf=min_leaf,
-        random_state=0, **sklearn_loss,
+        n_estimators=N_ROUNDS,
+        max_depth=3,
+        learning_rate=0.1,
+        min_samples_leaf=min_leaf,
+        random_state=0,
+        **sklearn_loss,
     ).fit(X, y, sample_weight=np.ones(len(y)))
     model = _ours(loss, leaf_method, min_leaf, X, y)
     expected = _mean_loss(loss, y, reference.predict(X))
@@ -94,8 +103,11 @@ def test_multiclass_reaches_scikit_learn_accuracy():
     reference_accuracy = reference.score(X_test, y_test)
     for strategy in ["one_output_per_tree", "multi_output_tree"]:
         model = jb.Booster(
-            loss=losses.softmax_cross_entropy, n_estimators=50, max_depth=3,
-            learning_rate=0.1, multi_strategy=strategy,
+            loss=losses.softmax_cross_entropy,
+            n_estimators=50,
+            max_depth=3,
+            learning_rate=0.1,
+            multi_strategy=strategy,
         ).fit(X_train, y_train)
         probabilities = model.predict(X_test)
         assert probabilities.shape == (len(y_test), 5)

@@ -46,8 +46,7 @@ def _brute_force_gains(hist, n_outputs, reg_lambda, min_child_weight):
                         left = left + node_hist[-1]
                     right = parent - left
                     valid = all(
-                        child[n_outputs : 2 * n_outputs].sum() >= min_child_weight
-                        and child[-1] > 0
+                        child[n_outputs : 2 * n_outputs].sum() >= min_child_weight and child[-1] > 0
                         for child in (left, right)
                     )
                     if valid:
@@ -77,8 +76,11 @@ def _histograms(rng, n_features, n_rows, n_nodes, n_bins, n_outputs, missing_rat
 
 def _run(hist, n_outputs, reg_lambda=1.0, min_child_weight=0.0, min_split_gain=0.0):
     choice = _find(
-        jnp.asarray(hist), n_outputs=n_outputs, reg_lambda=reg_lambda,
-        min_child_weight=min_child_weight, min_split_gain=min_split_gain,
+        jnp.asarray(hist),
+        n_outputs=n_outputs,
+        reg_lambda=reg_lambda,
+        min_child_weight=min_child_weight,
+        min_split_gain=min_split_gain,
     )
     return jax.tree.map(np.asarray, choice)
 
@@ -112,7 +114,9 @@ def _check_against_brute_force(hist, n_outputs, reg_lambda, min_child_weight, mi
         if ranked.size == 1 or ranked[-1] - ranked[-2] > 1e-3 * abs(ranked[-1]):
             where = np.argwhere(gains[node] == ranked[-1])
             assert tuple(where[0]) == (
-                choice.feature[node], choice.threshold_bin[node], int(choice.missing_left[node])
+                choice.feature[node],
+                choice.threshold_bin[node],
+                int(choice.missing_left[node]),
             )
     return choice, gains
 

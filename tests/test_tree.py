@@ -51,7 +51,9 @@ def _brute_force_best_gain(bins, stats, n_outputs, max_bins, params):
     def score(rows):
         grad = stats[rows, :n_outputs].sum(axis=0)
         hess = stats[rows, n_outputs : 2 * n_outputs].sum(axis=0)
-        return np.sum(np.where(hess + params.reg_lambda > 0, grad**2 / (hess + params.reg_lambda), 0))
+        return np.sum(
+            np.where(hess + params.reg_lambda > 0, grad**2 / (hess + params.reg_lambda), 0)
+        )
 
     def ok(rows):
         hess = stats[rows, n_outputs : 2 * n_outputs].sum()
@@ -145,7 +147,11 @@ def test_leaf_of_row_matches_raw_routing_and_splits_are_best(n_outputs, max_dept
             assert best <= 1e-4 * max(1.0, abs(best)), f"node {node} should split (gain {best})"
             continue
         np.testing.assert_allclose(tree.split_gain[node], best, rtol=RTOL, atol=ATOL)
-        key = (int(tree.feature[node]), int(tree.threshold_bin[node]), bool(tree.missing_left[node]))
+        key = (
+            int(tree.feature[node]),
+            int(tree.threshold_bin[node]),
+            bool(tree.missing_left[node]),
+        )
         np.testing.assert_allclose(gains[key], best, rtol=RTOL, atol=ATOL, err_msg=f"node {node}")
 
 
@@ -156,7 +162,9 @@ def test_level_without_splits_sends_rows_left():
     X = np.stack([rng.integers(0, 2, n_rows), rng.normal(size=n_rows)], axis=1).astype(np.float32)
     grad = np.where(X[:, 0] == 1, -1.0, 1.0)
     stats = np.stack([grad, np.ones(n_rows), np.ones(n_rows)], axis=1).astype(np.float32)
-    params = TreeParams(max_depth=max_depth, reg_lambda=1.0, min_child_weight=0.0, min_split_gain=0.0)
+    params = TreeParams(
+        max_depth=max_depth, reg_lambda=1.0, min_child_weight=0.0, min_split_gain=0.0
+    )
     max_bins = 8
     _, _, tree, leaf_of_row = _grow_on(X, stats, params, max_bins)
     assert tree.feature[0] == 0 and tree.threshold_bin[0] == 0 and tree.split_gain[0] > 0
