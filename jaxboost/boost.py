@@ -114,7 +114,10 @@ def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, axis_name):
     values = cfg.learning_rate * _leaf_values(
         cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
-    return Tree(*structure, leaf_value=values), values[leaf_of_row]
+    leaf_weight = jax.ops.segment_sum(data.weight, leaf_of_row, num_segments=values.shape[0])
+    if axis_name is not None:
+        leaf_weight = lax.psum(leaf_weight, axis_name)
+    return Tree(*structure, leaf_value=values, leaf_weight=leaf_weight), values[leaf_of_row]
 
 
 def boost_round(cfg: BoostConfig, data: ShardData, edges: jax.Array, raw: jax.Array, axis_name):

@@ -30,6 +30,7 @@ class Tree(NamedTuple):
     missing_left: jax.Array  # (2^D - 1,) bool: NaN goes left
     split_gain: jax.Array  # (2^D - 1,) float32, 0 at nodes that do not split
     leaf_value: jax.Array  # (2^D, n_outputs) float32, learning rate included
+    leaf_weight: jax.Array  # (2^D,) float32 sum of training sample weights per leaf
 
 
 class TreeParams(NamedTuple):
