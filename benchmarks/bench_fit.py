@@ -96,6 +96,24 @@ def make_data(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return X, y, logit
 
 
+# JAX reports the time it spends tracing, lowering and compiling each program;
+# summing those events measures compilation directly, beside first - second.
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+_compile_seconds = [0.0]
+
+
+def _on_duration(event: str, seconds: float, **_: object) -> None:
+    if event in COMPILE_EVENTS:
+        _compile_seconds[0] += seconds
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
 def fit_jaxboost(X, y, args, devices):
     model = jb.Booster(
         loss=losses.binary_logloss,
@@ -106,9 +124,10 @@ def fit_jaxboost(X, y, args, devices):
         reg_lambda=1.0,
         devices=devices,
     )
+    _compile_seconds[0] = 0.0
     start = time.perf_counter()
     model.fit(X, y)  # fit blocks on the trees (device_get), so the time is honest
-    return model, time.perf_counter() - start
+    return model, time.perf_counter() - start, _compile_seconds[0]
 
 
 def fit_lightgbm(X, y, args):
@@ -197,14 +216,22 @@ def main(argv=None) -> None:
     # Timed fits of the two libraries alternate, so on a shared machine both
     # see similar load; the 1-minute load average before each fit is printed.
     load = f"(load {os.getloadavg()[0]:.1f})"
-    _, first = fit_jaxboost(X_train, y_train, args, devices)
-    print(f"jaxboost first fit (with compilation): {first:6.2f} s  {load}", flush=True)
+    _, first, first_compile = fit_jaxboost(X_train, y_train, args, devices)
+    print(
+        f"jaxboost first fit (with compilation): {first:6.2f} s  {load}"
+        f"  [JAX compile events {first_compile:.2f} s]",
+        flush=True,
+    )
     jb_times, lgb_times, jb_model, lgb_model = [], [], None, None
     for _ in range(args.repeat):
         load = f"(load {os.getloadavg()[0]:.1f})"
-        jb_model, seconds = fit_jaxboost(X_train, y_train, args, devices)
+        jb_model, seconds, compiled = fit_jaxboost(X_train, y_train, args, devices)
         jb_times.append(seconds)
-        print(f"jaxboost fit (compiled):               {seconds:6.2f} s  {load}", flush=True)
+        print(
+            f"jaxboost fit (compiled):               {seconds:6.2f} s  {load}"
+            f"  [JAX compile events {compiled:.2f} s]",
+            flush=True,
+        )
         if not args.skip_lightgbm:
             load = f"(load {os.getloadavg()[0]:.1f})"
             lgb_model, seconds = fit_lightgbm(X_train, y_train, args)
@@ -224,7 +251,8 @@ def main(argv=None) -> None:
     print(f"train log loss after {args.rounds} rounds, jaxboost: {jb_model.train_loss_[-1]:.5f}")
     print(
         f"jaxboost compile ~= first - fit = {first:.2f} - {jb_fit:.2f} = "
-        f"{first - jb_fit:.2f} s  ({len(used)} device(s))"
+        f"{first - jb_fit:.2f} s  ({len(used)} device(s)); "
+        f"JAX compile events in the first fit: {first_compile:.2f} s"
     )
     print()
     print("| library | fit seconds | ratio to LightGBM | test log loss | test AUC |")

@@ -27,6 +27,7 @@ from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS
 from .init_score import initial_score
 from .leaves import line_search_leaf_values, newton_leaf_values
+from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
 
 LEAF_METHODS = ("newton", "line_search")
@@ -48,6 +49,8 @@ class BoostConfig:
     hessian: str = "diag"
     multi_strategy: str = "multi_output_tree"
     rounds_per_chunk: int = 100
+    subsample: float = 1.0
+    colsample_bytree: float = 1.0
 
     @property
     def trees_per_round(self) -> int:
@@ -100,7 +103,7 @@ def _leaf_values(cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
 
 
-def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, axis_name):
+def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, features, axis_name):
     """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
     if cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1:
@@ -110,7 +113,7 @@ def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, axis_name):
     else:
         grad_split, hess_split = grad, hess_diag
     stats = _split_stats(cfg, grad_split, hess_split, data.weight)
-    structure, leaf_of_row = grow_tree(data.bins, stats, edges, cfg.tree, axis_name)
+    structure, leaf_of_row = grow_tree(data.bins, stats, edges, cfg.tree, axis_name, features)
     values = cfg.learning_rate * _leaf_values(
         cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
@@ -120,21 +123,36 @@ def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, axis_name):
     return Tree(*structure, leaf_value=values, leaf_weight=leaf_weight), values[leaf_of_row]
 
 
-def boost_round(cfg: BoostConfig, data: ShardData, edges: jax.Array, raw: jax.Array, axis_name):
+def boost_round(
+    cfg: BoostConfig,
+    data: ShardData,
+    edges: jax.Array,
+    raw: jax.Array,
+    round_index: jax.Array,
+    seed: jax.Array,
+    axis_name,
+):
     """One boosting round on one shard.
 
     Args:
       edges: ``(n_features, max_bins)`` bin edges (replicated).
       raw: ``(n_rows, K)`` current raw scores of the shard.
+      round_index, seed: int32 scalars that fix this round's subsamples.
     Returns:
       ``(trees, raw)``: the round's trees, stacked ``(trees_per_round, ...)``,
-      and the updated ``(n_rows, K)`` raw scores.
+      and the updated ``(n_rows, K)`` raw scores (of every row, in bag or not).
     """
+    n_rows = data.weight.shape[0]
+    shard = lax.axis_index(axis_name) if axis_name is not None else 0
+    global_row = shard * n_rows + jnp.arange(n_rows)
+    in_bag = row_mask(global_row, round_index, seed, cfg.subsample)
+    data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
+    features = feature_mask(data.bins.shape[0], round_index, seed, cfg.colsample_bytree)
     grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
     grad = grad * data.weight[:, None]
     hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
     grow = functools.partial(
-        _grow_one, cfg, data, raw, grad, hess, edges=edges, axis_name=axis_name
+        _grow_one, cfg, data, raw, grad, hess, edges=edges, features=features, axis_name=axis_name
     )
     if cfg.trees_per_round == 1:
         tree, update = grow(jnp.ones(cfg.n_outputs, jnp.float32))
@@ -151,10 +169,11 @@ def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Arr
     return sums[0] / sums[1]
 
 
-def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, n_active):
-    def one_round(raw, round_index):
-        trees, new_raw = boost_round(cfg, data, edges, raw, ROWS)
-        raw = jnp.where(round_index < n_active, new_raw, raw)
+def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_active, seed):
+    def one_round(raw, chunk_round):
+        round_index = first_round + chunk_round
+        trees, new_raw = boost_round(cfg, data, edges, raw, round_index, seed, ROWS)
+        raw = jnp.where(chunk_round < n_active, new_raw, raw)
         return raw, (trees, mean_loss(cfg.loss, data, raw, ROWS))
 
     raw, (trees, train_loss) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
@@ -166,14 +185,15 @@ _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS))
 
 @functools.lru_cache(maxsize=64)
 def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
-    """``(data, edges, raw, n_active) -> (raw, trees, train_loss)``, jitted and
-    sharded; trees have a leading ``(rounds_per_chunk, trees_per_round)`` axis.
-    Rounds at or after ``n_active`` leave ``raw`` unchanged (their trees are
-    discarded by the caller), so the last, partial chunk reuses the program."""
+    """``(data, edges, raw, first_round, n_active, seed) -> (raw, trees, train_loss)``,
+    jitted and sharded; trees have a leading ``(rounds_per_chunk,
+    trees_per_round)`` axis.  Rounds at or after ``n_active`` leave ``raw``
+    unchanged (their trees are discarded by the caller), so the last, partial
+    chunk reuses the program."""
     sharded = jax.shard_map(
         functools.partial(_train_chunk, cfg),
         mesh=mesh,
-        in_specs=(_DATA_SPECS, P(), P(ROWS), P()),
+        in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P()),
         out_specs=(P(ROWS), P(), P()),
         check_vma=False,
     )

@@ -1,13 +1,13 @@
 """``Booster``: the Python shell around the jitted boosting program.
 
 Validation, binning, sharding the rows over the mesh, dispatching chunks of
-rounds, and keeping the forest.  Nothing here loops over rows, nodes or
-features.
+rounds, watching them (evaluation, early stopping, callbacks), and keeping the
+forest.  Nothing here loops over rows, nodes or features.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -30,31 +30,21 @@ from .boost import (
     train_chunk_program,
 )
 from .devices import ROWS, make_mesh
-from .predict import predict_forest
+from .metrics import resolve_metric
+from .monitor import EvalSet, Monitor
+from .predict import predict_forest, round_increments
 from .tree import Tree, TreeParams
+from .validation import (
+    as_features,
+    as_targets,
+    as_weights,
+    check_columns,
+    choice,
+    feature_names,
+)
 
-
-def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
-    return value
-
-
-def _as_features(X: Any, name: str = "X") -> np.ndarray:
-    """``(n_rows, n_features)`` float32 with NaN for missing, or a clear error."""
-    try:
-        array = np.asarray(X, dtype=np.float32)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name}: expected a numeric 2-D array, could not convert: {error}")
-    if array.ndim != 2:
-        raise ValueError(
-            f"{name}: expected a 2-D array (n_rows, n_features), got shape {array.shape}"
-        )
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(
-            f"{name}: expected at least one row and one feature, got shape {array.shape}"
-        )
-    return array
+# rounds per device program when something watches every round
+_MONITORED_CHUNK = 10
 
 
 def _resolve_loss(loss: str | Callable) -> Callable:
@@ -73,6 +63,12 @@ def _raise_if_not_finite(round_losses: np.ndarray, first_round: int) -> None:
             "the loss or its derivatives overflowed; lower learning_rate, raise reg_lambda, "
             "or write the loss in a numerically stable form"
         )
+
+
+def _fraction(name: str, value: float) -> float:
+    if not 0.0 < float(value) <= 1.0:
+        raise ValueError(f"{name}: expected a fraction in (0, 1], got {value}")
+    return float(value)
 
 
 class Booster:
@@ -101,9 +97,12 @@ class Booster:
       hessian: ``"diag"`` or ``"full"`` hessian for vector outputs' leaves.
       multi_strategy: ``"multi_output_tree"`` (one tree with vector leaves per
         round) or ``"one_output_per_tree"`` (Friedman's multi-class algorithm).
-      random_state: seed for the binning sample.
+      subsample: fraction of rows drawn (without replacement) for each round.
+      colsample_bytree: fraction of features each round's tree may use.
+      random_state: seed of the subsamples and of the binning sample.
       devices: devices to shard rows over (default: all devices).
-      rounds_per_chunk: rounds run in one device program.
+      rounds_per_chunk: rounds run in one device program (default: all of them,
+        or 10 when evaluation sets, callbacks or ``verbose`` watch the rounds).
     """
 
     def __init__(
@@ -121,9 +120,11 @@ class Booster:
         split_criterion: str = "auto",
         hessian: str = "diag",
         multi_strategy: str = "multi_output_tree",
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int = 100,
+        rounds_per_chunk: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -138,6 +139,8 @@ class Booster:
         self.split_criterion = split_criterion
         self.hessian = hessian
         self.multi_strategy = multi_strategy
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
@@ -153,7 +156,7 @@ class Booster:
             return int(np.max(y)) + 1
         return int(declared)
 
-    def _config(self, loss: Callable, n_outputs: int) -> BoostConfig:
+    def _config(self, loss: Callable, n_outputs: int, monitored: bool) -> BoostConfig:
         if int(self.max_depth) < 1:
             raise ValueError(f"max_depth: expected an integer >= 1, got {self.max_depth}")
         if int(self.n_estimators) < 1:
@@ -170,40 +173,24 @@ class Booster:
             leaf_method = "newton" if hessian_informative else "line_search"
         if split_criterion == "auto":
             split_criterion = "second_order" if hessian_informative else "first_order"
+        chunk = self.rounds_per_chunk
+        if chunk is None:
+            chunk = _MONITORED_CHUNK if monitored else int(self.n_estimators)
         return BoostConfig(
             loss=loss,
             n_outputs=n_outputs,
             tree=tree,
             learning_rate=float(self.learning_rate),
-            leaf_method=_choice("leaf_method", leaf_method, LEAF_METHODS),
-            split_criterion=_choice("split_criterion", split_criterion, SPLIT_CRITERIA),
-            hessian=_choice("hessian", self.hessian, HESSIANS),
-            multi_strategy=_choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
-            rounds_per_chunk=max(1, min(int(self.rounds_per_chunk), int(self.n_estimators))),
+            leaf_method=choice("leaf_method", leaf_method, LEAF_METHODS),
+            split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
+            hessian=choice("hessian", self.hessian, HESSIANS),
+            multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
+            rounds_per_chunk=max(1, min(int(chunk), int(self.n_estimators))),
+            subsample=_fraction("subsample", self.subsample),
+            colsample_bytree=_fraction("colsample_bytree", self.colsample_bytree),
         )
 
     # -- data ----------------------------------------------------------------
-    def _validate_targets(self, y: Any, sample_weight: Any, n_rows: int):
-        y = np.asarray(y, dtype=np.float32)
-        if y.ndim not in (1, 2) or y.shape[0] != n_rows:
-            raise ValueError(
-                f"y: expected shape ({n_rows},) or ({n_rows}, n_targets) to match X's "
-                f"{n_rows} rows, got {y.shape}"
-            )
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y: contains NaN or infinite values")
-        if sample_weight is None:
-            weight = np.ones(n_rows, np.float32)
-        else:
-            weight = np.asarray(sample_weight, dtype=np.float32)
-            if weight.shape != (n_rows,):
-                raise ValueError(f"sample_weight: expected shape ({n_rows},), got {weight.shape}")
-            if not np.all(np.isfinite(weight)) or np.any(weight < 0) or not np.any(weight > 0):
-                raise ValueError(
-                    "sample_weight: expected finite, non-negative values, not all zero"
-                )
-        return y, weight
-
     def _shard_rows(self, mesh, bins: jax.Array, y: np.ndarray, weight: np.ndarray) -> ShardData:
         """Pad rows to a multiple of the mesh size (copies of row 0, weight 0) and
         place each shard on its device."""
@@ -222,15 +209,81 @@ class Booster:
             bins=put(bins, P(None, ROWS)), y=put(y, P(ROWS)), weight=put(weight, P(ROWS))
         )
 
+    def _eval_sets(self, eval_set, eval_sample_weight, n_features: int) -> list[EvalSet]:
+        if eval_set is None:
+            return []
+        eval_set = list(eval_set)
+        weights = list(eval_sample_weight) if eval_sample_weight is not None else []
+        if weights and len(weights) != len(eval_set):
+            raise ValueError(
+                f"eval_sample_weight: expected one entry per eval_set ({len(eval_set)}), "
+                f"got {len(weights)}"
+            )
+        sets = []
+        for index, pair in enumerate(eval_set):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
+            name = f"validation_{index}"
+            X = as_features(pair[0], f"eval_set[{index}] X")
+            check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
+            y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
+            weight = as_weights(
+                weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
+            )
+            sets.append(EvalSet(name, jnp.asarray(X), jnp.asarray(y), jnp.asarray(weight)))
+        return sets
+
     # -- training ------------------------------------------------------------
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Booster:
-        """Grow ``n_estimators`` rounds of trees on ``X (n_rows, n_features)`` and
-        ``y (n_rows,)`` or ``(n_rows, n_targets)``; returns ``self``."""
-        features = _as_features(X)
-        targets, weight = self._validate_targets(y, sample_weight, features.shape[0])
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any = None,
+        *,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        eval_sample_weight: Sequence[Any] | None = None,
+        eval_metric: str | Callable | Sequence[str | Callable] | None = None,
+        early_stopping_rounds: int | None = None,
+        callbacks: Sequence[Callable] | None = None,
+        verbose: bool | int = False,
+    ) -> Booster:
+        """Grow up to ``n_estimators`` rounds of trees.
+
+        Args:
+          X: ``(n_rows, n_features)`` numbers, NaN for missing (numpy, JAX,
+            pandas: the column names are kept in ``feature_names_in_``).
+          y: ``(n_rows,)`` or ``(n_rows, n_targets)``.
+          sample_weight: ``(n_rows,)`` non-negative weights.
+          eval_set: ``[(X, y), ...]`` evaluated after every round; their
+            metrics go to ``evals_result_["validation_<i>"]``.
+          eval_metric: a name (``"loss"``, the default: the training loss;
+            ``"rmse"``, ``"mae"``, ``"logloss"``, ``"error"``, ``"auc"``,
+            ``"mlogloss"``, ``"merror"``, a loss catalogue name), a function
+            ``metric(y, f)`` of one sample, or a list of them.
+          early_stopping_rounds: stop when the first metric on the last
+            evaluation set has not improved for this many rounds; the model
+            keeps the best round (``best_iteration_``).
+          callbacks: functions ``callback(env)`` called after every round with a
+            :class:`jaxboost.monitor.CallbackEnv`; returning True stops.
+          verbose: print progress every ``verbose`` rounds (True: every round).
+        Returns:
+          ``self``.
+        """
+        features = as_features(X)
+        names = feature_names(X)
+        targets = as_targets(y, features.shape[0])
+        weight = as_weights(sample_weight, features.shape[0])
         loss = _resolve_loss(self.loss)
         n_outputs = self._n_outputs(loss, targets)
-        cfg = self._config(loss, n_outputs)
+        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1])
+        if early_stopping_rounds is not None and not eval_sets:
+            raise ValueError("early_stopping_rounds: needs at least one eval_set")
+        metric_specs = (
+            eval_metric if isinstance(eval_metric, (list, tuple)) else [eval_metric or "loss"]
+        )
+        metrics = [resolve_metric(spec, loss) for spec in metric_specs]
+        monitored = bool(eval_sets or callbacks or verbose)
+        cfg = self._config(loss, n_outputs, monitored)
         mesh = make_mesh(self.devices)
 
         seed = 0 if self.random_state is None else int(self.random_state)
@@ -240,9 +293,10 @@ class Booster:
         replicated_edges = jax.device_put(edges, NamedSharding(mesh, P()))
 
         init_score, init_loss = init_score_program(loss, n_outputs, mesh)(data)
+        init_score = np.asarray(init_score)
         if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
             raise ValueError(
-                f"loss: the training loss at the initial score {np.asarray(init_score)} is "
+                f"loss: the training loss at the initial score {init_score} is "
                 f"{float(init_loss)} (not finite); check the loss for overflow, e.g. write "
                 "log(cosh(d)) as logaddexp(d, -d) - log(2)"
             )
@@ -250,27 +304,58 @@ class Booster:
             jnp.broadcast_to(init_score, (data.weight.shape[0], n_outputs)),
             NamedSharding(mesh, P(ROWS)),
         )
+        monitor = Monitor(
+            self,
+            eval_sets,
+            metrics,
+            init_score,
+            cfg.trees_per_round,
+            int(self.n_estimators),
+            early_stopping_rounds,
+            callbacks or (),
+            int(verbose),
+        )
         program = train_chunk_program(cfg, mesh)
         chunks, train_loss = [], [float(init_loss)]
         for first_round in range(0, int(self.n_estimators), cfg.rounds_per_chunk):
             n_active = min(cfg.rounds_per_chunk, int(self.n_estimators) - first_round)
-            raw, trees, chunk_loss = program(data, replicated_edges, raw, n_active)
+            raw, trees, chunk_loss = program(
+                data, replicated_edges, raw, first_round, n_active, seed
+            )
             # block before the next dispatch: queued collective programs can
             # deadlock on CPU devices
             trees, chunk_loss = jax.device_get((trees, chunk_loss))
-            chunks.append(jax.tree.map(lambda leaf, n=n_active: leaf[:n], trees))
-            _raise_if_not_finite(chunk_loss[:n_active], first_round)
-            train_loss.extend(float(value) for value in chunk_loss[:n_active])
+            chunk_loss = chunk_loss[:n_active]
+            _raise_if_not_finite(chunk_loss, first_round)
+            trees = jax.tree.map(lambda leaf, n=n_active: _flatten_rounds(leaf[:n]), trees)
+            kept, stop = monitor.after_chunk(trees, chunk_loss, first_round)
+            chunks.append(jax.tree.map(lambda leaf, n=kept: leaf[: n * cfg.trees_per_round], trees))
+            train_loss.extend(float(value) for value in chunk_loss[:kept])
+            if stop:
+                break
 
-        forest = jax.tree.map(lambda *parts: np.concatenate(parts), *chunks)
-        self.forest_ = jax.tree.map(lambda leaf: leaf.reshape((-1,) + leaf.shape[2:]), forest)
-        self.init_score_ = np.asarray(init_score)
+        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
+        n_rounds = len(train_loss) - 1
+        if early_stopping_rounds is not None and monitor.best_iteration is not None:
+            n_rounds = monitor.best_iteration
+            forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
+            train_loss = train_loss[: n_rounds + 1]
+        self.forest_ = forest
+        self.init_score_ = init_score
         self.bin_edges_ = edges
         self.loss_ = loss
         self.n_outputs_ = n_outputs
         self.n_features_in_ = features.shape[1]
-        self.n_estimators_ = int(self.n_estimators)
+        self.n_estimators_ = n_rounds
+        self.trees_per_round_ = cfg.trees_per_round
         self.train_loss_ = np.asarray(train_loss)
+        self.evals_result_ = monitor.evals_result
+        self.best_iteration_ = monitor.best_iteration
+        self.best_score_ = monitor.best_score
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         return self
 
     # -- prediction ----------------------------------------------------------
@@ -278,22 +363,65 @@ class Booster:
         if not hasattr(self, "forest_"):
             raise RuntimeError("this Booster is not fitted yet: call fit(X, y) first")
 
-    def predict_raw(self, X: Any) -> np.ndarray:
-        """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
-        ``n_outputs > 1``."""
+    def _features_for_predict(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        features = _as_features(X)
-        if features.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X: expected {self.n_features_in_} features as in fit, got {features.shape[1]}"
-            )
-        forest = jax.tree.map(jnp.asarray, self.forest_)
-        raw = np.asarray(predict_forest(Tree(*forest), jnp.asarray(self.init_score_), features))
-        return raw[:, 0] if self.n_outputs_ == 1 else raw
+        features = as_features(X)
+        check_columns(
+            feature_names(X),
+            getattr(self, "feature_names_in_", None),
+            self.n_features_in_,
+            features.shape[1],
+        )
+        return features
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Predictions on the response scale, through the loss's declared link
-        (identity when the loss declares none)."""
-        raw = self.predict_raw(X)
+    def _trees(self, iteration_range: tuple[int, int] | None) -> Tree:
+        start, end = iteration_range or (0, self.n_estimators_)
+        if not 0 <= start <= end <= self.n_estimators_:
+            raise ValueError(
+                f"iteration_range: expected 0 <= start <= end <= {self.n_estimators_}, "
+                f"got {iteration_range}"
+            )
+        per_round = getattr(self, "trees_per_round_", 1)
+        return Tree(
+            *(jnp.asarray(leaf[start * per_round : end * per_round]) for leaf in self.forest_)
+        )
+
+    def _shape_raw(self, raw: np.ndarray) -> np.ndarray:
+        return raw[..., 0] if self.n_outputs_ == 1 else raw
+
+    def predict_raw(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
+        ``n_outputs > 1``.  ``iteration_range=(start, end)`` uses only the trees
+        of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
+        features = self._features_for_predict(X)
+        trees = self._trees(iteration_range)
+        raw = np.asarray(predict_forest(trees, jnp.asarray(self.init_score_), features))
+        return self._shape_raw(raw)
+
+    def _link(self, raw: np.ndarray) -> np.ndarray:
         link = loss_catalogue.links.get(getattr(self.loss_, "link", "identity"))
         return np.asarray(link(jnp.asarray(raw)))
+
+    def predict(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """Predictions on the response scale, through the loss's declared link
+        (identity when the loss declares none)."""
+        return self._link(self.predict_raw(X, iteration_range))
+
+    def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
+        """Raw scores after each round, one array per round."""
+        features = self._features_for_predict(X)
+        per_round = getattr(self, "trees_per_round_", 1)
+        increments = round_increments(self._trees(None), jnp.asarray(features), per_round)
+        staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
+        for raw in staged:
+            yield self._shape_raw(raw)
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """Response-scale predictions after each round."""
+        for raw in self.staged_predict_raw(X):
+            yield self._link(raw)
+
+
+def _flatten_rounds(leaf: np.ndarray) -> np.ndarray:
+    """``(n_rounds, trees_per_round, ...)`` -> ``(n_rounds * trees_per_round, ...)``."""
+    return leaf.reshape((-1,) + leaf.shape[2:])

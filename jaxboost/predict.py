@@ -67,3 +67,23 @@ def predict_forest(
     batches = padded.reshape(n_batches, batch_rows, n_features)
     raw = lax.map(functools.partial(_forest_sum, forest), batches)
     return raw.reshape(-1, raw.shape[-1])[:n_rows] + init_score
+
+
+@functools.partial(jax.jit, static_argnames="trees_per_round")
+def round_increments(forest: Tree, X: jax.Array, trees_per_round: int = 1) -> jax.Array:
+    """What each round adds to the raw scores.
+
+    Args:
+      forest: ``n_rounds * trees_per_round`` stacked trees, in round order.
+      X: ``(n_rows, n_features)`` float32.
+    Returns:
+      ``(n_rounds, n_rows, K)`` float32.
+    """
+
+    def one_tree(tree: Tree) -> jax.Array:
+        return tree.leaf_value[leaf_of_rows(tree, X)]
+
+    per_tree = jax.vmap(one_tree)(forest)  # (n_trees, n_rows, K)
+    n_trees, n_rows, n_outputs = per_tree.shape
+    per_round = per_tree.reshape(n_trees // trees_per_round, trees_per_round, n_rows, n_outputs)
+    return per_round.sum(axis=1)

@@ -41,12 +41,15 @@ def find_best_splits(
     reg_lambda: float,
     min_child_weight: float,
     min_split_gain: float,
+    feature_mask: jax.Array | None = None,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
     Args:
       hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs + 1)`` histograms; the
         last bin is the missing bin.
+      feature_mask: ``(n_features,)`` bool, the features this tree may use
+        (column subsampling); None allows all.
     Returns:
       A :class:`SplitChoice`.  A node splits when its best gain exceeds
       ``min_split_gain`` (and float32 noise) and both children have hessian sum (summed over outputs)
@@ -70,7 +73,10 @@ def find_best_splits(
         hess_sum = jnp.sum(stats[..., n_outputs : 2 * n_outputs], axis=-1)
         return (hess_sum >= min_child_weight) & (stats[..., -1] > 0)
 
-    gain = jnp.where(child_ok(left) & child_ok(right), gain, -jnp.inf)
+    allowed = child_ok(left) & child_ok(right)
+    if feature_mask is not None:
+        allowed = allowed & feature_mask[:, None, None, None]
+    gain = jnp.where(allowed, gain, -jnp.inf)
     # candidates per node, ordered (feature, threshold, missing direction)
     per_node = jnp.transpose(gain, (1, 0, 2, 3)).reshape(n_nodes, -1)
     parent_score = 0.5 * score(total)[:, :, 0].max(axis=0)  # (N,)

@@ -86,6 +86,7 @@ def grow_tree(
     edges: jax.Array,
     params: TreeParams,
     axis_name: str | None,
+    feature_mask: jax.Array | None = None,
 ) -> tuple[TreeStructure, jax.Array]:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
@@ -98,6 +99,7 @@ def grow_tree(
       row_stats: ``(n_rows, 2 * n_outputs + 1)`` float32 ``[grad, hess, weight]``.
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
+      feature_mask: ``(n_features,)`` bool, the features the tree may split on.
     Returns:
       The tree's internal nodes and ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``.
@@ -111,7 +113,12 @@ def grow_tree(
         if axis_name is not None:
             hist = lax.psum(hist, axis_name)
         choice = find_best_splits(
-            hist, n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain
+            hist,
+            n_outputs,
+            params.reg_lambda,
+            params.min_child_weight,
+            params.min_split_gain,
+            feature_mask,
         )
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)

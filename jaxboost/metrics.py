@@ -1,0 +1,122 @@
+"""Evaluation metrics on raw scores, by catalogue name or as a plain JAX function.
+
+A metric maps ``(y, raw, weight) -> scalar`` over a whole evaluation set, with
+``raw`` the ``(n_rows, K)`` raw scores.  A plain function ``metric(y, f)`` of one
+sample (the same signature as a loss) is averaged with the sample weights.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+import losses as loss_catalogue
+
+from .derivatives import sample_loss
+
+
+class Metric(NamedTuple):
+    name: str
+    fn: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]  # (y, raw (n, K), weight)
+    greater_is_better: bool = False
+
+
+def _weighted_mean(values: jax.Array, weight: jax.Array) -> jax.Array:
+    return jnp.sum(values * weight) / jnp.sum(weight)
+
+
+@functools.lru_cache(maxsize=256)
+def per_sample(name: str, fn: Callable) -> Metric:
+    """A metric that averages ``fn(y, f)`` of one sample with the sample weights
+    (cached, so the same function gives the same, already compiled, metric)."""
+
+    def metric(y, raw, weight):
+        return _weighted_mean(sample_loss(fn, y, raw), weight)
+
+    return Metric(name, metric)
+
+
+def _rmse(y, raw, weight):
+    return jnp.sqrt(_weighted_mean((raw[:, 0] - y) ** 2, weight))
+
+
+def _mae(y, raw, weight):
+    return _weighted_mean(jnp.abs(raw[:, 0] - y), weight)
+
+
+def _binary_error(y, raw, weight):
+    return _weighted_mean(((raw[:, 0] > 0) != (y > 0.5)).astype(jnp.float32), weight)
+
+
+def _multiclass_error(y, raw, weight):
+    return _weighted_mean(
+        (jnp.argmax(raw, axis=1) != y.astype(jnp.int32)).astype(jnp.float32), weight
+    )
+
+
+def auc(y, raw, weight):
+    """Weighted area under the ROC curve of ``raw[:, 0]`` for labels ``y > 0.5``;
+    tied scores count one half."""
+    score = raw[:, 0]
+    positive = y > 0.5
+    negative_weight = jnp.where(positive, 0.0, weight)
+    order = jnp.argsort(score)
+    sorted_score = score[order]
+    cumulative = jnp.concatenate([jnp.zeros(1), jnp.cumsum(negative_weight[order])])
+    below = cumulative[jnp.searchsorted(sorted_score, score, side="left")]
+    at_or_below = cumulative[jnp.searchsorted(sorted_score, score, side="right")]
+    credit = below + 0.5 * (at_or_below - below)
+    positive_weight = jnp.where(positive, weight, 0.0)
+    pairs = jnp.sum(positive_weight) * jnp.sum(negative_weight)
+    return jnp.sum(positive_weight * credit) / pairs
+
+
+_NAMED = {
+    "rmse": Metric("rmse", _rmse),
+    "mae": Metric("mae", _mae),
+    "logloss": per_sample("logloss", loss_catalogue.binary_logloss),
+    "error": Metric("error", _binary_error),
+    "auc": Metric("auc", auc, greater_is_better=True),
+    "mlogloss": per_sample("mlogloss", loss_catalogue.softmax_cross_entropy),
+    "merror": Metric("merror", _multiclass_error),
+}
+
+
+def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> Metric:
+    """A :class:`Metric` from a name (``"loss"`` is the training loss; other
+    names: the metrics above, then the loss catalogue), a plain per-sample
+    function, or a Metric."""
+    if isinstance(metric, Metric):
+        return metric
+    if isinstance(metric, str):
+        if metric == "loss":
+            return per_sample("loss", training_loss)
+        if metric in _NAMED:
+            return _NAMED[metric]
+        try:
+            return per_sample(metric, loss_catalogue.get(metric))
+        except ValueError:
+            known = ["loss", *sorted(_NAMED)]
+            raise ValueError(
+                f"eval_metric: unknown metric {metric!r}; expected one of {known}, a loss "
+                "catalogue name, or a function metric(y, f) of one sample"
+            ) from None
+    if callable(metric):
+        return per_sample(getattr(metric, "__name__", "metric"), metric)
+    raise TypeError(f"eval_metric: expected a name or a callable, got {metric!r}")
+
+
+@functools.partial(jax.jit, static_argnames="metric")
+def metric_per_round(metric: Metric, y: jax.Array, staged_raw: jax.Array, weight: jax.Array):
+    """The metric after every round.
+
+    Args:
+      staged_raw: ``(n_rounds, n_rows, K)`` raw scores after each round.
+    Returns:
+      ``(n_rounds,)`` float32.
+    """
+    return jax.vmap(lambda raw: metric.fn(y, raw, weight))(staged_raw)

@@ -1,0 +1,89 @@
+"""Checks at the boundary: every error names the argument and what was expected."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def feature_names(X: Any) -> list[str] | None:
+    """Column names of a pandas DataFrame (as strings), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "dtypes"):
+        return None
+    return [str(column) for column in columns]
+
+
+def as_features(X: Any, name: str = "X") -> np.ndarray:
+    """``(n_rows, n_features)`` float32 with NaN for missing, or a clear error.
+
+    Accepts numpy and JAX arrays, nested lists and numeric pandas DataFrames.
+    """
+    try:
+        array = np.asarray(X, dtype=np.float32)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{name}: expected a numeric 2-D array, could not convert it to float32: {error}"
+        ) from None
+    if array.ndim != 2:
+        raise ValueError(
+            f"{name}: expected a 2-D array (n_rows, n_features), got shape {array.shape}"
+        )
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(
+            f"{name}: expected at least one row and one feature, got shape {array.shape}"
+        )
+    return array
+
+
+def as_targets(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
+    """``(n_rows,)`` or ``(n_rows, n_targets)`` finite float32 targets."""
+    try:
+        targets = np.asarray(y, dtype=np.float32)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: expected numeric targets: {error}") from None
+    if targets.ndim not in (1, 2) or targets.shape[0] != n_rows:
+        raise ValueError(
+            f"{name}: expected shape ({n_rows},) or ({n_rows}, n_targets) to match the "
+            f"{n_rows} rows of X, got {targets.shape}"
+        )
+    if not np.all(np.isfinite(targets)):
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    return targets
+
+
+def as_weights(sample_weight: Any, n_rows: int, name: str = "sample_weight") -> np.ndarray:
+    """``(n_rows,)`` finite, non-negative float32 weights, not all zero (ones if None)."""
+    if sample_weight is None:
+        return np.ones(n_rows, np.float32)
+    weight = np.asarray(sample_weight, dtype=np.float32)
+    if weight.shape != (n_rows,):
+        raise ValueError(f"{name}: expected shape ({n_rows},), got {weight.shape}")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0) or not np.any(weight > 0):
+        raise ValueError(f"{name}: expected finite, non-negative values, not all zero")
+    return weight
+
+
+def check_columns(
+    names: list[str] | None,
+    fitted_names: list[str] | None,
+    n_features: int,
+    got: int,
+    name: str = "X",
+) -> None:
+    """The columns at predict time match those seen in fit."""
+    if got != n_features:
+        raise ValueError(f"{name}: expected {n_features} features as in fit, got {got}")
+    if names is not None and fitted_names is not None and names != fitted_names:
+        raise ValueError(
+            f"{name}: feature names differ from those seen in fit: expected {fitted_names}, "
+            f"got {names}"
+        )

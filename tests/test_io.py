@@ -1,0 +1,585 @@
+"""Tests of ``jaxboost.io``: exact round trips, clear errors on bad files, a fuzz of
+mutated files, and loading that executes nothing from the file."""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import copy
+import importlib
+import json
+import marshal
+import pickle
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+import losses
+from jaxboost import Booster
+from jaxboost.io import (
+    FOREST_FIELDS,
+    FORMAT_VERSION,
+    ModelFileError,
+    decode_array,
+    encode_array,
+    load_model,
+    save_model,
+)
+from jaxboost.tree import Tree
+
+N_ROWS, N_FEATURES = 120, 4
+SMALL = {"n_estimators": 4, "max_depth": 2, "max_bins": 16, "learning_rate": 0.3}
+
+
+def _features(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N_ROWS, N_FEATURES)).astype(np.float32)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    return X
+
+
+def _quartic(y, f):
+    return (y - f) ** 4
+
+
+def _targets(kind: str, X: np.ndarray) -> np.ndarray:
+    signal = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1])
+    if kind == "binary":
+        return (signal > 0).astype(np.float32)
+    if kind == "classes":
+        return np.digitize(signal, [-0.5, 0.5]).astype(np.float32)
+    return signal.astype(np.float32)
+
+
+MODELS = {
+    # deep enough that some nodes cannot split: their thresholds are +inf
+    "squared_error": ({"loss": "squared_error", "max_depth": 3, "min_child_weight": 25}, "real"),
+    "binary_logloss": ({"loss": losses.binary_logloss}, "binary"),
+    "softmax_3_per_tree": (
+        {"loss": losses.softmax_cross_entropy, "multi_strategy": "one_output_per_tree"},
+        "classes",
+    ),
+    "quantile_0.3": ({"loss": losses.quantile(0.3)}, "real"),
+    "custom_lambda": ({"loss": lambda y, f: (y - f) ** 2 + 0.1 * jnp.abs(y - f)}, "real"),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _features(0), _features(1)
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, _ = data
+    return {
+        name: Booster(**(SMALL | kwargs)).fit(X, _targets(kind, X))
+        for name, (kwargs, kind) in MODELS.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def model_file(fitted, tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "squared_error.json"
+    save_model(fitted["squared_error"], path)
+    return path
+
+
+def _document(path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _write(tmp_path, document, name="edited.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+# -- round trips ---------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(MODELS))
+def test_a_loaded_model_predicts_bit_identically(name, fitted, data, tmp_path):
+    model, path = fitted[name], tmp_path / f"{name}.json"
+    save_model(model, path)
+    loaded = load_model(path)
+    for X in data:
+        np.testing.assert_array_equal(loaded.predict_raw(X), model.predict_raw(X))
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    for field in Tree._fields:
+        saved, back = getattr(model.forest_, field), getattr(loaded.forest_, field)
+        assert back.dtype == saved.dtype
+        np.testing.assert_array_equal(back, saved)
+    np.testing.assert_array_equal(loaded.train_loss_, model.train_loss_)
+    np.testing.assert_array_equal(loaded.bin_edges_, model.bin_edges_)
+    assert (loaded.n_outputs_, loaded.n_features_in_, loaded.n_estimators_) == (
+        model.n_outputs_,
+        model.n_features_in_,
+        model.n_estimators_,
+    )
+    assert loaded.multi_strategy == model.multi_strategy
+    assert loaded.max_depth == model.max_depth
+
+
+def test_the_file_is_utf8_json_with_exact_arrays(model_file, fitted):
+    document = _document(model_file)
+    assert document["format"] == "jaxboost-model"
+    assert document["version"] == FORMAT_VERSION
+    assert set(document) == {"format", "version", "params", "loss", "state"}
+    assert "loss" not in document["params"] and "devices" not in document["params"]
+    assert document["loss"] == {
+        "name": "squared_error",
+        "params": {},
+        "link": "identity",
+        "n_outputs": 1,
+    }
+    threshold = document["state"]["forest_"]["threshold"]
+    assert threshold["dtype"] == "float32"
+    raw = base64.b64decode(threshold["data"])
+    stored = np.frombuffer(raw, "<f4").reshape(threshold["shape"])
+    np.testing.assert_array_equal(stored, fitted["squared_error"].forest_.threshold)
+    assert np.isinf(stored).any()  # the +inf thresholds of nodes that do not split
+
+
+def test_a_parametrised_catalogue_loss_is_rebuilt_with_its_parameters(fitted, tmp_path):
+    save_model(fitted["quantile_0.3"], tmp_path / "q.json")
+    assert _document(tmp_path / "q.json")["loss"]["params"] == {"alpha": 0.3}
+    loaded = load_model(tmp_path / "q.json")
+    assert (loaded.loss_.name, loaded.loss_.params) == ("quantile", {"alpha": 0.3})
+    assert loaded.loss_.hessian_informative is False
+
+
+def test_a_custom_loss_predicts_through_its_link_but_needs_the_loss_to_train(data, tmp_path):
+    X, _ = data
+    y = _targets("binary", X)
+
+    def logistic(y, f):
+        return jnp.logaddexp(0.0, f) - y * f
+
+    logistic.link = "sigmoid"
+    model = Booster(loss=logistic, **SMALL).fit(X, y)
+    save_model(model, tmp_path / "custom.json")
+    assert _document(tmp_path / "custom.json")["loss"] == {"name": None, "link": "sigmoid"}
+    loaded = load_model(tmp_path / "custom.json")
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(RuntimeError, match="without its custom loss.*loss="):
+        loaded.fit(X, y)
+
+
+def test_a_custom_loss_given_at_load_time_can_be_refitted(fitted, data, tmp_path):
+    X, X_new = data
+    save_model(fitted["custom_lambda"], tmp_path / "custom.json")
+    loaded = load_model(tmp_path / "custom.json", loss=_quartic)
+    np.testing.assert_array_equal(loaded.predict(X), fitted["custom_lambda"].predict(X))
+    loaded.fit(X, _targets("real", X))
+    assert loaded.loss is _quartic and loaded.n_estimators_ == SMALL["n_estimators"]
+    assert np.all(np.isfinite(loaded.predict(X_new)))
+
+
+def test_a_given_loss_with_another_link_is_refused(fitted, tmp_path):
+    save_model(fitted["binary_logloss"], tmp_path / "binary.json")
+    with pytest.raises(ValueError, match="link 'identity' differs.*'sigmoid'"):
+        load_model(tmp_path / "binary.json", loss=_quartic)
+
+
+def test_optional_attributes_round_trip_and_absent_ones_stay_absent(fitted, tmp_path):
+    model = copy.copy(fitted["squared_error"])
+    model.feature_names_in_ = np.asarray(["a", "b", "ç", "x 4"], dtype=object)
+    model.best_iteration_ = 2
+    model.evals_result_ = {"valid_0": {"loss": [1.5, 0.25, float("nan"), float("inf")]}}
+    save_model(model, tmp_path / "extra.json")
+    loaded = load_model(tmp_path / "extra.json")
+    assert list(loaded.feature_names_in_) == ["a", "b", "ç", "x 4"]
+    assert loaded.best_iteration_ == 2
+    np.testing.assert_array_equal(
+        loaded.evals_result_["valid_0"]["loss"], [1.5, 0.25, np.nan, np.inf]
+    )
+    model.best_iteration_ = None
+    assert load_model(_saved(model, tmp_path, "none.json")).best_iteration_ is None
+    for name in ("feature_names_in_", "best_iteration_", "evals_result_"):
+        delattr(model, name)
+    bare = load_model(_saved(model, tmp_path, "bare.json"))
+    assert not any(hasattr(bare, name) for name in ("best_iteration_", "evals_result_"))
+
+
+def _saved(model, tmp_path, name="model.json"):
+    save_model(model, tmp_path / name)
+    return tmp_path / name
+
+
+def test_saving_refuses_unfitted_models_and_settings_that_are_not_data(fitted, tmp_path):
+    with pytest.raises(RuntimeError, match="not fitted"):
+        save_model(Booster(), tmp_path / "unfitted.json")
+    model = copy.copy(fitted["squared_error"])
+    model.random_state = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="random_state"):
+        save_model(model, tmp_path / "rng.json")
+
+
+def test_every_tree_field_has_a_rule():
+    assert set(FOREST_FIELDS) == set(Tree._fields)
+
+
+# -- errors --------------------------------------------------------------------------
+def _set_array(document, field, array):
+    document["state"]["forest_"][field] = encode_array(array)
+
+
+def _get_array(document, field):
+    return decode_array(document["state"]["forest_"][field], field, FOREST_FIELDS[field][0])
+
+
+def _edit_forest(field, edit):
+    def mutate(document):
+        _set_array(document, field, edit(_get_array(document, field)))
+
+    return mutate
+
+
+def _drop_last_tree(fields):
+    def mutate(document):
+        for field in fields:
+            _set_array(document, field, _get_array(document, field)[:-1])
+
+    return mutate
+
+
+def _set(path, value):
+    def mutate(document):
+        *parents, last = path
+        node = document
+        for key in parents:
+            node = node[key]
+        node[last] = value
+
+    return mutate
+
+
+def _delete(path):
+    def mutate(document):
+        *parents, last = path
+        node = document
+        for key in parents:
+            node = node[key]
+        del node[last]
+
+    return mutate
+
+
+def _first_set(array, value):
+    array = array.copy()
+    array.reshape(-1)[0] = value
+    return array
+
+
+ALL_NODES = ("feature", "threshold", "threshold_bin", "missing_left", "split_gain")
+
+
+def _trim_nodes(document):
+    for field in ALL_NODES:
+        _set_array(document, field, _get_array(document, field)[:, :2])
+
+
+def _bool_byte_2(document):
+    entry = document["state"]["forest_"]["missing_left"]
+    data = bytearray(base64.b64decode(entry["data"]))
+    data[0] = 2
+    entry["data"] = base64.b64encode(bytes(data)).decode()
+
+
+FOREST = ("state", "forest_")
+DOCUMENT_ERRORS = {
+    "wrong format": (_set(("format",), "xgboost"), "not a jaxboost model file"),
+    "newer version": (_set(("version",), FORMAT_VERSION + 1), "newer jaxboost.*upgrade"),
+    "version as text": (_set(("version",), "1"), "version: expected a positive integer"),
+    "missing top key": (_delete(("state",)), r"missing keys \['state'\]"),
+    "extra top key": (_set(("comment",), "hi"), r"unexpected keys \['comment'\]"),
+    "missing state key": (_delete(("state", "init_score_")), r"missing keys \['init_score_'\]"),
+    "extra forest key": (_set(FOREST + ("depth",), 2), r"unexpected keys \['depth'\]"),
+    "missing param": (_delete(("params", "learning_rate")), r"params: missing.*learning_rate"),
+    "extra param": (_set(("params", "colour"), "red"), r"params: unexpected.*colour"),
+    "param of wrong type": (_set(("params", "max_depth"), "2"), "params.max_depth: expected int"),
+    "integer as float": (_set(("state", "n_outputs_"), 1.0), "n_outputs_: expected an integer"),
+    "integer as bool": (_set(("state", "n_estimators_"), True), "expected an integer"),
+    "floats as text": (_set(("state", "train_loss_"), "0.5"), "expected a list of numbers"),
+    "array not an object": (_set(FOREST + ("feature",), [0, 1]), "feature: expected a JSON obj"),
+    "dtype not allowed": (
+        _set(FOREST + ("leaf_value", "dtype"), "float64"),
+        "dtype 'float64' is not one of",
+    ),
+    "dtype swapped": (_set(FOREST + ("feature", "dtype"), "float32"), "expected dtype 'int32'"),
+    "bad base64": (_set(FOREST + ("threshold", "data"), "@@not base64@@"), "not valid base64"),
+    "byte length": (_set(FOREST + ("threshold", "shape"), [4, 4]), "bytes, shape .* needs"),
+    "negative shape": (_set(FOREST + ("threshold", "shape"), [-4, -3]), "non-negative"),
+    "tree counts differ": (_drop_last_tree(["leaf_value"]), "leaf_value: expected shape"),
+    "node count not 2^D - 1": (
+        _trim_nodes,
+        r"2 nodes per tree is not 2\^depth - 1",
+    ),
+    "leaf count not 2^D": (
+        _edit_forest("leaf_weight", lambda a: np.concatenate([a, a], axis=1)),
+        "leaf_weight: expected shape",
+    ),
+    "features vs bin edges": (_set(("state", "n_features_in_"), 3), "bin_edges_: expected"),
+    "n_outputs vs leaf_value": (_set(("state", "n_outputs_"), 2), "leaf_value: expected shape"),
+    "rounds vs trees": (_set(("state", "n_estimators_"), 3), "trees do not make"),
+    "max_depth vs trees": (_set(("params", "max_depth"), 5), "params.max_depth: 5 differs"),
+    "max_bins vs edges": (_set(("params", "max_bins"), 32), "params.max_bins: 32 differs"),
+    "train_loss length": (_set(("state", "train_loss_"), [1.0]), "expected 5 values"),
+    "feature out of range": (
+        _edit_forest("feature", lambda a: _first_set(a, N_FEATURES)),
+        r"feature index outside \[0, 4\)",
+    ),
+    "negative feature": (_edit_forest("feature", lambda a: _first_set(a, -1)), "outside"),
+    "threshold_bin out of range": (
+        _edit_forest("threshold_bin", lambda a: _first_set(a, 16)),
+        r"bin outside \[0, 16\)",
+    ),
+    "threshold edited": (
+        _edit_forest("threshold", lambda a: _first_set(a, 0.123)),
+        "thresholds differ from the bin edges",
+    ),
+    "leaf value not finite": (
+        _edit_forest("leaf_value", lambda a: _first_set(a, np.inf)),
+        "leaf_value: not finite",
+    ),
+    "leaf values overflow": (
+        _edit_forest("leaf_value", lambda a: np.full_like(a, 3e38)),
+        "overflow float32",
+    ),
+    "negative leaf weight": (
+        _edit_forest("leaf_weight", lambda a: _first_set(a, -1.0)),
+        "non-negative weights",
+    ),
+    "bool bytes": (
+        _bool_byte_2,
+        "bytes other than 0 and 1",
+    ),
+    "unknown loss": (_set(("loss", "name"), "os.system"), "not a catalogue loss"),
+    "unknown link": (_set(("loss", "link"), "tanh"), "loss.link: expected one of"),
+    "link vs catalogue": (_set(("loss", "link"), "sigmoid"), "loss.link: 'sigmoid' differs"),
+    "bad loss params": (_set(("loss", "params"), {"beta": 1}), "cannot rebuild 'squared_error'"),
+    "custom loss with params": (_set(("loss", "name"), None), r"loss: unexpected keys"),
+    "best_iteration out of range": (
+        _set(("state", "best_iteration_"), 9),
+        r"best_iteration_: 9 is outside \[0, 4\]",
+    ),
+    "feature names count": (
+        _set(("state", "feature_names_in_"), ["a"]),
+        "one name per feature",
+    ),
+    "feature names not text": (_set(("state", "feature_names_in_"), [1, 2, 3, 4]), "strings"),
+}
+
+
+@pytest.mark.parametrize("case", list(DOCUMENT_ERRORS))
+def test_a_bad_document_raises_a_clear_error(case, model_file, tmp_path):
+    mutate, message = DOCUMENT_ERRORS[case]
+    document = _document(model_file)
+    mutate(document)
+    with pytest.raises(ModelFileError, match=message):
+        load_model(_write(tmp_path, document))
+
+
+BYTES_ERRORS = {
+    "not JSON": (lambda raw: b"hello world", "not valid JSON"),
+    "not UTF-8": (lambda raw: raw[:10] + b"\xff\xfe" + raw[12:], "not UTF-8"),
+    "truncated": (lambda raw: raw[: len(raw) // 2], "truncated"),
+    "empty": (lambda raw: b"", "empty"),
+    "junk appended": (lambda raw: raw + b"\x00junk", "not valid JSON"),
+    "NaN literal": (lambda raw: raw.replace(b'"version": 1', b'"version": NaN'), "not a JSON"),
+    "number overflows": (lambda raw: raw.replace(b'"version": 1', b'"version": 1e999'), "overflow"),
+    "huge integer": (
+        lambda raw: raw.replace(b'"version": 1', b'"version": ' + b"9" * 5000),
+        "JSON",
+    ),
+    "duplicated key": (
+        lambda raw: raw.replace(b'"version": 1', b'"version": 1, "version": 1'),
+        r"duplicated keys \['version'\]",
+    ),
+    "nested too deeply": (lambda raw: b"[" * 200_000 + b"]" * 200_000, "JSON"),
+    "a JSON list": (lambda raw: b"[1, 2]", "not a jaxboost model file"),
+}
+
+
+@pytest.mark.parametrize("case", list(BYTES_ERRORS))
+def test_bad_bytes_raise_a_clear_error(case, model_file, tmp_path):
+    mutate, message = BYTES_ERRORS[case]
+    path = tmp_path / "bytes.json"
+    path.write_bytes(mutate(model_file.read_bytes()))
+    with pytest.raises(ModelFileError, match=message):
+        load_model(path)
+
+
+def test_oversized_files_are_refused_before_reading(model_file, tmp_path, monkeypatch):
+    with pytest.raises(ModelFileError, match="over the limit of 1000 bytes"):
+        load_model(model_file, max_bytes=1000)
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as file:
+        file.truncate((1 << 30) + 1)  # sparse: no disk used, and never read
+    with pytest.raises(ModelFileError, match="over the limit"):
+        load_model(huge)
+
+
+def test_errors_are_value_errors():
+    assert issubclass(ModelFileError, ValueError)
+
+
+# -- fuzz ----------------------------------------------------------------------------
+def _containers(node, path=()):
+    """``(path, container)`` of every dict and list in a JSON document."""
+    found = [(path, node)] if isinstance(node, (dict, list)) else []
+    children = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
+    for key, child in children:
+        found += _containers(child, path + (key,))
+    return found
+
+
+def _arrays(document):
+    return [node for _, node in _containers(document) if isinstance(node, dict) and "data" in node]
+
+
+def _dump_with_duplicate(node, duplicate) -> str:
+    """JSON text of ``node`` where the dict ``duplicate`` repeats its first key."""
+    if isinstance(node, dict):
+        pairs = list(node.items())
+        if node is duplicate and pairs:
+            pairs.append(pairs[0])
+        body = ", ".join(f"{json.dumps(k)}: {_dump_with_duplicate(v, duplicate)}" for k, v in pairs)
+        return "{" + body + "}"
+    if isinstance(node, list):
+        return "[" + ", ".join(_dump_with_duplicate(v, duplicate) for v in node) + "]"
+    return json.dumps(node)
+
+
+def _mutant(raw: bytes, document: dict, rng: np.random.Generator) -> bytes:
+    """One randomly damaged copy of a model file."""
+    kind = int(rng.integers(10))
+    if kind == 0:  # flip bytes
+        edited = bytearray(raw)
+        for at in rng.integers(len(raw), size=int(rng.integers(1, 4))):
+            edited[at] = int(rng.integers(256))
+        return bytes(edited)
+    if kind == 1:  # truncate
+        return raw[: int(rng.integers(len(raw)))]
+    if kind == 2:  # append junk
+        return raw + bytes(rng.integers(256, size=int(rng.integers(1, 20))).tolist())
+    document = copy.deepcopy(document)
+    containers = [c for _, c in _containers(document) if c]
+    container = containers[int(rng.integers(len(containers)))]
+    keys = list(container) if isinstance(container, dict) else list(range(len(container)))
+    key = keys[int(rng.integers(len(keys)))]
+    arrays = _arrays(document)
+    array = arrays[int(rng.integers(len(arrays)))]
+    if kind == 3:  # delete a key or item
+        del container[key]
+    elif kind == 4:  # duplicate a key
+        dicts = [c for _, c in _containers(document) if isinstance(c, dict) and c]
+        return _dump_with_duplicate(document, dicts[int(rng.integers(len(dicts)))]).encode()
+    elif kind == 5:  # change a value
+        choices = [0, -1, 1, 2, 3, 7, 16, 2**31, 1e30, -0.5, 0.5, True, None, "1", [], {}]
+        container[key] = choices[int(rng.integers(len(choices)))]
+    elif kind == 6:  # swap a dtype
+        array["dtype"] = ["float32", "int32", "bool", "uint8", "float64", "<f4"][
+            int(rng.integers(6))
+        ]
+    elif kind == 7:  # alter a shape
+        shape = list(array["shape"])
+        at = int(rng.integers(len(shape))) if shape else 0
+        if shape and rng.random() < 0.7:
+            shape[at] = [0, shape[at] - 1, shape[at] + 1, 2 * shape[at]][int(rng.integers(4))]
+        else:
+            shape.insert(at, int(rng.integers(1, 3)))
+        array["shape"] = shape
+    else:  # overwrite array bytes with random bytes of the same length
+        data = bytearray(base64.b64decode(array["data"]))
+        if data:
+            start = int(rng.integers(len(data)))
+            width = int(rng.integers(1, 9))
+            end = min(len(data), start + width)
+            data[start:end] = bytes(rng.integers(256, size=end - start).tolist())
+        array["data"] = base64.b64encode(bytes(data)).decode()
+    return json.dumps(document).encode()
+
+
+def test_mutated_files_load_correctly_or_raise_a_clear_error(model_file, data, tmp_path):
+    raw, document = model_file.read_bytes(), _document(model_file)
+    X, _ = data
+    rng = np.random.default_rng(20240607)
+    outcomes = {"rejected": 0, "loaded": 0}
+    path = tmp_path / "mutant.json"
+    for _ in range(300):
+        path.write_bytes(_mutant(raw, document, rng))
+        try:
+            model = load_model(path)
+        except ValueError:
+            outcomes["rejected"] += 1
+            continue
+        outcomes["loaded"] += 1
+        for predictions in (model.predict_raw(X), model.predict(X)):
+            assert predictions.shape == (N_ROWS,)
+            assert np.all(np.isfinite(predictions))
+    assert outcomes["rejected"] > 150 and outcomes["loaded"] > 5, outcomes
+
+
+# -- loading executes nothing --------------------------------------------------------
+class _Payload:
+    def __reduce__(self):
+        return (builtins.exec, ("raise SystemExit('pickle payload ran')",))
+
+
+def _forbid_code_execution(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("loading a model file ran code")
+
+    for module, name in [
+        (builtins, "eval"),
+        (builtins, "exec"),
+        (builtins, "compile"),
+        (pickle, "loads"),
+        (pickle, "load"),
+        (marshal, "loads"),
+        (importlib, "import_module"),
+    ]:
+        monkeypatch.setattr(module, name, forbidden)
+
+
+def test_loading_executes_no_code_from_the_file(fitted, data, tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    code = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    pickled = base64.b64encode(pickle.dumps(_Payload())).decode()
+    document = _document(_saved(fitted["squared_error"], tmp_path))
+    document["state"]["feature_names_in_"] = [code, "exec('1')", pickled, "{{x}}"]
+    document["params"]["leaf_method"] = code
+    loads_as_data = _write(tmp_path, document, "data.json")
+    rejected = {
+        "loss.name": _set(("loss", "name"), code),
+        "optax": _set(("loss", "name"), "optax:__import__"),
+        "pickle as array": _set(FOREST + ("leaf_value", "data"), pickled),
+        "pickle as dtype": _set(FOREST + ("leaf_value", "dtype"), "object"),
+    }
+    paths = []
+    for name, mutate in rejected.items():
+        edited = copy.deepcopy(document)
+        mutate(edited)
+        paths.append(_write(tmp_path, edited, f"{name}.json"))
+    pickle_file = tmp_path / "pickle.json"
+    pickle_file.write_bytes(pickle.dumps(_Payload()))
+
+    with monkeypatch.context() as patch:
+        _forbid_code_execution(patch)
+        model = load_model(loads_as_data)
+        for path in paths + [pickle_file]:
+            with pytest.raises(ModelFileError):
+                load_model(path)
+    assert list(model.feature_names_in_) == document["state"]["feature_names_in_"]
+    assert model.leaf_method == code
+    assert not marker.exists()
+    X, _ = data
+    np.testing.assert_array_equal(model.predict(X), fitted["squared_error"].predict(X))

@@ -1,0 +1,145 @@
+"""Evaluation sets, metrics, early stopping, callbacks and progress."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+import jaxboost as jb
+import losses
+from jaxboost.metrics import auc
+
+
+def _data(seed=0, n_rows=400):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=n_rows)).astype(np.float32)
+    return X, y
+
+
+def test_eval_metrics_are_recorded_every_round_and_match_predictions():
+    X, y = _data()
+    X_val, y_val = _data(seed=1, n_rows=200)
+    model = jb.Booster(loss="squared_error", n_estimators=12, max_depth=3).fit(
+        X, y, eval_set=[(X, y), (X_val, y_val)], eval_metric=["rmse", "loss"]
+    )
+    assert set(model.evals_result_) == {"validation_0", "validation_1"}
+    history = model.evals_result_["validation_1"]
+    assert len(history["rmse"]) == 12 and len(history["loss"]) == 12
+    expected = np.sqrt(np.mean((model.predict(X_val) - y_val) ** 2))
+    assert history["rmse"][-1] == pytest.approx(expected, rel=1e-5)
+    # the training set's "loss" metric is the training loss the model records
+    np.testing.assert_allclose(
+        model.evals_result_["validation_0"]["loss"], model.train_loss_[1:], rtol=1e-5
+    )
+    staged = list(model.staged_predict(X_val))
+    assert history["rmse"][4] == pytest.approx(np.sqrt(np.mean((staged[4] - y_val) ** 2)), rel=1e-5)
+
+
+def test_a_plain_function_is_a_metric():
+    X, y = _data()
+    model = jb.Booster(n_estimators=5, max_depth=2).fit(
+        X, y, eval_set=[(X, y)], eval_metric=lambda y, f: jnp.abs(y - f)
+    )
+    (values,) = model.evals_result_["validation_0"].values()
+    assert values[-1] == pytest.approx(np.mean(np.abs(model.predict(X) - y)), rel=1e-5)
+
+
+def test_weighted_auc_matches_scikit_learn():
+    rng = np.random.default_rng(0)
+    y = (rng.uniform(size=300) < 0.4).astype(np.float32)
+    score = np.round(rng.normal(size=300) + y, 1).astype(np.float32)  # ties included
+    weight = rng.uniform(0.1, 2.0, 300).astype(np.float32)
+    got = float(auc(jnp.asarray(y), jnp.asarray(score)[:, None], jnp.asarray(weight)))
+    assert got == pytest.approx(roc_auc_score(y, score, sample_weight=weight), rel=1e-5)
+
+
+def test_early_stopping_keeps_the_best_round():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    flip = rng.uniform(size=300) < 0.3
+    y[flip] = 1 - y[flip]  # noisy labels: deep trees overfit quickly
+    X_val = rng.normal(size=(300, 5)).astype(np.float32)
+    y_val = (X_val[:, 0] > 0).astype(np.float32)
+    model = jb.Booster(loss="logloss", n_estimators=300, max_depth=6, learning_rate=0.3).fit(
+        X, y, eval_set=[(X_val, y_val)], early_stopping_rounds=5
+    )
+    history = model.evals_result_["validation_0"]["loss"]
+    assert len(history) < 300, "training should have stopped early"
+    best = int(np.argmin(history)) + 1
+    assert model.best_iteration_ == best == model.n_estimators_
+    assert len(history) == best + 5
+    assert model.forest_.feature.shape[0] == best
+    prediction = model.predict_raw(X_val)
+    np.testing.assert_allclose(
+        np.mean(np.logaddexp(0, prediction) - y_val * prediction), history[best - 1], rtol=1e-5
+    )
+
+
+def test_auc_is_maximised_by_early_stopping():
+    X, y = _data()
+    labels = (y > 0).astype(np.float32)
+    model = jb.Booster(loss="logloss", n_estimators=40, max_depth=2).fit(
+        X, labels, eval_set=[(X, labels)], eval_metric="auc", early_stopping_rounds=40
+    )
+    history = model.evals_result_["validation_0"]["auc"]
+    assert model.best_score_ == max(history)
+
+
+def test_a_callback_sees_every_round_and_can_stop_training():
+    X, y = _data()
+    seen = []
+
+    def stop_after_seven(env):
+        seen.append((env.iteration, env.train_loss))
+        return env.iteration == 7
+
+    model = jb.Booster(n_estimators=50, max_depth=2).fit(X, y, callbacks=[stop_after_seven])
+    assert [iteration for iteration, _ in seen] == list(range(1, 8))
+    assert model.n_estimators_ == 7 and model.forest_.feature.shape[0] == 7
+    np.testing.assert_allclose([loss for _, loss in seen], model.train_loss_[1:])
+
+
+def test_verbose_prints_rounds_metrics_and_time_left(capsys):
+    X, y = _data()
+    jb.Booster(n_estimators=6, max_depth=2).fit(X, y, eval_set=[(X, y)], verbose=3)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("[3/6]") and "validation_0-loss" in lines[0] and "left" in lines[0]
+
+
+def test_monitoring_does_not_change_the_model():
+    X, y = _data()
+    plain = jb.Booster(n_estimators=25, max_depth=3).fit(X, y)
+    watched = jb.Booster(n_estimators=25, max_depth=3).fit(X, y, eval_set=[(X, y)])
+    np.testing.assert_array_equal(plain.predict_raw(X), watched.predict_raw(X))
+
+
+def test_iteration_range_and_staged_predictions_agree():
+    X, y = _data()
+    model = jb.Booster(
+        loss=losses.softmax_cross_entropy,
+        n_estimators=8,
+        max_depth=2,
+        multi_strategy="one_output_per_tree",
+    )
+    model.fit(X, np.digitize(y, [-0.5, 0.5]).astype(np.float32))
+    staged = list(model.staged_predict_raw(X))
+    assert len(staged) == 8
+    np.testing.assert_allclose(
+        staged[2], model.predict_raw(X, iteration_range=(0, 3)), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(staged[-1], model.predict_raw(X), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="iteration_range"):
+        model.predict_raw(X, iteration_range=(0, 9))
+
+
+def test_bad_monitoring_arguments_are_named():
+    X, y = _data()
+    with pytest.raises(ValueError, match="early_stopping_rounds"):
+        jb.Booster(n_estimators=3).fit(X, y, early_stopping_rounds=2)
+    with pytest.raises(ValueError, match="eval_metric"):
+        jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X, y)], eval_metric="nope")
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X: expected 4 features"):
+        jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X[:, :2], y)])
