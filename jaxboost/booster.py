@@ -30,6 +30,7 @@ from .boost import (
     train_chunk_program,
 )
 from .devices import ROWS, make_mesh
+from .inspection import feature_importances, grid_from_data, partial_dependence
 from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
 from .predict import predict_forest, round_increments
@@ -347,7 +348,6 @@ class Booster:
         self.n_outputs_ = n_outputs
         self.n_features_in_ = features.shape[1]
         self.n_estimators_ = n_rounds
-        self.trees_per_round_ = cfg.trees_per_round
         self.train_loss_ = np.asarray(train_loss)
         self.evals_result_ = monitor.evals_result
         self.best_iteration_ = monitor.best_iteration
@@ -359,6 +359,47 @@ class Booster:
         return self
 
     # -- prediction ----------------------------------------------------------
+    @property
+    def trees_per_round_(self) -> int:
+        """Trees grown per round: ``n_outputs`` with one tree per output, else 1."""
+        self._check_fitted()
+        return self.forest_.feature.shape[0] // max(self.n_estimators_, 1)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """``(n_features,)`` share of the total split gain of each feature."""
+        return self.feature_importance("gain")
+
+    def feature_importance(self, importance_type: str = "gain") -> np.ndarray:
+        """``(n_features,)`` importances, by ``"gain"`` or ``"split"`` count, summing to 1."""
+        self._check_fitted()
+        return feature_importances(self.forest_, self.n_features_in_, importance_type)
+
+    def partial_dependence(
+        self, X: Any, features: Sequence[int], grid_resolution: int = 50
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """Partial dependence of the raw score on one or two features, computed
+        from the forest by Friedman's weighted tree traversal (2001, section 8.2).
+
+        Args:
+          X: ``(n_rows, n_features)`` data whose percentiles set the grid.
+          features: one or two feature indices.
+        Returns:
+          ``(grid, values)``: one grid array per feature, and values of shape
+          ``(len(grid[0]), [len(grid[1]),] n_outputs)``.
+        """
+        features_array = self._features_for_predict(X)
+        grid = [grid_from_data(features_array, f, grid_resolution) for f in features]
+        values = partial_dependence(self.forest_, self.init_score_, list(features), grid)
+        return grid, np.asarray(values)
+
+    def save(self, path) -> None:
+        """Write the model to a versioned JSON file (see :func:`jaxboost.load`)."""
+        from .io import save_model  # io builds Boosters: imported here to avoid a cycle
+
+        self._check_fitted()
+        save_model(self, path)
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "forest_"):
             raise RuntimeError("this Booster is not fitted yet: call fit(X, y) first")
@@ -381,7 +422,7 @@ class Booster:
                 f"iteration_range: expected 0 <= start <= end <= {self.n_estimators_}, "
                 f"got {iteration_range}"
             )
-        per_round = getattr(self, "trees_per_round_", 1)
+        per_round = self.trees_per_round_
         return Tree(
             *(jnp.asarray(leaf[start * per_round : end * per_round]) for leaf in self.forest_)
         )
@@ -410,7 +451,7 @@ class Booster:
     def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
         """Raw scores after each round, one array per round."""
         features = self._features_for_predict(X)
-        per_round = getattr(self, "trees_per_round_", 1)
+        per_round = self.trees_per_round_
         increments = round_increments(self._trees(None), jnp.asarray(features), per_round)
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
         for raw in staged:

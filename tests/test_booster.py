@@ -156,3 +156,26 @@ def test_a_loss_that_overflows_is_reported_not_fitted():
 
     with pytest.raises(ValueError, match="not finite"):
         jb.Booster(loss=naive_log_cosh, n_estimators=3).fit(X, y)
+
+
+def test_pandas_columns_are_kept_and_checked():
+    pd = pytest.importorskip("pandas")
+    X, y = _regression()
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    model = jb.Booster(n_estimators=5, max_depth=2).fit(frame, y)
+    assert model.feature_names_in_ == ["f0", "f1", "f2", "f3", "f4"]
+    np.testing.assert_array_equal(model.predict(frame), model.predict(X))
+    with pytest.raises(ValueError, match="feature names differ"):
+        model.predict(frame[["f1", "f0", "f2", "f3", "f4"]])
+
+
+def test_importance_and_partial_dependence_through_the_booster():
+    X, y = _regression()
+    model = jb.Booster(n_estimators=20, max_depth=1).fit(X, y)
+    importance = model.feature_importances_
+    assert importance.shape == (5,) and importance.sum() == pytest.approx(1.0)
+    assert set(np.argsort(importance)[-2:]) == {0, 1}  # y depends on features 0 and 1
+    grid, values = model.partial_dependence(X, [0], grid_resolution=10)
+    assert grid[0].shape == (10,)
+    assert values.shape == (10, 1)
+    assert np.all(np.diff(values[:, 0]) >= -1e-6)  # y increases with feature 0
