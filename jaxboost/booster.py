@@ -40,6 +40,9 @@ from .validation import (
     as_targets,
     as_weights,
     check_columns,
+    check_finite_features,
+    check_loss,
+    check_not_all_constant,
     choice,
     feature_names,
 )
@@ -226,6 +229,7 @@ class Booster:
                 raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
             name = f"validation_{index}"
             X = as_features(pair[0], f"eval_set[{index}] X")
+            check_finite_features(X, f"eval_set[{index}] X")
             check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
             y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
             weight = as_weights(
@@ -271,11 +275,14 @@ class Booster:
           ``self``.
         """
         features = as_features(X)
+        check_finite_features(features)
+        check_not_all_constant(features)
         names = feature_names(X)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
         loss = _resolve_loss(self.loss)
         n_outputs = self._n_outputs(loss, targets)
+        check_loss(loss, targets, n_outputs)
         eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1])
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -87,3 +89,67 @@ def check_columns(
             f"{name}: feature names differ from those seen in fit: expected {fitted_names}, "
             f"got {names}"
         )
+
+
+def check_finite_features(X: np.ndarray, name: str = "X") -> None:
+    """NaN means missing; infinities are rejected."""
+    if np.isinf(X).any():
+        rows, columns = np.nonzero(np.isinf(X))
+        raise ValueError(
+            f"{name}: contains infinite values (first at row {rows[0]}, column {columns[0]}); "
+            "use NaN for missing values"
+        )
+
+
+def check_not_all_constant(X: np.ndarray, name: str = "X") -> None:
+    """At least one feature must take two values, or no tree can split."""
+    present = ~np.isnan(X)
+    low = np.where(present, X, np.inf).min(axis=0)
+    high = np.where(present, X, -np.inf).max(axis=0)
+    varies = (high > low) | (present.any(axis=0) & ~present.all(axis=0))
+    if not varies.any():
+        raise ValueError(f"{name}: every feature is constant, so no tree can split on it")
+
+
+_CONTROL_FLOW_ERRORS = tuple(
+    getattr(jax.errors, name)
+    for name in (
+        "ConcretizationTypeError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+        "TracerArrayConversionError",
+    )
+    if hasattr(jax.errors, name)
+)
+
+
+def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
+    """Call the loss and its derivatives on a few rows before training.
+
+    Raises a ValueError naming the problem: Python control flow on traced
+    values, a non-scalar result per sample, an integer result, or a failure on
+    the given target and score shapes.
+    """
+    y_rows = jnp.asarray(y[:n_rows])
+    f_rows = jnp.zeros((y_rows.shape[0],) if n_outputs == 1 else (y_rows.shape[0], n_outputs))
+    f_shape = "()" if n_outputs == 1 else f"({n_outputs},)"
+    where = f"loss(y, f) with one sample's y of shape {tuple(y.shape[1:])} and f of shape {f_shape}"
+    try:
+        values = jax.eval_shape(jax.vmap(loss), y_rows, f_rows)
+        if values.shape != (y_rows.shape[0],):
+            raise ValueError(
+                f"loss: {where} must return a scalar per sample, got shape {values.shape[1:]}"
+            )
+        if not jnp.issubdtype(values.dtype, jnp.floating):
+            raise ValueError(f"loss: {where} must return a float, got dtype {values.dtype}")
+        jax.eval_shape(jax.vmap(jax.grad(loss, argnums=1)), y_rows, f_rows)
+    except _CONTROL_FLOW_ERRORS as error:
+        raise ValueError(
+            f"loss: {where} uses Python control flow (if, while, bool(), int()) on a traced "
+            "value; write it with jnp.where or jax.lax.cond. JAX said: "
+            f"{str(error).splitlines()[0]}"
+        ) from None
+    except (TypeError, ValueError, IndexError) as error:
+        if str(error).startswith("loss: "):
+            raise
+        raise ValueError(f"loss: {where} failed: {str(error).splitlines()[0]}") from None

@@ -1,0 +1,83 @@
+"""Mistakes become clear errors at the boundary, never a JAX trace or a bad model."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost as jb
+import losses
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)).astype(np.float32)
+    return X, X[:, 0].copy()
+
+
+def _python_if(y, f):
+    if f > y:  # not traceable: JAX cannot branch on a traced value
+        return (f - y) ** 2
+    return 2 * (f - y) ** 2
+
+
+@pytest.mark.parametrize(
+    "loss, settings, message",
+    [
+        (_python_if, {}, "Python control flow .* jnp.where"),
+        (lambda y, f: jnp.stack([f - y, f]), {}, "scalar per sample, got shape \\(2,\\)"),
+        (lambda y, f: jnp.int32(y), {}, "must return a float, got dtype int32"),
+        (losses.gaussian_nll, {"n_outputs": 1}, "f of shape \\(\\) failed"),
+    ],
+    ids=["python-if", "vector-result", "integer-result", "wrong-n-outputs"],
+)
+def test_a_bad_loss_is_explained_before_training(data, loss, settings, message):
+    X, y = data
+    with pytest.raises(ValueError, match=f"loss: .*{message}"):
+        jb.Booster(loss=loss, n_estimators=2, **settings).fit(X, y)
+
+
+def test_infinite_features_are_rejected_with_their_position(data):
+    X, y = data
+    X[3, 2] = np.inf
+    with pytest.raises(ValueError, match="X: contains infinite values \\(first at row 3, column 2\\)"):
+        jb.Booster(n_estimators=2).fit(X, y)
+
+
+def test_all_constant_features_are_rejected(data):
+    _, y = data
+    with pytest.raises(ValueError, match="every feature is constant"):
+        jb.Booster(n_estimators=2).fit(np.ones((40, 3)), y)
+
+
+def test_a_feature_that_is_only_sometimes_missing_is_not_constant(data):
+    _, y = data
+    X = np.ones((40, 1), np.float32)
+    X[y > 0, 0] = np.nan
+    model = jb.Booster(n_estimators=3, max_depth=1).fit(X, y)
+    assert model.forest_.split_gain[0, 0] > 0  # split on missing vs present
+
+
+@pytest.mark.parametrize(
+    "weight, message",
+    [
+        (np.full(40, -1.0), "non-negative"),
+        (np.full(40, np.nan), "finite"),
+        (np.zeros(40), "not all zero"),
+        (np.ones(39), "expected shape \\(40,\\)"),
+    ],
+)
+def test_bad_sample_weights_are_named(data, weight, message):
+    X, y = data
+    with pytest.raises(ValueError, match=f"sample_weight: .*{message}"):
+        jb.Booster(n_estimators=2).fit(X, y, sample_weight=weight)
+
+
+def test_a_loss_going_non_finite_mid_training_names_the_round(data):
+    X, y = data
+
+    def explodes(y, f):  # finite near 0, infinite once a score passes 0.5
+        return (f - y) ** 2 * jnp.where(jnp.abs(f) > 0.5, jnp.inf, 1.0)
+
+    with pytest.raises(FloatingPointError, match="at round [0-9]+"):
+        jb.Booster(loss=explodes, n_estimators=30, learning_rate=0.5).fit(X, y * 4)
