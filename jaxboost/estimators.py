@@ -432,7 +432,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
         """:meth:`decision_function` after each boosting round."""

@@ -74,6 +74,7 @@ STATE_FIELDS = (
     ("train_loss_", "floats", True),
     ("feature_names_in_", "strings", False),
     ("best_iteration_", "int", False),
+    ("best_score_", "float", False),
     ("evals_result_", "evals", False),
 )
 
@@ -144,7 +145,7 @@ def encode_array(array: Any) -> dict:
 def decode_array(obj: Any, where: str, dtype: str) -> np.ndarray:
     """The array stored in ``obj``, which must have dtype ``dtype``."""
     _check_keys(obj, where, ("dtype", "shape", "data"))
-    if obj["dtype"] not in DTYPES:
+    if not isinstance(obj["dtype"], str) or obj["dtype"] not in DTYPES:
         raise _fail(where, f"dtype {obj['dtype']!r} is not one of {list(DTYPES)}")
     if obj["dtype"] != dtype:
         raise _fail(where, f"expected dtype {dtype!r}, got {obj['dtype']!r}")
@@ -213,10 +214,10 @@ def _decode_int(obj: Any, where: str) -> int:
     return obj
 
 
-def _decode_strings(obj: Any, where: str) -> np.ndarray:
+def _decode_strings(obj: Any, where: str) -> list[str]:
     if not isinstance(obj, list) or not all(isinstance(name, str) for name in obj):
         raise _fail(where, "expected a list of strings")
-    return np.asarray(obj, dtype=object)
+    return list(obj)
 
 
 def _encode_evals(evals: Any) -> dict:
@@ -245,6 +246,10 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
         lambda obj, where: decode_array(obj, where, "float32"),
     ),
     "int": (int, _decode_int),
+    "float": (
+        lambda value: _encode_floats([value])[0],
+        lambda obj, where: _decode_floats([obj], where)[0],
+    ),
     "floats": (_encode_floats, lambda obj, where: np.asarray(_decode_floats(obj, where))),
     "strings": (lambda names: [str(name) for name in names], _decode_strings),
     "evals": (_encode_evals, _decode_evals),
@@ -488,9 +493,18 @@ def _check_rounds(state: dict, params: dict) -> None:
     names = state.get("feature_names_in_")
     if names is not None and len(names) != state["n_features_in_"]:
         raise _fail("state.feature_names_in_", "expected one name per feature")
-    best = state.get("best_iteration_")
-    if best is not None and not 0 <= best <= rounds:
-        raise _fail("state.best_iteration_", f"{best} is outside [0, {rounds}]")
+    if _is_int(params.get("n_estimators")) and rounds > params["n_estimators"]:
+        raise _fail("state.n_estimators_", f"{rounds} is over params.n_estimators")
+    best = state.get("best_iteration_")  # 1-based, as in XGBoost
+    if best is not None and not 1 <= best <= rounds:
+        raise _fail("state.best_iteration_", f"{best} is outside [1, {rounds}]")
+    lengths = {
+        len(values)
+        for per in (state.get("evals_result_") or {}).values()
+        for values in per.values()
+    }
+    if len(lengths) > 1 or min(lengths, default=rounds) < rounds:
+        raise _fail("state.evals_result_", f"expected lists of one length >= {rounds} rounds")
 
 
 def _check_values(state: dict) -> None:
@@ -552,7 +566,9 @@ def _read_json(path: str | os.PathLike, max_bytes: int) -> Any:
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size > max_bytes:
-            raise _fail(str(path), f"{size} bytes is over the limit of {max_bytes} (max_bytes)")
+            raise _fail(
+                str(path), f"{size} bytes is over the limit of {max_bytes} bytes (max_bytes)"
+            )
         raw = file.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise _fail(str(path), f"over the limit of {max_bytes} bytes (max_bytes)")

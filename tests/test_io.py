@@ -184,22 +184,46 @@ def test_a_given_loss_with_another_link_is_refused(fitted, tmp_path):
 
 def test_optional_attributes_round_trip_and_absent_ones_stay_absent(fitted, tmp_path):
     model = copy.copy(fitted["squared_error"])
-    model.feature_names_in_ = np.asarray(["a", "b", "ç", "x 4"], dtype=object)
-    model.best_iteration_ = 2
+    model.feature_names_in_ = ["a", "b", "ç", "x 4"]
+    model.best_iteration_, model.best_score_ = 2, 0.25
     model.evals_result_ = {"valid_0": {"loss": [1.5, 0.25, float("nan"), float("inf")]}}
-    save_model(model, tmp_path / "extra.json")
-    loaded = load_model(tmp_path / "extra.json")
-    assert list(loaded.feature_names_in_) == ["a", "b", "ç", "x 4"]
-    assert loaded.best_iteration_ == 2
+    loaded = load_model(_saved(model, tmp_path, "extra.json"))
+    assert loaded.feature_names_in_ == ["a", "b", "ç", "x 4"]
+    assert (loaded.best_iteration_, loaded.best_score_) == (2, 0.25)
     np.testing.assert_array_equal(
         loaded.evals_result_["valid_0"]["loss"], [1.5, 0.25, np.nan, np.inf]
     )
-    model.best_iteration_ = None
-    assert load_model(_saved(model, tmp_path, "none.json")).best_iteration_ is None
-    for name in ("feature_names_in_", "best_iteration_", "evals_result_"):
+    model.best_iteration_ = model.best_score_ = None
+    loaded = load_model(_saved(model, tmp_path, "none.json"))
+    assert loaded.best_iteration_ is None and loaded.best_score_ is None
+    for name in ("feature_names_in_", "best_iteration_", "best_score_", "evals_result_"):
         delattr(model, name)
     bare = load_model(_saved(model, tmp_path, "bare.json"))
     assert not any(hasattr(bare, name) for name in ("best_iteration_", "evals_result_"))
+
+
+def test_an_early_stopped_model_on_a_data_frame_round_trips(data, tmp_path):
+    pd = pytest.importorskip("pandas")
+    X, X_valid = data
+    frame = pd.DataFrame(X, columns=["alpha", "beta", "gamma", "delta"])
+    valid = pd.DataFrame(X_valid, columns=frame.columns)
+    model = Booster(loss="squared_error", n_estimators=40, max_depth=2, max_bins=16)
+    model.fit(
+        frame,
+        _targets("real", X),
+        eval_set=[(valid, _targets("real", X_valid))],
+        early_stopping_rounds=2,
+    )
+    loaded = load_model(_saved(model, tmp_path))
+    assert loaded.feature_names_in_ == ["alpha", "beta", "gamma", "delta"]
+    assert loaded.best_iteration_ == model.best_iteration_ == loaded.n_estimators_
+    assert loaded.best_score_ == model.best_score_
+    assert loaded.evals_result_ == model.evals_result_
+    np.testing.assert_array_equal(loaded.predict(valid), model.predict(valid))
+    np.testing.assert_array_equal(
+        loaded.predict_raw(valid, iteration_range=(1, 2)),
+        model.predict_raw(valid, iteration_range=(1, 2)),
+    )
 
 
 def _saved(model, tmp_path, name="model.json"):
@@ -362,13 +386,19 @@ DOCUMENT_ERRORS = {
     "custom loss with params": (_set(("loss", "name"), None), r"loss: unexpected keys"),
     "best_iteration out of range": (
         _set(("state", "best_iteration_"), 9),
-        r"best_iteration_: 9 is outside \[0, 4\]",
+        r"best_iteration_: 9 is outside \[1, 4\]",
     ),
     "feature names count": (
         _set(("state", "feature_names_in_"), ["a"]),
         "one name per feature",
     ),
     "feature names not text": (_set(("state", "feature_names_in_"), [1, 2, 3, 4]), "strings"),
+    "more rounds than n_estimators": (_set(("params", "n_estimators"), 3), "over params"),
+    "eval lists too short": (
+        _set(("state", "evals_result_"), {"valid": {"rmse": [1.0]}}),
+        "evals_result_: expected lists",
+    ),
+    "best score as text": (_set(("state", "best_score_"), "0.1"), "best_score_: expected numbers"),
 }
 
 
