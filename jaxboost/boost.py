@@ -26,13 +26,14 @@ from jax.sharding import PartitionSpec as P
 from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS
 from .init_score import initial_score
-from .leaves import line_search_leaf_values, newton_leaf_values
+from .leaves import armijo_backtrack, line_search_leaf_values, newton_leaf_values
 from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
 
 LEAF_METHODS = ("newton", "line_search")
 SPLIT_CRITERIA = ("second_order", "first_order")
 HESSIANS = ("diag", "full")
+HESSIAN_MODES = ("raw", "clip", "abs")
 MULTI_STRATEGIES = ("multi_output_tree", "one_output_per_tree")
 
 
@@ -51,6 +52,9 @@ class BoostConfig:
     rounds_per_chunk: int = 100
     subsample: float = 1.0
     colsample_bytree: float = 1.0
+    hessian_mode: str = "raw"
+    hessian_floor: float = 0.0
+    armijo: bool = False
 
     @property
     def trees_per_round(self) -> int:
@@ -63,6 +67,28 @@ class ShardData(NamedTuple):
     bins: jax.Array  # (n_features, n_rows) uint8
     y: jax.Array  # (n_rows,) or (n_rows, n_targets)
     weight: jax.Array  # (n_rows,) float32, 0 on padding rows
+
+
+def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
+    """Per-row hessians made usable for non-convex losses.
+
+    ``"raw"`` keeps them; ``"clip"`` raises them to at least ``floor``;
+    ``"abs"`` takes ``max(|h|, floor)``.  A full ``(n_rows, K, K)`` hessian has
+    its diagonal treated.
+    """
+    if mode == "raw":
+        return hess
+
+    def treat(diagonal):
+        if mode == "abs":
+            diagonal = jnp.abs(diagonal)
+        return jnp.maximum(diagonal, floor)
+
+    if hess.ndim == 2:
+        return treat(hess)
+    diagonal = jnp.diagonal(hess, axis1=1, axis2=2)
+    eye = jnp.eye(hess.shape[-1], dtype=bool)
+    return jnp.where(eye, treat(diagonal)[:, :, None] * eye, hess)
 
 
 def _split_stats(cfg: BoostConfig, grad, hess_diag, weight) -> jax.Array:
@@ -117,6 +143,13 @@ def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, features, axis_nam
     values = cfg.learning_rate * _leaf_values(
         cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
+    if cfg.armijo:
+        grad_sum = jax.ops.segment_sum(grad * output_mask, leaf_of_row, num_segments=values.shape[0])
+        if axis_name is not None:
+            grad_sum = lax.psum(grad_sum, axis_name)
+        values = armijo_backtrack(
+            cfg.loss, data.y, raw, data.weight, leaf_of_row, values, grad_sum, axis_name
+        )
     leaf_weight = jax.ops.segment_sum(data.weight, leaf_of_row, num_segments=values.shape[0])
     if axis_name is not None:
         leaf_weight = lax.psum(leaf_weight, axis_name)
@@ -149,6 +182,7 @@ def boost_round(
     data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
     features = feature_mask(data.bins.shape[0], round_index, seed, cfg.colsample_bytree)
     grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
+    hess = stabilise_hessian(hess, cfg.hessian_mode, cfg.hessian_floor)
     grad = grad * data.weight[:, None]
     hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
     grow = functools.partial(

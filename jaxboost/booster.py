@@ -20,6 +20,7 @@ import losses as loss_catalogue
 
 from .binning import apply_bins, fit_bin_edges
 from .boost import (
+    HESSIAN_MODES,
     HESSIANS,
     LEAF_METHODS,
     MULTI_STRATEGIES,
@@ -29,6 +30,7 @@ from .boost import (
     init_score_program,
     train_chunk_program,
 )
+from .derivatives import hessian_is_informative
 from .devices import ROWS, make_mesh
 from .inspection import feature_importances, grid_from_data, partial_dependence
 from .metrics import resolve_metric
@@ -49,6 +51,8 @@ from .validation import (
 
 # rounds per device program when something watches every round
 _MONITORED_CHUNK = 10
+# rows on which an undeclared loss's hessian is probed at the initial score
+_HESSIAN_PROBE_ROWS = 1024
 
 
 def _resolve_loss(loss: str | Callable) -> Callable:
@@ -88,8 +92,9 @@ class Booster:
         ``n_outputs`` (``"n_classes"``: max label + 1), else 1.
       leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
         (argmin of the leaf's loss, exact quantiles for pinball losses) or
-        ``"auto"``: line search for losses that declare
-        ``hessian_informative = False`` (absolute, quantile), else Newton.
+        ``"auto"``: line search for losses whose hessian is zero almost
+        everywhere (declared by ``hessian_informative = False``, as absolute
+        and quantile losses do, or found so at the initial score), else Newton.
       reg_lambda: L2 penalty on leaf values (split gain and Newton leaves).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
@@ -103,6 +108,13 @@ class Booster:
         round) or ``"one_output_per_tree"`` (Friedman's multi-class algorithm).
       subsample: fraction of rows drawn (without replacement) for each round.
       colsample_bytree: fraction of features each round's tree may use.
+      hessian_mode: ``"raw"``, ``"clip"`` (hessians raised to
+        ``hessian_floor``) or ``"abs"`` (``max(|h|, hessian_floor)``): makes
+        Newton steps usable for non-convex losses (Cauchy, Tukey, Welsch).
+      hessian_floor: the floor of ``hessian_mode``.
+      armijo: shrink each leaf's (learning-rate scaled) value until it lowers
+        that leaf's training loss, so no round increases the training loss;
+        None: on for line-search leaves, off for Newton leaves.
       random_state: seed of the subsamples and of the binning sample.
       devices: devices to shard rows over (default: all devices).
       rounds_per_chunk: rounds run in one device program (default: all of them,
@@ -126,6 +138,9 @@ class Booster:
         multi_strategy: str = "multi_output_tree",
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
+        hessian_mode: str = "raw",
+        hessian_floor: float = 0.0,
+        armijo: bool | None = None,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
@@ -145,6 +160,9 @@ class Booster:
         self.multi_strategy = multi_strategy
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree
+        self.hessian_mode = hessian_mode
+        self.hessian_floor = hessian_floor
+        self.armijo = armijo
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
@@ -160,7 +178,9 @@ class Booster:
             return int(np.max(y)) + 1
         return int(declared)
 
-    def _config(self, loss: Callable, n_outputs: int, monitored: bool) -> BoostConfig:
+    def _config(
+        self, loss: Callable, n_outputs: int, monitored: bool, hessian_informative: bool
+    ) -> BoostConfig:
         if int(self.max_depth) < 1:
             raise ValueError(f"max_depth: expected an integer >= 1, got {self.max_depth}")
         if int(self.n_estimators) < 1:
@@ -171,7 +191,6 @@ class Booster:
             min_child_weight=float(self.min_child_weight),
             min_split_gain=float(self.min_split_gain),
         )
-        hessian_informative = getattr(loss, "hessian_informative", True)
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
         if leaf_method == "auto":
             leaf_method = "newton" if hessian_informative else "line_search"
@@ -192,6 +211,9 @@ class Booster:
             rounds_per_chunk=max(1, min(int(chunk), int(self.n_estimators))),
             subsample=_fraction("subsample", self.subsample),
             colsample_bytree=_fraction("colsample_bytree", self.colsample_bytree),
+            hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
+            hessian_floor=float(self.hessian_floor),
+            armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
         )
 
     # -- data ----------------------------------------------------------------
@@ -291,7 +313,6 @@ class Booster:
         )
         metrics = [resolve_metric(spec, loss) for spec in metric_specs]
         monitored = bool(eval_sets or callbacks or verbose)
-        cfg = self._config(loss, n_outputs, monitored)
         mesh = make_mesh(self.devices)
 
         seed = 0 if self.random_state is None else int(self.random_state)
@@ -308,6 +329,11 @@ class Booster:
                 f"{float(init_loss)} (not finite); check the loss for overflow, e.g. write "
                 "log(cosh(d)) as logaddexp(d, -d) - log(2)"
             )
+        probe = targets[:_HESSIAN_PROBE_ROWS]
+        informative = hessian_is_informative(
+            loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))
+        )
+        cfg = self._config(loss, n_outputs, monitored, informative)
         raw = jax.device_put(
             jnp.broadcast_to(init_score, (data.weight.shape[0], n_outputs)),
             NamedSharding(mesh, P(ROWS)),

@@ -82,3 +82,21 @@ def directional_derivatives(
         return jnp.sum(grad * d), jnp.sum(hess_d * d)
 
     return jax.vmap(one_row)(y, raw, direction)
+
+
+def hessian_is_informative(loss: Loss, y: jax.Array, raw: jax.Array) -> bool:
+    """Whether the hessian carries curvature on most rows.
+
+    A loss whose hessian is zero almost everywhere (absolute, pinball, a ramp)
+    must not drive Newton steps or second-order split gains: every child would
+    fail ``min_child_weight``.  Losses declare this with a
+    ``hessian_informative`` attribute; undeclared ones are probed here.
+
+    Args:
+      y: ``(n_rows, ...)`` a sample of targets; raw: ``(n_rows, K)`` scores.
+    """
+    declared = getattr(loss, "hessian_informative", None)
+    if declared is not None:
+        return bool(declared)
+    _, hess = grad_hess(loss, y, raw)
+    return bool(jnp.mean(jnp.any(hess > 0, axis=1)) >= 0.5)

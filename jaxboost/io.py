@@ -296,7 +296,9 @@ def _saved_params(cls: type) -> dict[str, inspect.Parameter]:
 def _encode_params(model: Any) -> dict:
     params = {}
     for name in _saved_params(type(model)):
-        value = getattr(model, name, None)
+        if not hasattr(model, name):
+            raise ValueError(f"model: constructor argument {name} is not an attribute")
+        value = getattr(model, name)
         try:
             params[name] = _plain(value)
         except TypeError:

@@ -13,12 +13,14 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .derivatives import Loss, directional_derivatives
+from .derivatives import Loss, directional_derivatives, sample_loss
 
 _BRACKET_STEPS = 64
 _SEARCH_STEPS = 64
 _RELATIVE_TOLERANCE = 1e-7
 _FLAT_SLOPE = 1e-5
+_ARMIJO_C = 1e-4
+_ARMIJO_HALVINGS = 20
 # eigenvalues below this fraction of the largest are float32 noise on a singular
 # hessian (softmax): inverting them would move the scores along the null space
 _EIGEN_CUTOFF = 1e-4
@@ -200,3 +202,51 @@ def line_search_leaf_values(
     active = (leaf_weight > 0) & jnp.any(direction != 0, axis=1)
     step = minimise_scalar(derivatives, active, initial_scale)
     return step[:, None] * direction
+
+
+def armijo_backtrack(
+    loss: Loss,
+    y: jax.Array,
+    raw: jax.Array,
+    weight: jax.Array,
+    leaf_of_row: jax.Array,
+    step: jax.Array,
+    grad_sum: jax.Array,
+    axis_name: str | None = None,
+) -> jax.Array:
+    """Shrink each leaf's step until it decreases that leaf's loss (Armijo).
+
+    ``sum_{i in leaf} w_i loss(y_i, raw_i + s v) <= base + c s <G, v>`` with
+    ``s`` halved up to ``_ARMIJO_HALVINGS`` times; a leaf that never satisfies
+    it gets 0, so a round never increases the training loss.
+
+    Args:
+      raw: ``(n_rows, K)``; step: ``(n_leaves, K)`` proposed leaf values;
+      grad_sum: ``(n_leaves, K)`` weighted gradient sums at ``raw``.
+    Returns:
+      ``(n_leaves, K)`` accepted leaf values.
+    """
+    n_leaves = step.shape[0]
+
+    def leaf_loss(scale):
+        moved = raw + (scale[:, None] * step)[leaf_of_row]
+        return _sum_rows(weight * sample_loss(loss, y, moved), leaf_of_row, n_leaves, axis_name)
+
+    base = leaf_loss(jnp.zeros(n_leaves))
+    slope = jnp.minimum(jnp.sum(grad_sum * step, axis=1), 0.0)
+
+    def accepted(scale):
+        return leaf_loss(scale) <= base + _ARMIJO_C * scale * slope
+
+    def unfinished(state):
+        _, ok, halvings = state
+        return jnp.any(~ok) & (halvings < _ARMIJO_HALVINGS)
+
+    def halve(state):
+        scale, ok, halvings = state
+        scale = jnp.where(ok, scale, 0.5 * scale)
+        return scale, ok | accepted(scale), halvings + 1
+
+    scale = jnp.ones(n_leaves)
+    scale, ok, _ = lax.while_loop(unfinished, halve, (scale, accepted(scale), 0))
+    return jnp.where(ok, scale, 0.0)[:, None] * step

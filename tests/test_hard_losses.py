@@ -1,0 +1,76 @@
+"""Non-convex and flat losses still train, and never make the training loss worse."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost as jb
+
+
+def cauchy(y, f):
+    return jnp.log1p(((f - y) / 0.5) ** 2)
+
+
+def tukey_biweight(y, f, c=1.5):
+    r = jnp.minimum(jnp.abs(f - y) / c, 1.0)
+    return c**2 / 6 * (1 - (1 - r**2) ** 3)
+
+
+def welsch(y, f):
+    return 1 - jnp.exp(-0.5 * (f - y) ** 2)
+
+
+def ramp(y, f):  # piecewise linear: hessian 0 almost everywhere
+    return jnp.clip(jnp.abs(f - y), 0.0, 2.0)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(400, 3)).astype(np.float32)
+    y = (np.sin(X[:, 0]) + 0.1 * rng.normal(size=400)).astype(np.float32)
+    outliers = rng.uniform(size=400) < 0.1
+    y[outliers] += rng.normal(scale=20, size=outliers.sum())
+    return X, y
+
+
+@pytest.mark.parametrize("loss", [cauchy, tukey_biweight, welsch, ramp])
+def test_line_search_never_increases_the_training_loss(data, loss):
+    X, y = data
+    model = jb.Booster(loss=loss, n_estimators=30, max_depth=3, leaf_method="line_search",
+                       learning_rate=0.5).fit(X, y)
+    increases = np.diff(model.train_loss_)
+    assert np.all(increases <= 1e-6 * model.train_loss_[:-1]), increases.max()
+    assert model.train_loss_[-1] < 0.9 * model.train_loss_[0]
+
+
+@pytest.mark.parametrize("mode", ["clip", "abs"])
+def test_stabilised_newton_trains_a_non_convex_loss(data, mode):
+    X, y = data
+    model = jb.Booster(loss=tukey_biweight, n_estimators=30, max_depth=3, leaf_method="newton",
+                       hessian_mode=mode, hessian_floor=1e-2, armijo=True).fit(X, y)
+    assert np.all(np.diff(model.train_loss_) <= 1e-6 * model.train_loss_[:-1])
+    assert model.train_loss_[-1] < 0.9 * model.train_loss_[0]
+
+
+def test_a_robust_loss_follows_the_signal_not_the_outliers(data):
+    X, y = data
+    grid = np.column_stack([np.linspace(-1.5, 1.5, 7), np.zeros(7), np.zeros(7)]).astype(np.float32)
+    robust = jb.Booster(loss=cauchy, n_estimators=60, max_depth=3).fit(X, y)
+    squared = jb.Booster(loss="squared_error", n_estimators=60, max_depth=3).fit(X, y)
+    assert np.max(np.abs(robust.predict(grid) - np.sin(grid[:, 0]))) < 0.2
+    assert np.max(np.abs(squared.predict(grid) - np.sin(grid[:, 0]))) > 0.5
+
+
+def test_an_undeclared_flat_hessian_switches_to_first_order_and_line_search(data):
+    X, y = data
+    model = jb.Booster(loss=ramp, n_estimators=20, max_depth=3).fit(X, y)
+    assert model.train_loss_[-1] < 0.7 * model.train_loss_[0]
+
+
+def test_armijo_keeps_newton_from_overshooting(data):
+    X, y = data
+    # raw Newton steps on Welsch's loss overshoot where its hessian is negative
+    guarded = jb.Booster(loss=welsch, n_estimators=20, max_depth=3, learning_rate=1.0,
+                         hessian_mode="abs", hessian_floor=1e-3, armijo=True).fit(X, y)
+    assert np.all(np.diff(guarded.train_loss_) <= 1e-6 * guarded.train_loss_[:-1])
