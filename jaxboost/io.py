@@ -332,11 +332,14 @@ def _annotation_checks(annotation: Any) -> list[Callable[[Any], bool]] | None:
 
 
 def _decode_params(obj: Any, signature: dict[str, inspect.Parameter]) -> dict:
-    _check_keys(obj, "params", tuple(signature))
-    for name, parameter in signature.items():
+    # Settings added to Booster after a file was written take their defaults,
+    # so older files keep loading; unknown settings are rejected.
+    _check_keys(obj, "params", (), tuple(signature))
+    for name, value in obj.items():
+        parameter = signature[name]
         checks = _annotation_checks(parameter.annotation)
-        if checks is not None and not any(check(obj[name]) for check in checks):
-            raise _fail(f"params.{name}", f"expected {parameter.annotation}, got {obj[name]!r}")
+        if checks is not None and not any(check(value) for check in checks):
+            raise _fail(f"params.{name}", f"expected {parameter.annotation}, got {value!r}")
     return dict(obj)
 
 

@@ -323,7 +323,6 @@ DOCUMENT_ERRORS = {
     "extra top key": (_set(("comment",), "hi"), r"unexpected keys \['comment'\]"),
     "missing state key": (_delete(("state", "init_score_")), r"missing keys \['init_score_'\]"),
     "extra forest key": (_set(FOREST + ("depth",), 2), r"unexpected keys \['depth'\]"),
-    "missing param": (_delete(("params", "learning_rate")), r"params: missing.*learning_rate"),
     "extra param": (_set(("params", "colour"), "red"), r"params: unexpected.*colour"),
     "param of wrong type": (_set(("params", "max_depth"), "2"), "params.max_depth: expected int"),
     "integer as float": (_set(("state", "n_outputs_"), 1.0), "n_outputs_: expected an integer"),
@@ -616,3 +615,11 @@ def test_loading_executes_no_code_from_the_file(fitted, data, tmp_path, monkeypa
     assert not marker.exists()
     X, _ = data
     np.testing.assert_array_equal(model.predict(X), fitted["squared_error"].predict(X))
+
+
+def test_a_setting_missing_from_an_older_file_takes_its_default(tmp_path, model_file):
+    """Files written before a Booster setting existed keep loading."""
+    document = _document(model_file)
+    del document["params"]["colsample_bytree"]
+    model = load_model(_write(tmp_path, document))
+    assert model.colsample_bytree == 1.0
