@@ -23,6 +23,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from .binning import apply_bins
 from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS
 from .init_score import initial_score
@@ -245,5 +246,15 @@ def init_score_program(loss: Loss, n_outputs: int, mesh: Mesh) -> Callable:
 
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(_DATA_SPECS,), out_specs=(P(), P()), check_vma=False
+    )
+    return jax.jit(sharded)
+
+
+@functools.lru_cache(maxsize=16)
+def bin_rows_program(mesh: Mesh) -> Callable:
+    """``(X (n_rows, n_features) sharded on rows, edges) -> bins (n_features,
+    n_rows)`` sharded on rows: every device bins its own rows."""
+    sharded = jax.shard_map(
+        apply_bins, mesh=mesh, in_specs=(P(ROWS), P()), out_specs=P(None, ROWS), check_vma=False
     )
     return jax.jit(sharded)

@@ -18,7 +18,7 @@ from jax.sharding import PartitionSpec as P
 
 import losses as loss_catalogue
 
-from .binning import apply_bins, fit_bin_edges
+from .binning import fit_bin_edges
 from .boost import (
     HESSIAN_MODES,
     HESSIANS,
@@ -27,6 +27,7 @@ from .boost import (
     SPLIT_CRITERIA,
     BoostConfig,
     ShardData,
+    bin_rows_program,
     init_score_program,
     train_chunk_program,
 )
@@ -217,23 +218,24 @@ class Booster:
         )
 
     # -- data ----------------------------------------------------------------
-    def _shard_rows(self, mesh, bins: jax.Array, y: np.ndarray, weight: np.ndarray) -> ShardData:
-        """Pad rows to a multiple of the mesh size (copies of row 0, weight 0) and
-        place each shard on its device."""
+    def _shard_rows(
+        self, mesh, features: np.ndarray, edges: np.ndarray, y: np.ndarray, weight: np.ndarray
+    ) -> ShardData:
+        """Pad rows to a multiple of the mesh size (copies of row 0, weight 0),
+        place each shard on its device and bin it there."""
         n_rows = y.shape[0]
         n_padded = -(-n_rows // mesh.size) * mesh.size
         extra = n_padded - n_rows
         if extra:
-            bins = jnp.concatenate([bins, jnp.repeat(bins[:, :1], extra, axis=1)], axis=1)
+            features = np.concatenate([features, np.repeat(features[:1], extra, axis=0)])
             y = np.concatenate([y, np.repeat(y[:1], extra, axis=0)])
             weight = np.concatenate([weight, np.zeros(extra, np.float32)])
 
         def put(array, spec):
             return jax.device_put(array, NamedSharding(mesh, spec))
 
-        return ShardData(
-            bins=put(bins, P(None, ROWS)), y=put(y, P(ROWS)), weight=put(weight, P(ROWS))
-        )
+        bins = bin_rows_program(mesh)(put(features, P(ROWS)), put(edges, P()))
+        return ShardData(bins=bins, y=put(y, P(ROWS)), weight=put(weight, P(ROWS)))
 
     def _eval_sets(self, eval_set, eval_sample_weight, n_features: int) -> list[EvalSet]:
         if eval_set is None:
@@ -297,11 +299,11 @@ class Booster:
           ``self``.
         """
         features = as_features(X)
+        targets = as_targets(y, features.shape[0])
+        weight = as_weights(sample_weight, features.shape[0])
         check_finite_features(features)
         check_not_all_constant(features)
         names = feature_names(X)
-        targets = as_targets(y, features.shape[0])
-        weight = as_weights(sample_weight, features.shape[0])
         loss = _resolve_loss(self.loss)
         n_outputs = self._n_outputs(loss, targets)
         check_loss(loss, targets, n_outputs)
@@ -317,8 +319,7 @@ class Booster:
 
         seed = 0 if self.random_state is None else int(self.random_state)
         edges = fit_bin_edges(features, int(self.max_bins), seed=seed)
-        bins = apply_bins(jnp.asarray(features), jnp.asarray(edges))
-        data = self._shard_rows(mesh, bins, targets, weight)
+        data = self._shard_rows(mesh, features, edges, targets, weight)
         replicated_edges = jax.device_put(edges, NamedSharding(mesh, P()))
 
         init_score, init_loss = init_score_program(loss, n_outputs, mesh)(data)
