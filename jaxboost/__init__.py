@@ -11,7 +11,20 @@ apply_gpu_scatter_workaround()
 configure_cpu_devices()
 
 from .booster import Booster
+from .io import load_model as load
+from .monitor import CallbackEnv
+from .refit import refit_leaves
 from .tree import Tree
 
-__all__ = ["Booster", "Tree"]
+__all__ = ["Booster", "CallbackEnv", "Classifier", "Regressor", "Tree", "load", "refit_leaves"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # The scikit-learn estimators need scikit-learn (the `sklearn` extra), which
+    # the engine itself never imports: they load on first use.
+    if name in ("Regressor", "Classifier"):
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'jaxboost' has no attribute {name!r}")

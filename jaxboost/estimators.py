@@ -93,9 +93,7 @@ class _BoosterEstimator(BaseEstimator):
 
     def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
         """``(n_rows, n_features)`` float32, NaN allowed; sets or checks the feature count/names."""
-        return validate_data(
-            self, X, reset=reset, ensure_all_finite="allow-nan", dtype=np.float32
-        )
+        return validate_data(self, X, reset=reset, ensure_all_finite="allow-nan", dtype=np.float32)
 
     def _eval_fit_params(
         self, fit_params: dict[str, Any], prepare_targets: Callable[[Any], np.ndarray]
@@ -131,9 +129,9 @@ class _BoosterEstimator(BaseEstimator):
         self.booster_ = booster
         self.n_estimators_ = int(booster.n_estimators_)
         self.init_score_ = np.asarray(booster.init_score_)
-        for name in ("evals_result_", "best_iteration_"):
-            if hasattr(booster, name):
-                setattr(self, name, getattr(booster, name))
+        self.evals_result_ = booster.evals_result_
+        self.best_iteration_ = booster.best_iteration_
+        self.best_score_ = booster.best_score_
 
     def _raw(self, X: Any) -> np.ndarray:
         """Raw scores ``(n_rows,)`` or ``(n_rows, n_outputs)``, float64."""
@@ -148,17 +146,9 @@ class _BoosterEstimator(BaseEstimator):
 
     @property
     def feature_importances_(self) -> np.ndarray:
-        """``(n_features_in_,)`` total split gain of each feature, summing to 1."""
+        """``(n_features_in_,)`` share of the total split gain of each feature."""
         check_is_fitted(self)
-        if hasattr(self.booster_, "feature_importances_"):
-            return np.asarray(self.booster_.feature_importances_)
-        try:
-            from .inspection import feature_importances
-        except ImportError as error:
-            raise AttributeError(
-                "feature_importances_ needs jaxboost.inspection, which this install lacks"
-            ) from error
-        return feature_importances(self.booster_.forest_, self.n_features_in_, "gain")
+        return np.asarray(self.booster_.feature_importances_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -179,9 +169,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
       Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
-    (DataFrame input), ``n_estimators_``, ``init_score_``,
-    ``feature_importances_``, and ``evals_result_`` / ``best_iteration_`` when the
-    engine records them.
+    (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
+    ``feature_importances_``, ``evals_result_``, ``best_iteration_`` and
+    ``best_score_`` (None without early stopping).
     """
 
     def __init__(
@@ -201,9 +191,12 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         split_criterion: str = "auto",
         hessian: str = "diag",
         multi_strategy: str = "multi_output_tree",
+        hessian_mode: str = "raw",
+        hessian_floor: float = 0.0,
+        armijo: bool | None = None,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int = 100,
+        rounds_per_chunk: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -220,6 +213,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.split_criterion = split_criterion
         self.hessian = hessian
         self.multi_strategy = multi_strategy
+        self.hessian_mode = hessian_mode
+        self.hessian_floor = hessian_floor
+        self.armijo = armijo
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
@@ -249,6 +245,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
             y,
             ensure_all_finite="allow-nan",
             dtype=np.float32,
+            ensure_min_samples=2,  # the engine rejects data where every feature is constant
             multi_output=True,
             y_numeric=True,
         )
@@ -319,9 +316,12 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         split_criterion: str = "auto",
         hessian: str = "diag",
         multi_strategy: str = "multi_output_tree",
+        hessian_mode: str = "raw",
+        hessian_floor: float = 0.0,
+        armijo: bool | None = None,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int = 100,
+        rounds_per_chunk: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -337,6 +337,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.split_criterion = split_criterion
         self.hessian = hessian
         self.multi_strategy = multi_strategy
+        self.hessian_mode = hessian_mode
+        self.hessian_floor = hessian_floor
+        self.armijo = armijo
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
@@ -379,7 +382,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and labels ``y (n_rows,)``
         of any type; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float32)
+        X, y = validate_data(
+            self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, ensure_min_samples=2
+        )
         check_classification_targets(y)
         sample_weight = _check_sample_weight(
             sample_weight, X, dtype=np.float32, ensure_non_negative=True
@@ -387,9 +392,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.classes_, encoded = np.unique(y, return_inverse=True)
         n_classes = len(self.classes_)
         if n_classes < 2:
-            raise ValueError(
-                f"y: expected at least 2 classes, got 1 class ({self.classes_[0]!r})"
-            )
+            raise ValueError(f"y: expected at least 2 classes, got 1 class ({self.classes_[0]!r})")
         weighted = np.bincount(encoded, weights=sample_weight, minlength=n_classes) > 0
         if weighted.sum() < 2:
             raise ValueError(
@@ -398,9 +401,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             )
         loss, n_outputs = self._loss_and_outputs(n_classes)
         fit_params = self._eval_fit_params(fit_params, self._encode)
-        self._fit_booster(
-            X, encoded.astype(np.float32), sample_weight, loss, n_outputs, fit_params
-        )
+        self._fit_booster(X, encoded.astype(np.float32), sample_weight, loss, n_outputs, fit_params)
         return self
 
     def _proba(self, raw: np.ndarray) -> np.ndarray:
