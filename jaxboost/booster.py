@@ -37,6 +37,7 @@ from .inspection import feature_importances, grid_from_data, partial_dependence
 from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
 from .predict import predict_forest, round_increments
+from .shapes import bucket_size, pad_rows
 from .tree import Tree, TreeParams
 from .validation import (
     as_features,
@@ -221,15 +222,11 @@ class Booster:
     def _shard_rows(
         self, mesh, features: np.ndarray, edges: np.ndarray, y: np.ndarray, weight: np.ndarray
     ) -> ShardData:
-        """Pad rows to a multiple of the mesh size (copies of row 0, weight 0),
-        place each shard on its device and bin it there."""
-        n_rows = y.shape[0]
-        n_padded = -(-n_rows // mesh.size) * mesh.size
-        extra = n_padded - n_rows
-        if extra:
-            features = np.concatenate([features, np.repeat(features[:1], extra, axis=0)])
-            y = np.concatenate([y, np.repeat(y[:1], extra, axis=0)])
-            weight = np.concatenate([weight, np.zeros(extra, np.float32)])
+        """Pad rows to their bucket, a multiple of the mesh size (copies of row 0,
+        weight 0), place each shard on its device and bin it there."""
+        n_padded = bucket_size(y.shape[0], mesh.size)
+        features, y = pad_rows(features, n_padded), pad_rows(y, n_padded)
+        weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
 
         def put(array, spec):
             return jax.device_put(array, NamedSharding(mesh, spec))
@@ -259,7 +256,10 @@ class Booster:
             weight = as_weights(
                 weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
             )
-            sets.append(EvalSet(name, jnp.asarray(X), jnp.asarray(y), jnp.asarray(weight)))
+            n_padded = bucket_size(X.shape[0])
+            weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
+            X, y = jnp.asarray(pad_rows(X, n_padded)), jnp.asarray(pad_rows(y, n_padded))
+            sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
         return sets
 
     # -- training ------------------------------------------------------------
@@ -331,6 +331,7 @@ class Booster:
                 "log(cosh(d)) as logaddexp(d, -d) - log(2)"
             )
         probe = targets[:_HESSIAN_PROBE_ROWS]
+        probe = pad_rows(probe, bucket_size(probe.shape[0]))
         informative = hessian_is_informative(
             loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))
         )
@@ -470,12 +471,15 @@ class Booster:
         of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
         features = self._features_for_predict(X)
         trees = self._trees(iteration_range)
-        raw = np.asarray(predict_forest(trees, jnp.asarray(self.init_score_), features))
-        return self._shape_raw(raw)
+        padded = pad_rows(features, bucket_size(features.shape[0]))
+        raw = np.asarray(predict_forest(trees, jnp.asarray(self.init_score_), padded))
+        return self._shape_raw(raw[: features.shape[0]])
 
     def _link(self, raw: np.ndarray) -> np.ndarray:
         link = loss_catalogue.links.get(getattr(self.loss_, "link", "identity"))
-        return np.asarray(link(jnp.asarray(raw)))
+        n_rows = raw.shape[0]
+        padded = pad_rows(raw, bucket_size(n_rows))  # reuse the bucket's compiled link
+        return np.asarray(link(jnp.asarray(padded)))[:n_rows]
 
     def predict(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predictions on the response scale, through the loss's declared link
@@ -486,9 +490,10 @@ class Booster:
         """Raw scores after each round, one array per round."""
         features = self._features_for_predict(X)
         per_round = self.trees_per_round_
-        increments = round_increments(self._trees(None), jnp.asarray(features), per_round)
+        padded = pad_rows(features, bucket_size(features.shape[0]))
+        increments = round_increments(self._trees(None), jnp.asarray(padded), per_round)
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
-        for raw in staged:
+        for raw in staged[:, : features.shape[0]]:
             yield self._shape_raw(raw)
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:

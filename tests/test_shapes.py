@@ -1,0 +1,47 @@
+"""Row buckets: nearby data sizes share compiled programs."""
+
+import jax
+import numpy as np
+import pytest
+
+import jaxboost as jb
+from jaxboost.shapes import bucket_size, pad_rows
+
+_compilations = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, seconds, **_: _compilations.append(event)
+    if event == "/jax/core/compile/backend_compile_duration"
+    else None
+)
+
+
+@pytest.mark.parametrize("n_rows", [1, 63, 64, 65, 1000, 1024, 1025, 5000, 1_000_000, 123_457])
+def test_buckets_cover_the_rows_with_little_waste(n_rows):
+    for multiple in (1, 2, 4):
+        size = bucket_size(n_rows, multiple)
+        assert size >= n_rows and size % multiple == 0
+        if n_rows > 1024:
+            assert size <= n_rows * 1.04 + multiple
+
+
+def test_pad_rows_repeats_the_first_row():
+    array = np.arange(6).reshape(3, 2)
+    np.testing.assert_array_equal(pad_rows(array, 5)[3:], [[0, 1], [0, 1]])
+    assert pad_rows(array, 3) is array
+
+
+def test_a_fit_of_a_nearby_size_compiles_nothing():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(700, 4)).astype(np.float32)
+    y = X[:, 0] + 0.1 * rng.normal(size=700).astype(np.float32)
+    settings = {"loss": "squared_error", "n_estimators": 7, "max_depth": 3}
+    first = jb.Booster(**settings).fit(X[:600], y[:600])
+    first.predict(X[:600])
+    before = len(_compilations)
+    second = jb.Booster(**settings).fit(X[:650], y[:650])  # same 1024-row bucket
+    second.predict(X[:650])
+    assert len(_compilations) == before, "the second fit recompiled"
+    # and the padding rows change nothing: the model equals one fit without them
+    assert second.train_loss_[-1] == pytest.approx(
+        np.mean(0.5 * (second.predict(X[:650]) - y[:650]) ** 2), rel=1e-5
+    )
