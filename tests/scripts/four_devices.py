@@ -1,0 +1,48 @@
+"""Fit the same models on 1 and on 4 CPU devices; exit 1 if they differ.
+
+Run in its own process (the test suite's process already fixed its device
+count): ``JAXBOOST_CPU_DEVICES=4 python tests/scripts/four_devices.py``.
+"""
+
+import sys
+
+import numpy as np
+
+import jaxboost as jb
+import losses
+
+
+def main() -> int:
+    import jax
+
+    devices = jax.devices()
+    assert len(devices) == 4, f"expected 4 CPU devices, got {devices}"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1003, 5)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + 0.3 * rng.normal(size=1003)).astype(np.float32)
+    X[rng.uniform(size=X.shape) < 0.05] = np.nan
+    cases = {
+        "squared_error": (losses.squared_error, y, {}),
+        "logloss": (losses.binary_logloss, (y > 0).astype(np.float32), {}),
+        "quantile": (losses.quantile(0.7), y, {}),
+        "multiclass": (losses.softmax_cross_entropy, np.digitize(y, [-1, 0, 1]).astype(np.float32), {}),
+        "subsampled": (losses.squared_error, y, {"subsample": 0.6, "colsample_bytree": 0.8}),
+    }
+    failures = []
+    for name, (loss, target, extra) in cases.items():
+        settings = {"loss": loss, "n_estimators": 12, "max_depth": 4, **extra}
+        one = jb.Booster(devices=devices[:1], **settings).fit(X, target)
+        four = jb.Booster(devices=devices, **settings).fit(X, target)
+        same_splits = np.array_equal(one.forest_.feature, four.forest_.feature) and np.array_equal(
+            one.forest_.threshold_bin, four.forest_.threshold_bin
+        )
+        raw_one, raw_four = one.predict_raw(X), four.predict_raw(X)
+        close = np.allclose(raw_four, raw_one, rtol=1e-5, atol=1e-6)
+        print(f"{name}: same splits {same_splits}, raw scores within 1e-5: {close}")
+        if not (same_splits and close):
+            failures.append(name)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
