@@ -44,22 +44,31 @@ class BoostConfig:
 
     loss: Loss
     n_outputs: int
-    tree: TreeParams
-    learning_rate: float
+    max_depth: int
     leaf_method: str = "newton"
     split_criterion: str = "second_order"
     hessian: str = "diag"
     multi_strategy: str = "multi_output_tree"
     rounds_per_chunk: int = 100
-    subsample: float = 1.0
-    colsample_bytree: float = 1.0
     hessian_mode: str = "raw"
-    hessian_floor: float = 0.0
     armijo: bool = False
 
     @property
     def trees_per_round(self) -> int:
         return self.n_outputs if self.multi_strategy == "one_output_per_tree" else 1
+
+
+class Hyper(NamedTuple):
+    """Numeric settings, passed to the programs as traced float32 scalars so
+    that changing them (a grid search) reuses the compiled programs."""
+
+    learning_rate: float
+    reg_lambda: float
+    min_child_weight: float
+    min_split_gain: float
+    subsample: float
+    colsample_bytree: float
+    hessian_floor: float
 
 
 class ShardData(NamedTuple):
@@ -99,19 +108,19 @@ def _split_stats(cfg: BoostConfig, grad, hess_diag, weight) -> jax.Array:
     return jnp.concatenate([grad, hess_diag, weight[:, None]], axis=1)
 
 
-def _leaf_values(cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name):
+def _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, axis_name):
     """``(2^D, K)`` leaf values (learning rate not applied).
 
     ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
     output) or is all ones.
     """
-    n_leaves = 2**cfg.tree.max_depth
+    n_leaves = 2**cfg.max_depth
     grad = grad * output_mask
     if hess.ndim == 3:
         hess = hess * output_mask[:, None] * output_mask[None, :]
     else:
         hess = hess * output_mask
-    newton = newton_leaf_values(grad, hess, leaf_of_row, n_leaves, cfg.tree.reg_lambda, axis_name)
+    newton = newton_leaf_values(grad, hess, leaf_of_row, n_leaves, hyper.reg_lambda, axis_name)
     if cfg.leaf_method == "newton":
         return newton
     if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
@@ -130,7 +139,7 @@ def _leaf_values(cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
 
 
-def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, features, axis_name):
+def _grow_one(cfg, hyper, data, raw, grad, hess, output_mask, edges, features, axis_name):
     """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
     if cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1:
@@ -140,12 +149,17 @@ def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, features, axis_nam
     else:
         grad_split, hess_split = grad, hess_diag
     stats = _split_stats(cfg, grad_split, hess_split, data.weight)
-    structure, leaf_of_row = grow_tree(data.bins, stats, edges, cfg.tree, axis_name, features)
-    values = cfg.learning_rate * _leaf_values(
-        cfg, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
+    params = TreeParams(
+        cfg.max_depth, hyper.reg_lambda, hyper.min_child_weight, hyper.min_split_gain
+    )
+    structure, leaf_of_row = grow_tree(data.bins, stats, edges, params, axis_name, features)
+    values = hyper.learning_rate * _leaf_values(
+        cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
     if cfg.armijo:
-        grad_sum = jax.ops.segment_sum(grad * output_mask, leaf_of_row, num_segments=values.shape[0])
+        grad_sum = jax.ops.segment_sum(
+            grad * output_mask, leaf_of_row, num_segments=values.shape[0]
+        )
         if axis_name is not None:
             grad_sum = lax.psum(grad_sum, axis_name)
         values = armijo_backtrack(
@@ -159,6 +173,7 @@ def _grow_one(cfg, data, raw, grad, hess, output_mask, edges, features, axis_nam
 
 def boost_round(
     cfg: BoostConfig,
+    hyper: Hyper,
     data: ShardData,
     edges: jax.Array,
     raw: jax.Array,
@@ -179,15 +194,24 @@ def boost_round(
     n_rows = data.weight.shape[0]
     shard = lax.axis_index(axis_name) if axis_name is not None else 0
     global_row = shard * n_rows + jnp.arange(n_rows)
-    in_bag = row_mask(global_row, round_index, seed, cfg.subsample)
+    in_bag = row_mask(global_row, round_index, seed, hyper.subsample)
     data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
-    features = feature_mask(data.bins.shape[0], round_index, seed, cfg.colsample_bytree)
+    features = feature_mask(data.bins.shape[0], round_index, seed, hyper.colsample_bytree)
     grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
-    hess = stabilise_hessian(hess, cfg.hessian_mode, cfg.hessian_floor)
+    hess = stabilise_hessian(hess, cfg.hessian_mode, hyper.hessian_floor)
     grad = grad * data.weight[:, None]
     hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
     grow = functools.partial(
-        _grow_one, cfg, data, raw, grad, hess, edges=edges, features=features, axis_name=axis_name
+        _grow_one,
+        cfg,
+        hyper,
+        data,
+        raw,
+        grad,
+        hess,
+        edges=edges,
+        features=features,
+        axis_name=axis_name,
     )
     if cfg.trees_per_round == 1:
         tree, update = grow(jnp.ones(cfg.n_outputs, jnp.float32))
@@ -204,10 +228,10 @@ def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Arr
     return sums[0] / sums[1]
 
 
-def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_active, seed):
+def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_active, seed, hyper):
     def one_round(raw, chunk_round):
         round_index = first_round + chunk_round
-        trees, new_raw = boost_round(cfg, data, edges, raw, round_index, seed, ROWS)
+        trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, ROWS)
         raw = jnp.where(chunk_round < n_active, new_raw, raw)
         return raw, (trees, mean_loss(cfg.loss, data, raw, ROWS))
 
@@ -220,7 +244,8 @@ _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS))
 
 @functools.lru_cache(maxsize=64)
 def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
-    """``(data, edges, raw, first_round, n_active, seed) -> (raw, trees, train_loss)``,
+    """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
+    train_loss)``,
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` leave ``raw``
     unchanged (their trees are discarded by the caller), so the last, partial
@@ -228,7 +253,7 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
     sharded = jax.shard_map(
         functools.partial(_train_chunk, cfg),
         mesh=mesh,
-        in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P()),
+        in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P(), P()),
         out_specs=(P(ROWS), P(), P()),
         check_vma=False,
     )

@@ -26,6 +26,7 @@ from .boost import (
     MULTI_STRATEGIES,
     SPLIT_CRITERIA,
     BoostConfig,
+    Hyper,
     ShardData,
     bin_rows_program,
     init_score_program,
@@ -38,7 +39,7 @@ from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
 from .predict import predict_forest, round_increments
 from .shapes import bucket_size, pad_rows
-from .tree import Tree, TreeParams
+from .tree import Tree
 from .validation import (
     as_features,
     as_targets,
@@ -182,17 +183,12 @@ class Booster:
 
     def _config(
         self, loss: Callable, n_outputs: int, monitored: bool, hessian_informative: bool
-    ) -> BoostConfig:
+    ) -> tuple[BoostConfig, Hyper]:
+        """The static program settings, and the numeric ones passed as values."""
         if int(self.max_depth) < 1:
             raise ValueError(f"max_depth: expected an integer >= 1, got {self.max_depth}")
         if int(self.n_estimators) < 1:
             raise ValueError(f"n_estimators: expected an integer >= 1, got {self.n_estimators}")
-        tree = TreeParams(
-            max_depth=int(self.max_depth),
-            reg_lambda=float(self.reg_lambda),
-            min_child_weight=float(self.min_child_weight),
-            min_split_gain=float(self.min_split_gain),
-        )
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
         if leaf_method == "auto":
             leaf_method = "newton" if hessian_informative else "line_search"
@@ -201,22 +197,28 @@ class Booster:
         chunk = self.rounds_per_chunk
         if chunk is None:
             chunk = _MONITORED_CHUNK if monitored else int(self.n_estimators)
-        return BoostConfig(
+        hyper = Hyper(
+            learning_rate=float(self.learning_rate),
+            reg_lambda=float(self.reg_lambda),
+            min_child_weight=float(self.min_child_weight),
+            min_split_gain=float(self.min_split_gain),
+            subsample=_fraction("subsample", self.subsample),
+            colsample_bytree=_fraction("colsample_bytree", self.colsample_bytree),
+            hessian_floor=float(self.hessian_floor),
+        )
+        cfg = BoostConfig(
             loss=loss,
             n_outputs=n_outputs,
-            tree=tree,
-            learning_rate=float(self.learning_rate),
+            max_depth=int(self.max_depth),
             leaf_method=choice("leaf_method", leaf_method, LEAF_METHODS),
             split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
             hessian=choice("hessian", self.hessian, HESSIANS),
             multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
             rounds_per_chunk=max(1, min(int(chunk), int(self.n_estimators))),
-            subsample=_fraction("subsample", self.subsample),
-            colsample_bytree=_fraction("colsample_bytree", self.colsample_bytree),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
-            hessian_floor=float(self.hessian_floor),
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
         )
+        return cfg, Hyper(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------
     def _shard_rows(
@@ -335,7 +337,7 @@ class Booster:
         informative = hessian_is_informative(
             loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))
         )
-        cfg = self._config(loss, n_outputs, monitored, informative)
+        cfg, hyper = self._config(loss, n_outputs, monitored, informative)
         raw = jax.device_put(
             jnp.broadcast_to(init_score, (data.weight.shape[0], n_outputs)),
             NamedSharding(mesh, P(ROWS)),
@@ -356,7 +358,7 @@ class Booster:
         for first_round in range(0, int(self.n_estimators), cfg.rounds_per_chunk):
             n_active = min(cfg.rounds_per_chunk, int(self.n_estimators) - first_round)
             raw, trees, chunk_loss = program(
-                data, replicated_edges, raw, first_round, n_active, seed
+                data, replicated_edges, raw, first_round, n_active, seed, hyper
             )
             # block before the next dispatch: queued collective programs can
             # deadlock on CPU devices

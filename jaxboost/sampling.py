@@ -38,19 +38,17 @@ def uniform_hash(
     return (bits >> 8).astype(jnp.float32) * jnp.float32(1.0 / (1 << 24))
 
 
-def row_mask(global_row: jax.Array, round_index, seed, fraction: float) -> jax.Array:
-    """``(n_rows,)`` bool: the rows of this round's subsample (about ``fraction``)."""
-    if fraction >= 1.0:
-        return jnp.ones(global_row.shape, bool)
+def row_mask(global_row: jax.Array, round_index, seed, fraction) -> jax.Array:
+    """``(n_rows,)`` bool: the rows of this round's subsample (about ``fraction``;
+    all rows when ``fraction`` is 1, as the draws are below 1).  ``fraction``
+    may be traced."""
     return uniform_hash(global_row, round_index, seed, stream=1) < fraction
 
 
-def feature_mask(n_features: int, round_index, seed, fraction: float) -> jax.Array:
+def feature_mask(n_features: int, round_index, seed, fraction) -> jax.Array:
     """``(n_features,)`` bool with exactly ``max(1, round(fraction * n_features))``
-    features drawn for this round's tree(s)."""
-    if fraction >= 1.0:
-        return jnp.ones(n_features, bool)
-    n_kept = max(1, round(fraction * n_features))
+    features drawn for this round's tree(s); ``fraction`` may be traced."""
+    n_kept = jnp.maximum(1, jnp.round(fraction * n_features))
     draw = uniform_hash(jnp.arange(n_features), round_index, seed, stream=2)
     rank = jnp.argsort(jnp.argsort(draw))
     return rank < n_kept

@@ -9,9 +9,11 @@ from jaxboost.shapes import bucket_size, pad_rows
 
 _compilations = []
 jax.monitoring.register_event_duration_secs_listener(
-    lambda event, seconds, **_: _compilations.append(event)
-    if event == "/jax/core/compile/backend_compile_duration"
-    else None
+    lambda event, seconds, **_: (
+        _compilations.append(event)
+        if event == "/jax/core/compile/backend_compile_duration"
+        else None
+    )
 )
 
 
@@ -45,3 +47,23 @@ def test_a_fit_of_a_nearby_size_compiles_nothing():
     assert second.train_loss_[-1] == pytest.approx(
         np.mean(0.5 * (second.predict(X[:650]) - y[:650]) ** 2), rel=1e-5
     )
+
+
+def test_changing_numeric_settings_compiles_nothing():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = X[:, 0] + 0.1 * rng.normal(size=300).astype(np.float32)
+    jb.Booster(n_estimators=6, max_depth=3, subsample=0.9).fit(X, y)
+    before = len(_compilations)
+    tuned = jb.Booster(
+        n_estimators=6,
+        max_depth=3,
+        learning_rate=0.3,
+        reg_lambda=5.0,
+        min_child_weight=2.0,
+        min_split_gain=0.01,
+        subsample=0.5,
+        colsample_bytree=0.5,
+    ).fit(X, y)
+    assert len(_compilations) == before, "numeric settings should be values, not constants"
+    assert tuned.train_loss_[-1] < tuned.train_loss_[0]
