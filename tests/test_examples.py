@@ -1,0 +1,39 @@
+"""The examples run from a fresh process and print their results."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# each example and a phrase its output must contain
+EXPECTED = {
+    "quickstart.py": "test MAE",
+    "quantile_intervals.py": "80% interval coverage",
+    "distributional.py": "held-out Gaussian negative log-likelihood",
+    "focal_imbalanced.py": "average precision",
+    "tweedie_counts.py": "mean Poisson deviance",
+    "asymmetric_loss.py": "business cost",
+    "optax_refit.py": "L-BFGS refit",
+    "early_stopping.py": "best_iteration_",
+}
+
+
+def test_every_example_is_listed():
+    assert {path.name for path in EXAMPLES.glob("*.py")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs(name):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=EXAMPLES.parent,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert EXPECTED[name] in result.stdout
