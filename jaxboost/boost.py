@@ -121,21 +121,33 @@ def _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, ax
     else:
         hess = hess * output_mask
     newton = newton_leaf_values(grad, hess, leaf_of_row, n_leaves, hyper.reg_lambda, axis_name)
-    if cfg.leaf_method == "newton":
-        return newton
+    grad_sum = jax.ops.segment_sum(grad, leaf_of_row, num_segments=n_leaves)
+    if axis_name is not None:
+        grad_sum = lax.psum(grad_sum, axis_name)
     if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
         direction = jnp.broadcast_to(output_mask, newton.shape)
     else:
         # search along the Newton direction, or the negative gradient where the
         # hessian carries no information
-        grad_sum = jax.ops.segment_sum(grad, leaf_of_row, num_segments=n_leaves)
-        if axis_name is not None:
-            grad_sum = lax.psum(grad_sum, axis_name)
         has_newton = jnp.any(newton != 0, axis=1, keepdims=True)
         grad_norm = jnp.linalg.norm(grad_sum, axis=1, keepdims=True)
         direction = jnp.where(has_newton, newton, -grad_sum / jnp.maximum(grad_norm, 1e-30))
-    return line_search_leaf_values(
-        cfg.loss, data.y, raw, data.weight, leaf_of_row, direction, axis_name
+
+    def line_search() -> jax.Array:
+        return line_search_leaf_values(
+            cfg.loss, data.y, raw, data.weight, leaf_of_row, direction, axis_name
+        )
+
+    if cfg.leaf_method == "line_search":
+        return line_search()
+    # Newton leaves: a leaf whose regularised hessian is not positive has no
+    # Newton step; it falls back to a line search instead of staying at 0 (the
+    # search runs only in rounds where such a leaf exists).
+    stuck = jnp.all(newton == 0, axis=1) & jnp.any(grad_sum != 0, axis=1)
+    return lax.cond(
+        jnp.any(stuck),
+        lambda: jnp.where(stuck[:, None], line_search(), newton),
+        lambda: newton,
     )
 
 

@@ -319,7 +319,8 @@ class Booster:
         monitored = bool(eval_sets or callbacks or verbose)
         mesh = make_mesh(self.devices)
 
-        seed = 0 if self.random_state is None else int(self.random_state)
+        # any integer seed, as the uint32 the hashes take
+        seed = np.uint32(0 if self.random_state is None else int(self.random_state) % 2**32)
         edges = fit_bin_edges(features, int(self.max_bins), seed=seed)
         data = self._shard_rows(mesh, features, edges, targets, weight)
         replicated_edges = jax.device_put(edges, NamedSharding(mesh, P()))

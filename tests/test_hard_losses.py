@@ -74,3 +74,23 @@ def test_armijo_keeps_newton_from_overshooting(data):
     guarded = jb.Booster(loss=welsch, n_estimators=20, max_depth=3, learning_rate=1.0,
                          hessian_mode="abs", hessian_floor=1e-3, armijo=True).fit(X, y)
     assert np.all(np.diff(guarded.train_loss_) <= 1e-6 * guarded.train_loss_[:-1])
+
+
+def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
+    """Residuals of 1.5 lie where Welsch's hessian is negative: no Newton step
+    exists, and the leaf gets the line search's minimiser instead of 0."""
+    import jax.numpy as jnp
+
+    from jaxboost.boost import BoostConfig, Hyper, ShardData, _leaf_values
+    from jaxboost.derivatives import grad_hess
+
+    y = jnp.full(8, 1.5)
+    raw = jnp.zeros((8, 1))
+    grad, hess = grad_hess(welsch, y, raw)
+    assert float(hess.sum()) < 0
+    cfg = BoostConfig(loss=welsch, n_outputs=1, max_depth=1, leaf_method="newton")
+    hyper = Hyper(0.1, 0.0, 1e-3, 0.0, 1.0, 1.0, 0.0)
+    data = ShardData(bins=jnp.zeros((1, 8), jnp.uint8), y=y, weight=jnp.ones(8))
+    leaf_of_row = jnp.zeros(8, jnp.int32)  # every row in leaf 0; leaf 1 is empty
+    values = _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, jnp.ones(1), None)
+    np.testing.assert_allclose(np.asarray(values)[:, 0], [1.5, 0.0], atol=1e-5)
