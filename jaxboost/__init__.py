@@ -5,10 +5,12 @@ Importing jaxboost exposes the CPU cores as JAX devices (see
 """
 
 from ._workarounds import apply_gpu_scatter_workaround
+from .compilation_cache import enable_compilation_cache, enable_from_environment
 from .devices import configure_cpu_devices
 
 apply_gpu_scatter_workaround()
 configure_cpu_devices()
+enable_from_environment()
 
 from .booster import Booster
 from .io import load_model as load
@@ -16,7 +18,16 @@ from .monitor import CallbackEnv
 from .refit import refit_leaves
 from .tree import Tree
 
-__all__ = ["Booster", "CallbackEnv", "Classifier", "Regressor", "Tree", "load", "refit_leaves"]
+__all__ = [
+    "Booster",
+    "CallbackEnv",
+    "Classifier",
+    "Regressor",
+    "Tree",
+    "enable_compilation_cache",
+    "load",
+    "refit_leaves",
+]
 __version__ = "0.1.0"
 
 
