@@ -1,24 +1,15 @@
 """The persistent compilation cache: a second process compiles nothing big."""
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from run_script import run_script
 
 SCRIPT = Path(__file__).parent / "scripts" / "cached_fit.py"
 
 
 def _compile_seconds(cache_dir: Path) -> float:
-    environment = {**os.environ, "JAXBOOST_COMPILATION_CACHE": str(cache_dir)}
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT)],
-        check=False,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_script(SCRIPT, {"JAXBOOST_COMPILATION_CACHE": str(cache_dir)}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return float(re.search(r"compile seconds ([0-9.]+)", result.stdout).group(1))
 

@@ -1,10 +1,9 @@
 """The examples run from a fresh process and print their results."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from run_script import run_script
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -27,13 +26,6 @@ def test_every_example_is_listed():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs(name):
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=EXAMPLES.parent,
-    )
+    result = run_script(EXAMPLES / name, cwd=EXAMPLES.parent, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert EXPECTED[name] in result.stdout

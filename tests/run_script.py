@@ -1,0 +1,24 @@
+"""Run a Python script in a fresh process (its own JAX device count, cache)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_script(
+    script: Path,
+    environment: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: int = 600,
+) -> subprocess.CompletedProcess:
+    """``python script`` with ``environment`` added to this process's, output captured."""
+    return subprocess.run(
+        [sys.executable, str(script)],
+        check=False,
+        env={**os.environ, **(environment or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
