@@ -12,6 +12,7 @@ apply_gpu_scatter_workaround()
 configure_cpu_devices()
 enable_from_environment()
 
+from . import distributed
 from .booster import Booster
 from .io import load_model as load
 from .monitor import CallbackEnv
@@ -24,6 +25,7 @@ __all__ = [
     "Classifier",
     "Regressor",
     "Tree",
+    "distributed",
     "enable_compilation_cache",
     "load",
     "refit_leaves",

@@ -9,6 +9,8 @@ to raw features.  The last value bin's upper edge is ``+inf``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,14 +60,68 @@ def _pad_rows(values: np.ndarray, n_rows: int) -> np.ndarray:
     return np.concatenate([values, padding], axis=0)
 
 
+def _row_hashes(first_row: int, n_rows: int, seed: int) -> np.ndarray:
+    """``(n_rows,)`` uint64 hashes (splitmix64) of global row numbers
+    ``first_row ..``, fixed by ``seed``."""
+    x = np.arange(first_row, first_row + n_rows, dtype=np.uint64)
+    x = x + np.uint64(0x9E3779B97F4A7C15 * (int(seed) + 1) % 2**64)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _one_process(array: np.ndarray) -> np.ndarray:
+    return array
+
+
+def edge_sample(
+    X: np.ndarray,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    seed: int = 0,
+    first_row: int = 0,
+    gather: Callable[[np.ndarray], np.ndarray] = _one_process,
+) -> np.ndarray:
+    """The rows the bin edges are computed from: at most ``sample_size`` of them.
+
+    The rows with the ``sample_size`` smallest hashes of their global row
+    number, in row order.  The sample depends on the rows and their global
+    numbers only, not on how they are split between processes, and no process
+    holds more than the sample.
+
+    Args:
+      X: ``(n_rows, n_features)`` this process's rows, global numbers
+        ``first_row ..``.
+      gather: concatenates an array from every process in process order (the
+        identity with one process).
+    Returns:
+      ``(min(sample_size, all rows), n_features)``, the same on every process.
+    """
+    hashes = _row_hashes(first_row, X.shape[0], seed)
+    smallest = hashes
+    if hashes.size > sample_size:
+        smallest = np.partition(hashes, sample_size - 1)[:sample_size]
+    smallest = gather(smallest)
+    if smallest.size < sample_size:  # fewer rows than the sample in all
+        return gather(X)
+    threshold = np.partition(smallest, sample_size - 1)[sample_size - 1]
+    return gather(X[hashes <= threshold])
+
+
 def fit_bin_edges(
-    X: np.ndarray, max_bins: int = 255, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0
+    X: np.ndarray,
+    max_bins: int = 255,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    seed: int = 0,
+    first_row: int = 0,
+    gather: Callable[[np.ndarray], np.ndarray] = _one_process,
 ) -> np.ndarray:
     """Upper edges of the value bins of every feature.
 
     A feature with at most ``max_bins`` distinct values gets one bin per value
-    (edges at midpoints); otherwise edges are quantiles of a sample of at most
-    ``sample_size`` rows.
+    (edges at midpoints); otherwise edges are quantiles.  Both are computed on
+    :func:`edge_sample`'s rows (all rows up to ``sample_size``), so with
+    several processes (``first_row``, ``gather``: see there) every process
+    gets the edges one process holding all rows would.
 
     Args:
       X: ``(n_rows, n_features)`` float32, NaN for missing.
@@ -75,10 +131,7 @@ def fit_bin_edges(
     """
     if not 2 <= max_bins <= 255:
         raise ValueError(f"max_bins: expected an integer in [2, 255], got {max_bins}")
-    n_rows = X.shape[0]
-    if n_rows > sample_size:
-        rows = np.random.default_rng(seed).choice(n_rows, sample_size, replace=False)
-        X = X[np.sort(rows)]
+    X = edge_sample(X, sample_size, seed, first_row, gather)
     sorted_sample = np.sort(X, axis=0)
     is_new_value = np.ones(sorted_sample.shape, dtype=bool)
     is_new_value[1:] = sorted_sample[1:] != sorted_sample[:-1]

@@ -77,6 +77,7 @@ class ShardData(NamedTuple):
     bins: jax.Array  # (n_features, n_rows) uint8
     y: jax.Array  # (n_rows,) or (n_rows, n_targets)
     weight: jax.Array  # (n_rows,) float32, 0 on padding rows
+    row_id: jax.Array  # (n_rows,) uint32 global row numbers (they fix the subsamples)
 
 
 def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
@@ -203,10 +204,7 @@ def boost_round(
       ``(trees, raw)``: the round's trees, stacked ``(trees_per_round, ...)``,
       and the updated ``(n_rows, K)`` raw scores (of every row, in bag or not).
     """
-    n_rows = data.weight.shape[0]
-    shard = lax.axis_index(axis_name) if axis_name is not None else 0
-    global_row = shard * n_rows + jnp.arange(n_rows)
-    in_bag = row_mask(global_row, round_index, seed, hyper.subsample)
+    in_bag = row_mask(data.row_id, round_index, seed, hyper.subsample)
     data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
     features = feature_mask(data.bins.shape[0], round_index, seed, hyper.colsample_bytree)
     grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
@@ -251,7 +249,7 @@ def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_a
     return raw, trees, train_loss
 
 
-_DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS))
+_DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS))
 
 
 @functools.lru_cache(maxsize=64)

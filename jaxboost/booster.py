@@ -13,8 +13,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 import losses as loss_catalogue
 
@@ -33,7 +31,16 @@ from .boost import (
     train_chunk_program,
 )
 from .derivatives import hessian_is_informative
-from .devices import ROWS, make_mesh
+from .devices import make_mesh
+from .distributed import (
+    RowLayout,
+    fetch,
+    first_process_value,
+    gather,
+    global_rows,
+    replicated,
+    row_layout,
+)
 from .inspection import feature_importances, grid_from_data, partial_dependence
 from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
@@ -178,7 +185,8 @@ class Booster:
             return int(self.n_outputs)
         declared = getattr(loss, "n_outputs", 1)
         if declared == "n_classes":
-            return int(np.max(y)) + 1
+            # the largest label of all processes' rows
+            return int(np.max(gather(np.max(y, keepdims=True)))) + 1
         return int(declared)
 
     def _config(
@@ -222,19 +230,21 @@ class Booster:
 
     # -- data ----------------------------------------------------------------
     def _shard_rows(
-        self, mesh, features: np.ndarray, edges: np.ndarray, y: np.ndarray, weight: np.ndarray
+        self, mesh, layout: RowLayout, features: np.ndarray, edges, y: np.ndarray, weight
     ) -> ShardData:
-        """Pad rows to their bucket, a multiple of the mesh size (copies of row 0,
+        """Pad this process's rows to ``layout.n_padded`` (copies of row 0,
         weight 0), place each shard on its device and bin it there."""
-        n_padded = bucket_size(y.shape[0], mesh.size)
+        n_padded = layout.n_padded
         features, y = pad_rows(features, n_padded), pad_rows(y, n_padded)
         weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
-
-        def put(array, spec):
-            return jax.device_put(array, NamedSharding(mesh, spec))
-
-        bins = bin_rows_program(mesh)(put(features, P(ROWS)), put(edges, P()))
-        return ShardData(bins=bins, y=put(y, P(ROWS)), weight=put(weight, P(ROWS)))
+        row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
+        bins = bin_rows_program(mesh)(global_rows(mesh, features), edges)
+        return ShardData(
+            bins=bins,
+            y=global_rows(mesh, y),
+            weight=global_rows(mesh, weight),
+            row_id=global_rows(mesh, row_id),
+        )
 
     def _eval_sets(self, eval_set, eval_sample_weight, n_features: int) -> list[EvalSet]:
         if eval_set is None:
@@ -319,14 +329,16 @@ class Booster:
         monitored = bool(eval_sets or callbacks or verbose)
         mesh = make_mesh(self.devices)
 
+        layout = row_layout(features.shape[0], mesh)
         # any integer seed, as the uint32 the hashes take
         seed = np.uint32(0 if self.random_state is None else int(self.random_state) % 2**32)
-        edges = fit_bin_edges(features, int(self.max_bins), seed=seed)
-        data = self._shard_rows(mesh, features, edges, targets, weight)
-        replicated_edges = jax.device_put(edges, NamedSharding(mesh, P()))
+        edges = fit_bin_edges(
+            features, int(self.max_bins), seed=seed, first_row=layout.first_row, gather=gather
+        )
+        replicated_edges = replicated(mesh, edges)
+        data = self._shard_rows(mesh, layout, features, replicated_edges, targets, weight)
 
-        init_score, init_loss = init_score_program(loss, n_outputs, mesh)(data)
-        init_score = np.asarray(init_score)
+        init_score, init_loss = fetch(init_score_program(loss, n_outputs, mesh)(data))
         if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
             raise ValueError(
                 f"loss: the training loss at the initial score {init_score} is "
@@ -338,10 +350,11 @@ class Booster:
         informative = hessian_is_informative(
             loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))
         )
+        # every process must run the same programs: process 0 decides
+        informative = bool(first_process_value(informative))
         cfg, hyper = self._config(loss, n_outputs, monitored, informative)
-        raw = jax.device_put(
-            jnp.broadcast_to(init_score, (data.weight.shape[0], n_outputs)),
-            NamedSharding(mesh, P(ROWS)),
+        raw = global_rows(
+            mesh, np.broadcast_to(init_score, (layout.n_padded, n_outputs)).astype(np.float32)
         )
         monitor = Monitor(
             self,
@@ -363,11 +376,13 @@ class Booster:
             )
             # block before the next dispatch: queued collective programs can
             # deadlock on CPU devices
-            trees, chunk_loss = jax.device_get((trees, chunk_loss))
+            trees, chunk_loss = fetch((trees, chunk_loss))
             chunk_loss = chunk_loss[:n_active]
             _raise_if_not_finite(chunk_loss, first_round)
             trees = jax.tree.map(lambda leaf, n=n_active: _flatten_rounds(leaf[:n]), trees)
-            kept, stop = monitor.after_chunk(trees, chunk_loss, first_round)
+            # process 0's evaluation sets and callbacks decide for every process
+            kept, stop = first_process_value(monitor.after_chunk(trees, chunk_loss, first_round))
+            kept, stop = int(kept), bool(stop)
             chunks.append(jax.tree.map(lambda leaf, n=kept: leaf[: n * cfg.trees_per_round], trees))
             train_loss.extend(float(value) for value in chunk_loss[:kept])
             if stop:

@@ -11,10 +11,12 @@ def run_script(
     environment: dict[str, str] | None = None,
     cwd: Path | None = None,
     timeout: int = 600,
+    args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess:
-    """``python script`` with ``environment`` added to this process's, output captured."""
+    """``python script *args`` with ``environment`` added to this process's,
+    output captured."""
     return subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, str(script), *args],
         check=False,
         env={**os.environ, **(environment or {})},
         capture_output=True,

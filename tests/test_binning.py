@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -177,3 +179,50 @@ def test_sampled_edges_are_sorted_and_keep_the_contract():
 def test_max_bins_out_of_range_is_rejected(max_bins):
     with pytest.raises(ValueError, match="max_bins"):
         fit_bin_edges(np.zeros((3, 1), np.float32), max_bins)
+
+
+def _edges_from_processes(X, parts, max_bins, sample_size, seed):
+    """Each part's rows fitted in its own thread, ``gather`` joining all parts
+    in order, as processes would."""
+    n_parts = len(parts)
+    barrier = threading.Barrier(n_parts)
+    slots = [None] * n_parts
+    results = [None] * n_parts
+
+    def gather_for(index):
+        def gather(array):
+            slots[index] = array
+            barrier.wait()
+            joined = np.concatenate(slots, axis=0)
+            barrier.wait()
+            return joined
+
+        return gather
+
+    def run(index):
+        rows = parts[index]
+        results[index] = fit_bin_edges(
+            X[rows], max_bins, sample_size, seed, first_row=rows.start, gather=gather_for(index)
+        )
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(n_parts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_edges_are_the_same_however_rows_are_split_between_processes():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((3000, 4)).astype(np.float32)
+    X[:, 3] = np.round(X[:, 3])  # few distinct values: exact edges
+    one = fit_bin_edges(X, 32, sample_size=700, seed=5)
+    for parts in (
+        [slice(0, 1000), slice(1000, 3000)],
+        [slice(0, 10), slice(10, 2500), slice(2500, 3000)],
+    ):
+        for edges in _edges_from_processes(X, parts, 32, sample_size=700, seed=5):
+            np.testing.assert_array_equal(edges, one)
+    # a sample, not all rows: another seed draws other rows
+    assert not np.array_equal(one, fit_bin_edges(X, 32, sample_size=700, seed=6))

@@ -37,8 +37,9 @@ def data():
 @pytest.mark.parametrize("loss", [cauchy, tukey_biweight, welsch, ramp])
 def test_line_search_never_increases_the_training_loss(data, loss):
     X, y = data
-    model = jb.Booster(loss=loss, n_estimators=30, max_depth=3, leaf_method="line_search",
-                       learning_rate=0.5).fit(X, y)
+    model = jb.Booster(
+        loss=loss, n_estimators=30, max_depth=3, leaf_method="line_search", learning_rate=0.5
+    ).fit(X, y)
     increases = np.diff(model.train_loss_)
     assert np.all(increases <= 1e-6 * model.train_loss_[:-1]), increases.max()
     assert model.train_loss_[-1] < 0.9 * model.train_loss_[0]
@@ -47,8 +48,15 @@ def test_line_search_never_increases_the_training_loss(data, loss):
 @pytest.mark.parametrize("mode", ["clip", "abs"])
 def test_stabilised_newton_trains_a_non_convex_loss(data, mode):
     X, y = data
-    model = jb.Booster(loss=tukey_biweight, n_estimators=30, max_depth=3, leaf_method="newton",
-                       hessian_mode=mode, hessian_floor=1e-2, armijo=True).fit(X, y)
+    model = jb.Booster(
+        loss=tukey_biweight,
+        n_estimators=30,
+        max_depth=3,
+        leaf_method="newton",
+        hessian_mode=mode,
+        hessian_floor=1e-2,
+        armijo=True,
+    ).fit(X, y)
     assert np.all(np.diff(model.train_loss_) <= 1e-6 * model.train_loss_[:-1])
     assert model.train_loss_[-1] < 0.9 * model.train_loss_[0]
 
@@ -71,8 +79,15 @@ def test_an_undeclared_flat_hessian_switches_to_first_order_and_line_search(data
 def test_armijo_keeps_newton_from_overshooting(data):
     X, y = data
     # raw Newton steps on Welsch's loss overshoot where its hessian is negative
-    guarded = jb.Booster(loss=welsch, n_estimators=20, max_depth=3, learning_rate=1.0,
-                         hessian_mode="abs", hessian_floor=1e-3, armijo=True).fit(X, y)
+    guarded = jb.Booster(
+        loss=welsch,
+        n_estimators=20,
+        max_depth=3,
+        learning_rate=1.0,
+        hessian_mode="abs",
+        hessian_floor=1e-3,
+        armijo=True,
+    ).fit(X, y)
     assert np.all(np.diff(guarded.train_loss_) <= 1e-6 * guarded.train_loss_[:-1])
 
 
@@ -90,7 +105,9 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
     assert float(hess.sum()) < 0
     cfg = BoostConfig(loss=welsch, n_outputs=1, max_depth=1, leaf_method="newton")
     hyper = Hyper(0.1, 0.0, 1e-3, 0.0, 1.0, 1.0, 0.0)
-    data = ShardData(bins=jnp.zeros((1, 8), jnp.uint8), y=y, weight=jnp.ones(8))
+    data = ShardData(
+        bins=jnp.zeros((1, 8), jnp.uint8), y=y, weight=jnp.ones(8), row_id=jnp.arange(8)
+    )
     leaf_of_row = jnp.zeros(8, jnp.int32)  # every row in leaf 0; leaf 1 is empty
     values = _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, jnp.ones(1), None)
     np.testing.assert_allclose(np.asarray(values)[:, 0], [1.5, 0.0], atol=1e-5)

@@ -40,7 +40,9 @@ def test_a_bad_loss_is_explained_before_training(data, loss, settings, message):
 def test_infinite_features_are_rejected_with_their_position(data):
     X, y = data
     X[3, 2] = np.inf
-    with pytest.raises(ValueError, match="X: contains infinite values \\(first at row 3, column 2\\)"):
+    with pytest.raises(
+        ValueError, match="X: contains infinite values \\(first at row 3, column 2\\)"
+    ):
         jb.Booster(n_estimators=2).fit(X, y)
 
 

@@ -25,7 +25,11 @@ def main() -> int:
         "squared_error": (losses.squared_error, y, {}),
         "logloss": (losses.binary_logloss, (y > 0).astype(np.float32), {}),
         "quantile": (losses.quantile(0.7), y, {}),
-        "multiclass": (losses.softmax_cross_entropy, np.digitize(y, [-1, 0, 1]).astype(np.float32), {}),
+        "multiclass": (
+            losses.softmax_cross_entropy,
+            np.digitize(y, [-1, 0, 1]).astype(np.float32),
+            {},
+        ),
         "subsampled": (losses.squared_error, y, {"subsample": 0.6, "colsample_bytree": 0.8}),
     }
     failures = []

@@ -1,0 +1,131 @@
+"""Training over several processes (hosts), each holding its own rows.
+
+With ``jax.distributed`` every process runs the same Python program; the mesh
+spans all processes' devices and the boosting programs combine histograms
+with ``psum`` across them.  Each process passes *its own rows* to ``fit``; the
+helpers here give the few host-side steps that need the other processes:
+their row counts (for global row numbers), a gathered sample for the bin
+edges, global arrays built from local rows, copies of replicated results, and
+decisions taken by process 0 (so that every process runs the same programs).
+
+With one process every helper is the identity or a plain ``device_put``, so
+the single-process path is the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from .devices import ROWS
+from .shapes import bucket_size
+
+
+def initialize(
+    coordinator_address: str,
+    num_processes: int,
+    process_id: int,
+    cpu_devices: int | None = None,
+    **kwargs: Any,
+) -> None:
+    """``jax.distributed.initialize`` with what CPU training needs.
+
+    Selects the gloo collectives for CPU devices (the default CPU client has no
+    cross-process collectives) and, if given, ``cpu_devices`` CPU devices per
+    process.  Call it right after ``import jaxboost``, before any JAX
+    operation, in every process.
+
+    Args:
+      coordinator_address: ``"host:port"`` of process 0 (all processes pass the
+        same one), e.g. ``"127.0.0.1:12345"`` on one machine.
+      num_processes: processes taking part.
+      process_id: this process's number, ``0 .. num_processes - 1``.
+      cpu_devices: CPU devices per process (default: what ``import jaxboost``
+        chose, one per core).
+      kwargs: passed on to ``jax.distributed.initialize``.
+    """
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if cpu_devices is not None:
+        jax.config.update("jax_num_cpu_devices", int(cpu_devices))
+    jax.distributed.initialize(
+        coordinator_address, num_processes=num_processes, process_id=process_id, **kwargs
+    )
+
+
+def gather(array: np.ndarray) -> np.ndarray:
+    """Every process's ``array`` concatenated on the first axis, in process order.
+
+    The arrays may differ in length along the first axis only.
+    """
+    array = np.asarray(array)
+    if jax.process_count() == 1:
+        return array
+    lengths = multihost_utils.process_allgather(np.int64(array.shape[0]))
+    longest = int(np.max(lengths))
+    padded = np.zeros((longest, *array.shape[1:]), array.dtype)
+    padded[: array.shape[0]] = array
+    stacked = multihost_utils.process_allgather(padded)  # (processes, longest, ...)
+    return np.concatenate([part[:n] for part, n in zip(stacked, lengths)], axis=0)
+
+
+def first_process_value(value: Any) -> Any:
+    """Process 0's ``value`` (a pytree of numbers), on every process."""
+    if jax.process_count() == 1:
+        return value
+    return jax.tree.map(np.asarray, multihost_utils.broadcast_one_to_all(value))
+
+
+class RowLayout(NamedTuple):
+    """Where this process's rows sit among all processes' rows."""
+
+    first_row: int  # global number of this process's first row
+    n_rows: int  # rows of this process
+    n_total: int  # rows of all processes
+    n_padded: int  # rows this process holds after padding (the same on all)
+
+
+def row_layout(n_local_rows: int, mesh: Mesh) -> RowLayout:
+    """Global row numbers and the common padded size of every process's rows.
+
+    Rows are numbered in process order; each process pads its rows to the
+    bucket of the largest process's count, a multiple of its device count.
+    """
+    counts = gather(np.array([n_local_rows], np.int64))
+    process = jax.process_index()
+    local_devices = mesh.local_mesh.size
+    return RowLayout(
+        first_row=int(np.sum(counts[:process])),
+        n_rows=int(n_local_rows),
+        n_total=int(np.sum(counts)),
+        n_padded=bucket_size(int(np.max(counts)), local_devices),
+    )
+
+
+def global_rows(mesh: Mesh, local: np.ndarray) -> jax.Array:
+    """An array sharded on rows over ``mesh`` from this process's ``local`` rows
+    (the same count on every process)."""
+    sharding = NamedSharding(mesh, P(ROWS))
+    if jax.process_count() == 1:
+        return jax.device_put(local, sharding)
+    return jax.make_array_from_process_local_data(sharding, local)
+
+
+def replicated(mesh: Mesh, value: np.ndarray) -> jax.Array:
+    """``value`` (the same on every process) on every device of ``mesh``."""
+    return jax.device_put(value, NamedSharding(mesh, P()))
+
+
+def fetch(tree: Any) -> Any:
+    """Host numpy copies of replicated (or local) arrays in a pytree."""
+
+    def addressable(leaf):
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            return leaf.addressable_shards[0].data
+        return leaf
+
+    return jax.device_get(jax.tree.map(addressable, tree))
