@@ -405,6 +405,8 @@ class Booster:
         self.evals_result_ = monitor.evals_result
         self.best_iteration_ = monitor.best_iteration
         self.best_score_ = monitor.best_score
+        self.leaf_method_ = cfg.leaf_method  # what "auto" resolved to
+        self.split_criterion_ = cfg.split_criterion
         if names is not None:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):

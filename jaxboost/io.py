@@ -33,6 +33,7 @@ import numpy as np
 
 import losses as loss_catalogue
 
+from .boost import LEAF_METHODS, SPLIT_CRITERIA
 from .tree import Tree
 
 FORMAT = "jaxboost-model"
@@ -76,6 +77,8 @@ STATE_FIELDS = (
     ("best_iteration_", "int", False),
     ("best_score_", "float", False),
     ("evals_result_", "evals", False),
+    ("leaf_method_", "leaf_method", False),
+    ("split_criterion_", "split_criterion", False),
 )
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
@@ -220,6 +223,17 @@ def _decode_strings(obj: Any, where: str) -> list[str]:
     return list(obj)
 
 
+def _choice_codec(allowed: tuple[str, ...]) -> tuple[Callable, Callable]:
+    """Encoder and decoder of one name out of ``allowed``."""
+
+    def decode(obj: Any, where: str) -> str:
+        if obj not in allowed:
+            raise _fail(where, f"expected one of {list(allowed)}, got {obj!r}")
+        return obj
+
+    return str, decode
+
+
 def _encode_evals(evals: Any) -> dict:
     return {
         str(data_name): {str(metric): _encode_floats(values) for metric, values in per.items()}
@@ -253,6 +267,8 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
     "floats": (_encode_floats, lambda obj, where: np.asarray(_decode_floats(obj, where))),
     "strings": (lambda names: [str(name) for name in names], _decode_strings),
     "evals": (_encode_evals, _decode_evals),
+    "leaf_method": _choice_codec(LEAF_METHODS),
+    "split_criterion": _choice_codec(SPLIT_CRITERIA),
 }
 
 
@@ -591,7 +607,8 @@ def _read_json(path: str | os.PathLike, max_bytes: int) -> Any:
             parse_constant=_reject_constant,
         )
     except json.JSONDecodeError as error:
-        if error.pos >= len(text.rstrip()):
+        # the text ends inside a value, or inside a string that never closes
+        if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
             raise _fail(str(path), "the JSON ends early: the file is truncated") from None
         raise _fail(str(path), f"not valid JSON ({error})") from None
     except RecursionError:

@@ -14,6 +14,8 @@ attributes that the engine and the model files read:
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -62,3 +64,35 @@ def declare(
         return fn
 
     return attach
+
+
+def loss_factory(make: Callable[..., Loss]) -> Callable[..., Loss]:
+    """Decorator for a function building a declared loss from parameters: the
+    same parameters give the same loss object.
+
+    jaxboost caches its compiled programs on the loss object, so
+    ``quantile(0.9)`` built twice (or ``loss="huber"`` given by name to two
+    fits) must not be two different functions, or every fit would compile
+    again.  Arguments are normalised (positional or keyword, defaults filled)
+    before the lookup; unhashable arguments skip the cache.
+    """
+    signature = inspect.signature(make)
+    built: dict[tuple, Loss] = {}
+
+    @functools.wraps(make)
+    def build(*args: Any, **kwargs: Any) -> Loss:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = tuple(
+            (name, tuple(sorted(value.items())) if isinstance(value, dict) else value)
+            for name, value in bound.arguments.items()
+        )
+        try:
+            hash(key)
+        except TypeError:
+            return make(*args, **kwargs)
+        if key not in built:
+            built[key] = make(*bound.args, **bound.kwargs)
+        return built[key]
+
+    return build

@@ -9,11 +9,12 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from losses._declare import Loss, declare
+from losses._declare import Loss, declare, loss_factory
 
 OPTAX_PREFIX = "optax:"
 
 
+@loss_factory
 def from_optax(
     fn: Callable[..., jax.Array],
     link: str = "identity",

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from losses._declare import Loss, declare
+from losses._declare import Loss, declare, loss_factory
 
 
 @declare(name="binary_logloss", link="sigmoid")
@@ -59,6 +59,7 @@ def softmax_cross_entropy(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jax.nn.logsumexp(f, axis=-1) - jnp.sum(label * f, axis=-1)
 
 
+@loss_factory
 def focal(gamma: float = 2.0) -> Loss:
     """Binary focal loss on the log-odds.
 

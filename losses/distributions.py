@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from losses._declare import Loss, declare
+from losses._declare import Loss, declare, loss_factory
 
 
 @declare(name="poisson", link="exp")
@@ -40,6 +40,7 @@ def gamma(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.asarray(y) * jnp.exp(-f) + f
 
 
+@loss_factory
 def tweedie(power: float = 1.5) -> Loss:
     """Tweedie deviance on the log scale for ``1 < power < 2``.
 

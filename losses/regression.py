@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from losses._declare import Loss, declare
+from losses._declare import Loss, declare, loss_factory
 
 
 @declare(name="squared_error", link="identity")
@@ -40,6 +40,7 @@ def absolute_error(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.abs(jnp.asarray(y) - f)
 
 
+@loss_factory
 def huber(delta: float = 1.0) -> Loss:
     """Huber loss: quadratic within ``delta`` of the target, linear beyond.
 
@@ -66,6 +67,7 @@ def huber(delta: float = 1.0) -> Loss:
     return huber_loss
 
 
+@loss_factory
 def quantile(alpha: float) -> Loss:
     """Pinball loss for the ``alpha`` quantile.
 

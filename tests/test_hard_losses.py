@@ -73,7 +73,10 @@ def test_a_robust_loss_follows_the_signal_not_the_outliers(data):
 def test_an_undeclared_flat_hessian_switches_to_first_order_and_line_search(data):
     X, y = data
     model = jb.Booster(loss=ramp, n_estimators=20, max_depth=3).fit(X, y)
+    assert (model.leaf_method_, model.split_criterion_) == ("line_search", "first_order")
     assert model.train_loss_[-1] < 0.7 * model.train_loss_[0]
+    newton = jb.Booster(loss="squared_error", n_estimators=2, max_depth=3).fit(X, y)
+    assert (newton.leaf_method_, newton.split_criterion_) == ("newton", "second_order")
 
 
 def test_armijo_keeps_newton_from_overshooting(data):

@@ -193,6 +193,7 @@ def test_optional_attributes_round_trip_and_absent_ones_stay_absent(fitted, tmp_
     loaded = load_model(_saved(model, tmp_path, "extra.json"))
     assert loaded.feature_names_in_ == ["a", "b", "ç", "x 4"]
     assert (loaded.best_iteration_, loaded.best_score_) == (2, 0.25)
+    assert (loaded.leaf_method_, loaded.split_criterion_) == ("newton", "second_order")
     np.testing.assert_array_equal(
         loaded.evals_result_["valid_0"]["loss"], [1.5, 0.25, np.nan, np.inf]
     )

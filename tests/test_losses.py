@@ -441,3 +441,11 @@ def test_from_optax_rebuilds_through_get():
     _close(jax.vmap(rebuilt)(y, f), jax.vmap(adapted)(y, f), rtol=0, atol=0)
     with pytest.raises(ValueError, match="no optax loss named"):
         losses.get("optax:not_a_loss")
+
+
+def test_factories_give_the_same_loss_for_the_same_parameters():
+    # the engine caches compiled programs on the loss object
+    assert losses.quantile(0.9) is losses.quantile(alpha=0.9)
+    assert losses.huber() is losses.get("huber") is losses.huber(delta=1.0)
+    assert losses.huber(1.0) is not losses.huber(2.0)
+    assert losses.get("tweedie", power=1.3) is losses.tweedie(1.3)
