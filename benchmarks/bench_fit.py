@@ -1,153 +1,225 @@
-"""Fit time of jaxboost against LightGBM on the same synthetic binary data.
+"""Fit time of jaxboost against LightGBM, XGBoost and scikit-learn on the same binary data.
 
-Both libraries grow depth-6 trees with 255 bins for the log loss, from the same
-float32 matrix; the fit times include the binning (jaxboost's quantiles and
-``apply_bins``, LightGBM's ``Dataset`` construction).  jaxboost is fitted
-twice: the first fit compiles its programs, the second (same shapes and
-settings) compiles nothing, so ``compile ~= first - second`` and the second is
-its fit time.  Test log loss and AUC on held-out rows are printed beside the
-times, so speed never hides a worse model.
+Every library grows depth-6 trees (at most 64 leaves) with 255 bins for the
+log loss, learning rate 0.1, L2 1 and a minimum leaf hessian of 1e-3, from the
+same float32 matrix; the fit times include the binning (jaxboost's quantiles
+and ``apply_bins``, LightGBM's ``Dataset``, XGBoost's ``QuantileDMatrix``,
+scikit-learn's ``HistGradientBoostingClassifier`` bins inside ``fit``).
+jaxboost is fitted twice: the first fit compiles its programs, the second
+(same shapes and settings) compiles nothing, so ``compile ~= first - second``
+and the second is its fit time.  Test log loss and AUC on held-out rows are
+printed beside the times, so speed never hides a worse model.
 
-    python benchmarks/bench_fit.py                  # 1M rows, 100 rounds, all CPU devices
-    python benchmarks/bench_fit.py --rows 100000    # quick check
-    python benchmarks/bench_fit.py --devices 1      # jaxboost on one device (one core)
+Data: ``--data synthetic`` (the default) generates HIGGS-like rows with
+:func:`make_data`, one data set per ``--rows`` value; ``--data binary`` loads
+LightGBM's example data (``binary.train`` / ``binary.test``, 7000 / 500 rows
+of a HIGGS subset) from ``--data-dir`` (default ``../shared/data`` beside the
+repository), and is skipped with a message when the files are absent.
+
+Threads: ``--threads`` (default: the usable cores) is LightGBM's
+``num_threads``, XGBoost's ``nthread`` and, through threadpoolctl, the OpenMP
+threads of scikit-learn's HGB (which otherwise uses its own OpenMP pool on
+every core).  jaxboost runs one device per core (``--devices N``: the first N).
+
+    python benchmarks/bench_fit.py                             # 1M rows, 100 rounds, all libraries
+    python benchmarks/bench_fit.py --rows 100000               # quick check
+    python benchmarks/bench_fit.py --rows 100000 1000000       # one table per size
+    python benchmarks/bench_fit.py --data binary               # LightGBM's example data
+    python benchmarks/bench_fit.py --libs jaxboost,lightgbm    # a subset of the libraries
+    python benchmarks/bench_fit.py --devices 1                 # jaxboost on one device (one core)
+
+``--skip-lightgbm`` (older spelling) removes LightGBM from ``--libs``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
-import shlex
 import sys
 import time
+from pathlib import Path
+from typing import NamedTuple
 
 import jax
-import lightgbm as lgb
 import numpy as np
+from _common import (  # before any JAX operation: it imports jaxboost, which exposes the cores
+    Timed,
+    command_line,
+    jaxboost_booster,
+    lightgbm_dataset,
+    lightgbm_params,
+    make_data,
+    print_environment,
+    print_table,
+    timed,
+    usable_cores,
+    xgboost_params,
+)
 from sklearn.metrics import log_loss, roc_auc_score
 
-import jaxboost as jb  # before any JAX operation: it exposes the CPU cores as devices
 import losses
 
-N_FEATURES = 28
-N_LOW_LEVEL = 21  # like HIGGS: 21 "measured" features, 7 derived from them
+LIBRARIES = ("jaxboost", "lightgbm", "xgboost", "sklearn")
+LABELS = {
+    "jaxboost": "jaxboost",
+    "lightgbm": "LightGBM",
+    "xgboost": "XGBoost",
+    "sklearn": "sklearn HGB",
+}
+# what each library's timed fit includes, printed beside every fit
+FIT_DESCRIPTIONS = {
+    "jaxboost": "jaxboost fit (compiled):",
+    "lightgbm": "LightGBM fit (with Dataset binning):",
+    "xgboost": "XGBoost fit (with QuantileDMatrix):",
+    "sklearn": "sklearn HGB fit (binning inside):",
+}
+# the packages whose versions head the report (bench_memory.py's too)
+PACKAGES = ("jax", "jaxboost", "lightgbm", "xgboost", "sklearn", "numpy")
+DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
-def make_data(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(n_rows, 28)`` float32 features, ``{0, 1}`` float32 labels, and the
-    noise-free generating log-odds (a reference for the attainable AUC).
+def load_binary(data_dir: Path) -> tuple[np.ndarray, ...] | None:
+    """LightGBM's example binary data ``(X_train, y_train, X_test, y_test)`` as
+    float32, or None (with a message) when the files are absent.
 
-    HIGGS-like in spirit: 21 "low-level" features (heavy-tailed momenta,
-    symmetric angles, uniform azimuths, a discrete tag), 7 "high-level" ones
-    computed from them with noise (mass-like, products, ratios), and a label
-    drawn from a logistic model of a nonlinear function of a few features.  The
-    Bayes AUC is well below 1 (the label noise is large), so the task is not
-    separable and the trees' quality shows in the test metrics.
+    Tab separated, label in column 0, then 28 features.
     """
-    rng = np.random.default_rng(seed)
-    n = n_rows
-    # four "objects" with (pt, eta, phi), one missing-energy (pt, phi), one tag
-    pt = rng.lognormal(mean=0.0, sigma=0.55, size=(n, 5))
-    eta = rng.standard_normal((n, 4)) * 1.1
-    phi = rng.uniform(-np.pi, np.pi, size=(n, 5))
-    tag = rng.integers(0, 3, size=(n, 1)).astype(np.float64)
-    low = np.concatenate(
-        [pt, eta, phi, tag, rng.standard_normal((n, N_LOW_LEVEL - 15))], axis=1
-    )  # 5 + 4 + 5 + 1 + 6 = 21 columns
-
-    def pair_mass(i, j):
-        d_eta = eta[:, i] - eta[:, j]
-        d_phi = phi[:, i] - phi[:, j]
-        return np.sqrt(2.0 * pt[:, i] * pt[:, j] * np.maximum(np.cosh(d_eta) - np.cos(d_phi), 0))
-
-    m01, m23, m02 = pair_mass(0, 1), pair_mass(2, 3), pair_mass(0, 2)
-    high = np.stack(
-        [
-            m01,
-            m23,
-            m02,
-            np.log1p(pt[:, 0] * pt[:, 1] + pt[:, 4]),
-            pt[:, 0] / (pt[:, 1] + pt[:, 2]),
-            np.abs(eta[:, 0] - eta[:, 3]),
-            np.cos(phi[:, 0] - phi[:, 4]) * pt[:, 4],
-        ],
-        axis=1,
+    paths = [data_dir / "binary.train", data_dir / "binary.test"]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        print(
+            f"data binary: skipped, not found: {', '.join(missing)} "
+            "(LightGBM's examples/binary_classification data; --data-dir to point elsewhere)"
+        )
+        return None
+    train, test = (np.loadtxt(path, delimiter="\t", dtype=np.float32) for path in paths)
+    return tuple(
+        np.ascontiguousarray(part)
+        for table in (train, test)
+        for part in (table[:, 1:], table[:, 0])
     )
-    high = high * rng.lognormal(0.0, 0.1, size=high.shape)  # measured with noise
 
-    # signal: resonance bumps in two masses, an interaction, a tag effect, and
-    # a smooth trend; then heavy logistic noise
-    logit = (
-        1.4 * np.exp(-(((m01 - 1.3) / 0.35) ** 2))
-        + 1.0 * np.exp(-(((m23 - 1.0) / 0.3) ** 2))
-        + 0.8 * np.tanh(eta[:, 0] * eta[:, 1])
-        + 0.5 * (tag[:, 0] == 2)
-        - 0.6 * np.abs(eta[:, 2])
-        + 0.4 * np.sin(2.0 * phi[:, 0] - phi[:, 4]) * (pt[:, 4] > 1.0)
-        + 0.3 * low[:, 15] * low[:, 16]
-        - 0.5
+
+class BenchData(NamedTuple):
+    """One train/test split and what to print about it."""
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    oracle_auc: float | None  # test AUC of the noise-free log-odds, when known
+    note: str
+
+
+def synthetic(n_rows: int, n_test: int, seed: int) -> BenchData:
+    """:func:`make_data` rows: the first ``n_rows`` train, the next ``n_test`` test."""
+    start = time.perf_counter()
+    X, y, logit = make_data(n_rows + n_test, seed)
+    seconds = time.perf_counter() - start
+    return BenchData(
+        f"synthetic {n_rows} rows",
+        X[:n_rows],
+        y[:n_rows],
+        X[n_rows:],
+        y[n_rows:],
+        roc_auc_score(y[n_rows:], logit[n_rows:]),
+        f"HIGGS-like, seed {seed}, generated in {seconds:.1f} s",
     )
-    noisy = logit + 0.5 * rng.standard_normal(n)  # unobserved variation
-    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-noisy))).astype(np.float32)
-    X = np.concatenate([low, high], axis=1).astype(np.float32)
-    assert X.shape == (n, N_FEATURES)
-    return X, y, logit
 
 
-# JAX reports the time it spends tracing, lowering and compiling each program;
-# summing those events measures compilation directly, beside first - second.
-COMPILE_EVENTS = (
-    "/jax/core/compile/jaxpr_trace_duration",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration",
-    "/jax/core/compile/backend_compile_duration",
-)
-_compile_seconds = [0.0]
+def bench_datasets(args):
+    """Yield the requested :class:`BenchData`, one at a time (so only one is held)."""
+    for kind in args.data:
+        if kind == "synthetic":
+            for n_rows in args.rows:
+                yield synthetic(n_rows, args.test_rows, args.seed)
+            continue
+        loaded = load_binary(args.data_dir)
+        if loaded is not None:
+            yield BenchData(
+                "LightGBM binary example",
+                *loaded,
+                None,
+                f"{args.data_dir}/binary.train and binary.test; LightGBM's example "
+                "settings for it (num_leaves=63, no depth limit) differ: every library "
+                "keeps the common settings here (depth 6, at most 64 leaves)",
+            )
 
 
-def _on_duration(event: str, seconds: float, **_: object) -> None:
-    if event in COMPILE_EVENTS:
-        _compile_seconds[0] += seconds
+def fit_jaxboost(X, y, args, devices=None) -> Timed:
+    """jaxboost's fit, timed with the JAX compile events during it."""
+    model = jaxboost_booster(losses.binary_logloss, args.rounds, devices)
+    return timed(model.fit, X, y)  # fit blocks on the trees (device_get): the time is honest
 
 
-jax.monitoring.register_event_duration_secs_listener(_on_duration)
+def fit_lightgbm(X, y, args, devices=None) -> Timed:
+    """``Dataset`` construction (binning) plus ``lgb.train``, timed."""
+    import lightgbm as lgb  # here, so that --libs without it needs no LightGBM
+
+    params = lightgbm_params(args.threads, "binary")
+    # lgb.train constructs (bins) the Dataset inside
+    return timed(lambda: lgb.train(params, lightgbm_dataset(X, y), num_boost_round=args.rounds))
 
 
-def fit_jaxboost(X, y, args, devices):
-    model = jb.Booster(
-        loss=losses.binary_logloss,
-        n_estimators=args.rounds,
+def fit_xgboost(X, y, args, devices=None) -> Timed:
+    """``QuantileDMatrix`` construction (binning) plus ``xgb.train``, timed."""
+    import xgboost as xgb
+
+    params = xgboost_params(args.threads, objective="binary:logistic")
+
+    def train():
+        data = xgb.QuantileDMatrix(X, label=y, max_bin=255, nthread=args.threads)
+        return xgb.train(params, data, num_boost_round=args.rounds)
+
+    return timed(train)
+
+
+def fit_sklearn(X, y, args, devices=None) -> Timed:
+    """``HistGradientBoostingClassifier.fit`` (it bins inside) on ``args.threads``
+    OpenMP threads, timed."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+
+    model = HistGradientBoostingClassifier(
+        max_iter=args.rounds,
         learning_rate=0.1,
         max_depth=6,
+        max_leaf_nodes=64,
         max_bins=255,
-        reg_lambda=1.0,
-        devices=devices,
+        l2_regularization=1.0,
+        min_samples_leaf=1,
+        early_stopping=False,
+        random_state=0,
     )
-    _compile_seconds[0] = 0.0
-    start = time.perf_counter()
-    model.fit(X, y)  # fit blocks on the trees (device_get), so the time is honest
-    return model, time.perf_counter() - start, _compile_seconds[0]
+
+    def train():
+        with threadpool_limits(limits=args.threads, user_api="openmp"):
+            return model.fit(X, y)
+
+    return timed(train)
 
 
-def fit_lightgbm(X, y, args):
-    params = {
-        "objective": "binary",
-        "max_depth": 6,
-        "num_leaves": 64,
-        "learning_rate": 0.1,
-        "max_bin": 255,
-        "num_threads": args.threads,
-        "lambda_l2": 1.0,
-        "min_sum_hessian_in_leaf": 1e-3,
-        "min_data_in_leaf": 1,
-        "verbose": -1,
-        "seed": 0,
-    }
-    start = time.perf_counter()
-    data = lgb.Dataset(X, label=y, params={"max_bin": 255, "verbose": -1})
-    model = lgb.train(params, data, num_boost_round=args.rounds)  # constructs (bins) inside
-    return model, time.perf_counter() - start
+FITTERS = {
+    "jaxboost": fit_jaxboost,
+    "lightgbm": fit_lightgbm,
+    "xgboost": fit_xgboost,
+    "sklearn": fit_sklearn,
+}
+
+
+def fit(name, X, y, args, devices=None) -> Timed:
+    """Fit library ``name`` once, timed: the model (``.value``), its fit time,
+    the JAX compile events during it and the load average before it."""
+    return FITTERS[name](X, y, args, devices)
+
+
+def predict_positive(name, model, X) -> np.ndarray:
+    """The fitted model's probability of the positive class for each row of ``X``."""
+    if name == "xgboost":
+        return model.inplace_predict(X)
+    if name == "sklearn":
+        return model.predict_proba(X)[:, 1]
+    return model.predict(X)  # jaxboost (through the sigmoid link) and LightGBM
 
 
 def metrics(y, p):
@@ -155,17 +227,138 @@ def metrics(y, p):
     return log_loss(y, p), roc_auc_score(y, p)
 
 
+def parse_libs(text: str) -> list[str]:
+    """``"jaxboost,lightgbm"`` -> the named libraries, in :data:`LIBRARIES` order."""
+    names = {name.strip().lower() for name in text.split(",") if name.strip()}
+    unknown = sorted(names - set(LIBRARIES))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated subset of {','.join(LIBRARIES)}, got {text!r}"
+        )
+    return [name for name in LIBRARIES if name in names]
+
+
+def add_libs_option(parser: argparse.ArgumentParser) -> None:
+    """``--libs``: the libraries to fit (default: all of :data:`LIBRARIES`)."""
+    parser.add_argument(
+        "--libs",
+        type=parse_libs,
+        default=list(LIBRARIES),
+        help=f"comma-separated subset of {','.join(LIBRARIES)} (default: all)",
+    )
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """``--threads``: the peers' threads (default: the usable cores)."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=usable_cores(),
+        help="LightGBM num_threads, XGBoost nthread, sklearn OpenMP threads "
+        "(default: usable cores)",
+    )
+
+
+def print_fit(description: str, timing: Timed, compile_events: bool) -> None:
+    """One fit's line: what was timed, seconds, load before it and (jaxboost)
+    the JAX compile events during it."""
+    events = f"  [JAX compile events {timing.compile_seconds:.2f} s]" if compile_events else ""
+    print(f"{description:38} {timing.seconds:6.2f} s  (load {timing.load:.1f}){events}", flush=True)
+
+
+def print_results(rows, reference: float | None) -> None:
+    """Markdown table of ``(library, seconds, test log loss, test AUC)`` rows,
+    with each time's ratio to ``reference`` (LightGBM's; None: no ratio)."""
+    print_table(
+        ["library", "fit s", "ratio to LightGBM", "test log loss", "test AUC"],
+        [
+            [
+                name,
+                f"{seconds:.2f}",
+                f"{seconds / reference:.2f}x" if reference else "-",
+                f"{test_loss:.5f}",
+                f"{auc:.5f}",
+            ]
+            for name, seconds, test_loss, auc in rows
+        ],
+        blank_line=False,
+    )
+
+
+def bench(data: BenchData, args, devices, n_devices: int) -> None:
+    """Time every library of ``args.libs`` on one data set and print the table.
+
+    jaxboost is fitted once first (it compiles); then the timed fits of the
+    libraries alternate ``args.repeat`` times, so on a shared machine all see
+    similar load (the 1-minute load average before each fit is printed), and
+    each library's fastest fit is kept.
+    """
+    print()
+    print(f"## {data.name}")
+    print()
+    print(
+        f"data:         {data.X_train.shape[0]} x {data.X_train.shape[1]} float32 train "
+        f"({data.X_train.nbytes / 2**20:.0f} MiB), {data.X_test.shape[0]} test, "
+        f"positive rate {data.y_train.mean():.3f}; {data.note}"
+    )
+    sys.stdout.flush()
+    first = None
+    if "jaxboost" in args.libs:
+        first = fit_jaxboost(data.X_train, data.y_train, args, devices)
+        print_fit("jaxboost first fit (with compilation):", first, compile_events=True)
+    times = {name: [] for name in args.libs}
+    models = {}
+    for _ in range(args.repeat):
+        for name in args.libs:
+            timing = fit(name, data.X_train, data.y_train, args, devices)
+            models[name] = timing.value
+            times[name].append(timing.seconds)
+            print_fit(FIT_DESCRIPTIONS[name], timing, compile_events=name == "jaxboost")
+
+    rows = []
+    for name in args.libs:
+        test_loss, auc = metrics(data.y_test, predict_positive(name, models[name], data.X_test))
+        rows.append((LABELS[name], min(times[name]), test_loss, auc))
+    print()
+    if data.oracle_auc is not None:
+        print(f"reference: test AUC of the noise-free generating log-odds {data.oracle_auc:.5f}")
+    if first is not None:
+        jb_fit = min(times["jaxboost"])
+        print(
+            f"train log loss after {args.rounds} rounds, jaxboost: "
+            f"{models['jaxboost'].train_loss_[-1]:.5f}"
+        )
+        print(
+            f"jaxboost compile ~= first - fit = {first.seconds:.2f} - {jb_fit:.2f} = "
+            f"{first.seconds - jb_fit:.2f} s  ({n_devices} device(s)); "
+            f"JAX compile events in the first fit: {first.compile_seconds:.2f} s"
+        )
+    print()
+    print_results(rows, min(times["lightgbm"]) if "lightgbm" in times else None)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="training rows")
+    parser.add_argument(
+        "--rows", type=int, nargs="+", default=[1_000_000], help="training rows (synthetic data)"
+    )
     parser.add_argument("--test-rows", type=int, default=100_000, help="held-out rows")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        choices=("synthetic", "binary"),
+        default=["synthetic"],
+        help="synthetic: make_data, one set per --rows; binary: LightGBM's example data",
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=DATA_DIR, help="folder of binary.train / binary.test"
+    )
+    add_libs_option(parser)
     parser.add_argument("--rounds", type=int, default=100, help="boosting rounds")
     parser.add_argument(
         "--devices", type=int, default=None, help="jaxboost: use the first N JAX devices"
     )
-    parser.add_argument(
-        "--threads", type=int, default=None, help="LightGBM num_threads (default: usable cores)"
-    )
+    add_threads_option(parser)
     parser.add_argument(
         "--repeat",
         type=int,
@@ -173,93 +366,30 @@ def main(argv=None) -> None:
         help="timed fits of each (alternating); the fastest is reported",
     )
     parser.add_argument("--seed", type=int, default=0, help="data seed")
-    parser.add_argument("--skip-lightgbm", action="store_true")
+    parser.add_argument(
+        "--skip-lightgbm", action="store_true", help="same as leaving lightgbm out of --libs"
+    )
     args = parser.parse_args(argv)
-    if args.threads is None:
-        args.threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+    if args.skip_lightgbm:
+        args.libs = [name for name in args.libs if name != "lightgbm"]
 
-    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
+    command = command_line(argv)
     all_devices = jax.devices()
     devices = all_devices[: args.devices] if args.devices else None
-    used = devices if devices is not None else all_devices
-    print(f"command:      {command}")
-    print(f"date:         {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(
-        f"machine:      {platform.machine()}, {os.cpu_count()} cores visible, "
-        f"{len(os.sched_getaffinity(0))} usable"
-    )
-    print(
-        f"versions:     jax {jax.__version__}, jaxboost {jb.__version__}, "
-        f"lightgbm {lgb.__version__}, numpy {np.__version__}"
-    )
+    n_devices = len(devices if devices is not None else all_devices)
+    print_environment(command, PACKAGES)
     print(f"jax.devices(): {all_devices}")
-    print(f"jaxboost uses {len(used)} device(s); LightGBM num_threads={args.threads}")
-
-    start = time.perf_counter()
-    X, y, logit = make_data(args.rows + args.test_rows, args.seed)
-    X_train, y_train = X[: args.rows], y[: args.rows]
-    X_test, y_test = X[args.rows :], y[args.rows :]
-    oracle_auc = roc_auc_score(y_test, logit[args.rows :])
-    del X, y, logit
     print(
-        f"data:         {args.rows} x {N_FEATURES} float32 train "
-        f"({X_train.nbytes / 2**20:.0f} MiB), {args.test_rows} test, "
-        f"positive rate {y_train.mean():.3f}, generated in {time.perf_counter() - start:.1f} s"
+        f"libraries:    {', '.join(LABELS[name] for name in args.libs)}; jaxboost uses "
+        f"{n_devices} device(s); LightGBM num_threads, XGBoost nthread and sklearn HGB "
+        f"OpenMP threads = {args.threads}"
     )
     print(
-        f"settings:     {args.rounds} rounds, depth 6, learning rate 0.1, 255 bins, "
-        "log loss, lambda 1"
+        f"settings:     {args.rounds} rounds, depth 6 (at most 64 leaves), learning rate 0.1, "
+        "255 bins, log loss, L2 1, min leaf hessian 1e-3"
     )
-    sys.stdout.flush()
-
-    # jaxboost: the first fit compiles, later fits reuse the cached programs.
-    # Timed fits of the two libraries alternate, so on a shared machine both
-    # see similar load; the 1-minute load average before each fit is printed.
-    load = f"(load {os.getloadavg()[0]:.1f})"
-    _, first, first_compile = fit_jaxboost(X_train, y_train, args, devices)
-    print(
-        f"jaxboost first fit (with compilation): {first:6.2f} s  {load}"
-        f"  [JAX compile events {first_compile:.2f} s]",
-        flush=True,
-    )
-    jb_times, lgb_times, jb_model, lgb_model = [], [], None, None
-    for _ in range(args.repeat):
-        load = f"(load {os.getloadavg()[0]:.1f})"
-        jb_model, seconds, compiled = fit_jaxboost(X_train, y_train, args, devices)
-        jb_times.append(seconds)
-        print(
-            f"jaxboost fit (compiled):               {seconds:6.2f} s  {load}"
-            f"  [JAX compile events {compiled:.2f} s]",
-            flush=True,
-        )
-        if not args.skip_lightgbm:
-            load = f"(load {os.getloadavg()[0]:.1f})"
-            lgb_model, seconds = fit_lightgbm(X_train, y_train, args)
-            lgb_times.append(seconds)
-            print(f"LightGBM fit (with Dataset binning):   {seconds:6.2f} s  {load}", flush=True)
-    jb_fit = min(jb_times)
-    jb_loss, jb_auc = metrics(y_test, jb_model.predict(X_test))
-    rows = [("jaxboost", jb_fit, jb_loss, jb_auc)]
-    if not args.skip_lightgbm:
-        lgb_fit = min(lgb_times)
-        lgb_loss, lgb_auc = metrics(y_test, lgb_model.predict(X_test))
-        rows.append(("LightGBM", lgb_fit, lgb_loss, lgb_auc))
-    reference = rows[-1][1] if not args.skip_lightgbm else None
-
-    print()
-    print(f"reference: test AUC of the noise-free generating log-odds {oracle_auc:.5f}")
-    print(f"train log loss after {args.rounds} rounds, jaxboost: {jb_model.train_loss_[-1]:.5f}")
-    print(
-        f"jaxboost compile ~= first - fit = {first:.2f} - {jb_fit:.2f} = "
-        f"{first - jb_fit:.2f} s  ({len(used)} device(s)); "
-        f"JAX compile events in the first fit: {first_compile:.2f} s"
-    )
-    print()
-    print("| library | fit seconds | ratio to LightGBM | test log loss | test AUC |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, seconds, test_loss, auc in rows:
-        ratio = f"{seconds / reference:.2f}x" if reference else "-"
-        print(f"| {name} | {seconds:.2f} | {ratio} | {test_loss:.5f} | {auc:.5f} |")
+    for data in bench_datasets(args):
+        bench(data, args, devices, n_devices)
     print()
     print(f"command: {command}")
 

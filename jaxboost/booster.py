@@ -44,7 +44,7 @@ from .distributed import (
 from .inspection import feature_importances, grid_from_data, partial_dependence
 from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
-from .predict import predict_forest, round_increments
+from .predict import predict_on_devices, round_increments
 from .shapes import bucket_size, pad_rows
 from .tree import Tree
 from .validation import (
@@ -491,9 +491,9 @@ class Booster:
         of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
         features = self._features_for_predict(X)
         trees = self._trees(iteration_range)
-        padded = pad_rows(features, bucket_size(features.shape[0]))
-        raw = np.asarray(predict_forest(trees, jnp.asarray(self.init_score_), padded))
-        return self._shape_raw(raw[: features.shape[0]])
+        devices = list(self.devices) if self.devices is not None else jax.local_devices()
+        raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
+        return self._shape_raw(raw)
 
     def _link(self, raw: np.ndarray) -> np.ndarray:
         link = loss_catalogue.links.get(getattr(self.loss_, "link", "identity"))

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
+from .devices import ROWS, make_mesh
+from .shapes import bucket_size, pad_rows
 from .tree import Tree
 
-DEFAULT_BATCH_ROWS = 16_384
+# rows per batch: a batch's rows stay in cache while every tree walks them
+DEFAULT_BATCH_ROWS = 1_024
+# below this many rows per device, one device predicts (sharding costs more)
+_MIN_ROWS_PER_DEVICE = 8_192
 
 
 def tree_depth(forest: Tree) -> int:
@@ -22,6 +31,9 @@ def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
     """Leaf reached by every row in one tree.
 
     Walks ``D`` levels with gathers, no branches: ``node = 2 node + 1 + right``.
+    Each row's value is read from the flattened rows (``row * n_features +
+    feature``): a 1-D gather, about twice as fast on CPU as
+    ``take_along_axis`` on the 2-D array.
 
     Args:
       tree: one tree (no leading axis).
@@ -30,9 +42,12 @@ def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
       ``(n_rows,)`` int32 leaf index in ``[0, 2^D)``.
     """
     depth = tree_depth(tree)
-    node = jnp.zeros(X.shape[0], jnp.int32)
+    n_rows, n_features = X.shape
+    values = X.reshape(-1)
+    row_start = jnp.arange(n_rows, dtype=jnp.int32) * n_features
+    node = jnp.zeros(n_rows, jnp.int32)
     for _ in range(depth):
-        value = jnp.take_along_axis(X, tree.feature[node][:, None], axis=1)[:, 0]
+        value = values[row_start + tree.feature[node]]
         goes_right = jnp.where(
             jnp.isnan(value), ~tree.missing_left[node], value > tree.threshold[node]
         )
@@ -67,6 +82,47 @@ def predict_forest(
     batches = padded.reshape(n_batches, batch_rows, n_features)
     raw = lax.map(functools.partial(_forest_sum, forest), batches)
     return raw.reshape(-1, raw.shape[-1])[:n_rows] + init_score
+
+
+@functools.lru_cache(maxsize=16)
+def _sharded_predict_program(mesh) -> jax.stages.Wrapped:
+    """``predict_forest`` with the rows sharded over ``mesh``."""
+    sharded = jax.shard_map(
+        predict_forest,
+        mesh=mesh,
+        in_specs=(P(), P(), P(ROWS)),
+        out_specs=P(ROWS),
+        check_vma=False,
+    )
+    return jax.jit(sharded)
+
+
+def predict_on_devices(
+    forest: Tree, init_score: np.ndarray, X: np.ndarray, devices: Sequence[jax.Device]
+) -> np.ndarray:
+    """Raw scores of ``X``'s rows, sharded over ``devices`` when there are enough rows.
+
+    Rows are padded to their bucket (so nearby sizes reuse the compiled
+    program) and each device applies the whole forest to its rows.
+
+    Args:
+      forest: trees stacked on a leading ``(n_trees,)`` axis.
+      init_score: ``(K,)``.
+      X: ``(n_rows, n_features)`` float32.
+      devices: this process's devices to use.
+    Returns:
+      ``(n_rows, K)`` float32.
+    """
+    n_rows = X.shape[0]
+    n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
+    padded = pad_rows(X, bucket_size(n_rows, n_devices))
+    if n_devices == 1:
+        raw = predict_forest(forest, init_score, jax.device_put(padded, devices[0]))
+    else:
+        mesh = make_mesh(devices)
+        rows = jax.device_put(padded, NamedSharding(mesh, P(ROWS)))
+        raw = _sharded_predict_program(mesh)(forest, init_score, rows)
+    return np.asarray(raw)[:n_rows]
 
 
 @functools.partial(jax.jit, static_argnames="trees_per_round")

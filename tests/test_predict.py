@@ -107,7 +107,7 @@ def test_forest_shapes(regression, three_classes):
         assert model.init_score_.shape == (n_outputs,)
 
 
-@pytest.mark.parametrize("batch_rows", [7, 16_384])
+@pytest.mark.parametrize("batch_rows", [7, 1_024, 16_384])
 def test_regression_matches_numpy_walk(regression, batch_rows):
     X, _, model = regression
     X_new = _features(10, n_rows=N_ROWS)
