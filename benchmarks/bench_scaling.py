@@ -10,9 +10,9 @@ timed (best of ``--repeat``).  Per-round time = (40-round fit - 10-round fit)
 
 The bytes come from the algorithm (``jaxboost/tree.py``, ``histogram.py``,
 ``boost.py``): at depth ``d`` (0-based, ``d < max_depth``) each device builds
-a ``(28 features, 2^d nodes, 256 bins, 3 stats)`` float32 histogram -- 255
-value bins plus the missing-value bin; stats = gradient, hessian and sample
-weight (``2 K + 1`` columns for ``K`` outputs) -- and ``lax.psum`` sums it over
+a ``(28 features, 2^d nodes, 256 bins, 2 stats)`` float32 histogram -- 255
+value bins plus the missing-value bin; stats = gradient and hessian (``2 K``
+columns for ``K`` outputs) -- and ``lax.psum`` sums it over
 devices.  A ring all-reduce of ``S`` bytes sends and receives ``2 (n - 1) / n
 x S`` per device.  On CPU devices of one process the psum is a copy through
 shared memory, not a network ring; the figure is what a multi-host run moves.
@@ -53,7 +53,7 @@ MAX_DEPTH = 6  # the settings of _common.jaxboost_booster
 MAX_BINS = 255
 N_OUTPUTS = 1
 HIST_BINS = MAX_BINS + 1  # tree.grow_tree: max_bins value bins + the missing bin
-HIST_STATS = 2 * N_OUTPUTS + 1  # boost._split_stats: [grad, hess, weight]
+HIST_STATS = 2 * N_OUTPUTS  # boost._split_stats: [grad, hess]
 ROUNDS = (10, 40)
 FLOAT32_BYTES = 4
 
@@ -140,7 +140,7 @@ def print_traffic(devices: list[int]) -> None:
     )
     print(
         f"\nHistogram all-reduce, {N_FEATURES} features, {MAX_BINS} bins + 1 missing-value bin, "
-        f"stats [gradient, hessian, weight] float32, depth {MAX_DEPTH}:"
+        f"stats [gradient, hessian] float32, depth {MAX_DEPTH}:"
     )
     print_table(headers, rows)
     leaf_sums = FLOAT32_BYTES * (4 * 2**MAX_DEPTH + 2)

@@ -52,6 +52,8 @@ class BoostConfig:
     rounds_per_chunk: int = 100
     hessian_mode: str = "raw"
     armijo: bool = False
+    # "packed" (CPU) or "reference": see jaxboost.histogram_packed
+    histogram_kernel: str = "reference"
 
     @property
     def trees_per_round(self) -> int:
@@ -103,10 +105,15 @@ def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
 
 
 def _split_stats(cfg: BoostConfig, grad, hess_diag, weight) -> jax.Array:
-    """``(n_rows, 2K + 1)`` ``[grad, hess or weight, weight]`` for split finding."""
+    """``(n_rows, 2K)`` ``[grad, hess or weight]`` for split finding.
+
+    No weight column: gradients and hessians are weighted, so a child of zero
+    weight has ``G = H = 0`` and its split gains exactly 0, which never
+    splits; summing the weight too would only slow the histograms.
+    """
     if cfg.split_criterion == "first_order":
         hess_diag = jnp.broadcast_to(weight[:, None], grad.shape)
-    return jnp.concatenate([grad, hess_diag, weight[:, None]], axis=1)
+    return jnp.concatenate([grad, hess_diag], axis=1)
 
 
 def _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, axis_name):
@@ -163,7 +170,11 @@ def _grow_one(cfg, hyper, data, raw, grad, hess, output_mask, edges, features, a
         grad_split, hess_split = grad, hess_diag
     stats = _split_stats(cfg, grad_split, hess_split, data.weight)
     params = TreeParams(
-        cfg.max_depth, hyper.reg_lambda, hyper.min_child_weight, hyper.min_split_gain
+        cfg.max_depth,
+        hyper.reg_lambda,
+        hyper.min_child_weight,
+        hyper.min_split_gain,
+        cfg.histogram_kernel,
     )
     structure, leaf_of_row = grow_tree(data.bins, stats, edges, params, axis_name, features)
     values = hyper.learning_rate * _leaf_values(

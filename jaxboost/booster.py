@@ -190,7 +190,12 @@ class Booster:
         return int(declared)
 
     def _config(
-        self, loss: Callable, n_outputs: int, monitored: bool, hessian_informative: bool
+        self,
+        loss: Callable,
+        n_outputs: int,
+        monitored: bool,
+        hessian_informative: bool,
+        platform: str,
     ) -> tuple[BoostConfig, Hyper]:
         """The static program settings, and the numeric ones passed as values."""
         if int(self.max_depth) < 1:
@@ -225,6 +230,7 @@ class Booster:
             rounds_per_chunk=max(1, min(int(chunk), int(self.n_estimators))),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
+            histogram_kernel="packed" if platform == "cpu" else "reference",
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 
@@ -352,7 +358,8 @@ class Booster:
         )
         # every process must run the same programs: process 0 decides
         informative = bool(first_process_value(informative))
-        cfg, hyper = self._config(loss, n_outputs, monitored, informative)
+        platform = mesh.devices.flat[0].platform
+        cfg, hyper = self._config(loss, n_outputs, monitored, informative, platform)
         raw = global_rows(
             mesh, np.broadcast_to(init_score, (layout.n_padded, n_outputs)).astype(np.float32)
         )

@@ -1,7 +1,7 @@
 """Best split of every node of a level, from its histograms.
 
-The histogram's last axis holds ``[grad (K), hess (K), weight]`` summed over
-rows.  The gain is the decrease of the second-order approximation of the loss,
+The histogram's last axis holds ``[grad (K), hess (K)]`` or ``[grad (K), hess
+(K), weight]`` summed over rows.  The gain is the decrease of the second-order approximation of the loss,
 ``0.5 * (S(L) + S(R) - S(parent))`` with ``S = sum_k G_k^2 / (H_k + lambda)``.
 Friedman's first-order criterion (least squares on the pseudo-residuals) is the
 same formula with the hessian replaced by the sample weight, which the caller
@@ -46,14 +46,17 @@ def find_best_splits(
     """Choose a feature, a threshold and a missing-value direction per node.
 
     Args:
-      hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs + 1)`` histograms; the
-        last bin is the missing bin.
+      hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs [+ 1])`` histograms
+        (with the weight column last, if any); the last bin is the missing bin.
       feature_mask: ``(n_features,)`` bool, the features this tree may use
         (column subsampling); None allows all.
     Returns:
       A :class:`SplitChoice`.  A node splits when its best gain exceeds
-      ``min_split_gain`` (and float32 noise) and both children have hessian sum (summed over outputs)
-      at least ``min_child_weight`` and positive weight.
+      ``min_split_gain`` (and float32 noise) and both children have hessian
+      sum (summed over outputs) at least ``min_child_weight``, and positive
+      weight when the histogram has the weight column.  (Without it, a child
+      of zero weight still never splits off: its weighted sums are 0, so the
+      split gains exactly 0.)
     """
     n_features, n_nodes, n_bins, _ = hist.shape
     n_value_bins = n_bins - 1
@@ -71,7 +74,10 @@ def find_best_splits(
 
     def child_ok(stats):
         hess_sum = jnp.sum(stats[..., n_outputs : 2 * n_outputs], axis=-1)
-        return (hess_sum >= min_child_weight) & (stats[..., -1] > 0)
+        heavy_enough = hess_sum >= min_child_weight
+        if stats.shape[-1] == 2 * n_outputs:  # no weight column
+            return heavy_enough
+        return heavy_enough & (stats[..., -1] > 0)
 
     allowed = child_ok(left) & child_ok(right)
     if feature_mask is not None:

@@ -18,6 +18,10 @@ import jax.numpy as jnp
 from jax import lax
 
 from .histogram import build_histograms
+from .histogram_packed import build_histograms_packed
+
+# histogram kernels by name: the plain reference and the packed CPU kernel
+HISTOGRAM_KERNELS = {"reference": build_histograms, "packed": build_histograms_packed}
 from .split import find_best_splits
 
 
@@ -34,12 +38,13 @@ class Tree(NamedTuple):
 
 
 class TreeParams(NamedTuple):
-    """Static settings of tree growth."""
+    """Settings of tree growth (``max_depth`` and ``histogram_kernel`` static)."""
 
     max_depth: int
     reg_lambda: float
     min_child_weight: float
     min_split_gain: float
+    histogram_kernel: str = "reference"
 
 
 def route_rows(
@@ -96,7 +101,9 @@ def grow_tree(
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
-      row_stats: ``(n_rows, 2 * n_outputs + 1)`` float32 ``[grad, hess, weight]``.
+      row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``, or
+        ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, weight]`` when children
+        must also have positive weight (see :func:`find_best_splits`).
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
       feature_mask: ``(n_features,)`` bool, the features the tree may split on.
@@ -104,12 +111,13 @@ def grow_tree(
       The tree's internal nodes and ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``.
     """
-    n_outputs = (row_stats.shape[1] - 1) // 2
+    n_outputs = row_stats.shape[1] // 2
+    build = HISTOGRAM_KERNELS[params.histogram_kernel]
     max_bins = edges.shape[1]
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
     levels = []
     for depth in range(params.max_depth):
-        hist = build_histograms(bins, node_of_row, row_stats, 2**depth, max_bins + 1)
+        hist = build(bins, node_of_row, row_stats, 2**depth, max_bins + 1)
         if axis_name is not None:
             hist = lax.psum(hist, axis_name)
         choice = find_best_splits(

@@ -1,4 +1,7 @@
-"""Tests of ``jaxboost.histogram`` against numpy loops and ``np.add.at``."""
+"""Tests of the histogram kernels against numpy loops, ``np.add.at`` and each other.
+
+Every test runs on each kernel (``jaxboost.tree.HISTOGRAM_KERNELS``): the
+plain reference and the packed CPU kernel."""
 
 from __future__ import annotations
 
@@ -10,9 +13,12 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.histogram import build_histograms
+from jaxboost.tree import HISTOGRAM_KERNELS
 
-_build = jax.jit(build_histograms, static_argnames=("n_nodes", "n_bins"))
+_BUILDERS = {
+    name: jax.jit(kernel, static_argnames=("n_nodes", "n_bins"))
+    for name, kernel in HISTOGRAM_KERNELS.items()
+}
 
 
 def _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins):
@@ -40,8 +46,8 @@ def _random_level(seed, n_features, n_rows, n_nodes, n_bins, n_stats):
     return bins, node_of_row, row_stats
 
 
-def _run(bins, node_of_row, row_stats, n_nodes, n_bins):
-    hist = _build(
+def _run(build, bins, node_of_row, row_stats, n_nodes, n_bins):
+    hist = build(
         jnp.asarray(bins),
         jnp.asarray(node_of_row),
         jnp.asarray(row_stats),
@@ -51,30 +57,36 @@ def _run(bins, node_of_row, row_stats, n_nodes, n_bins):
     return np.asarray(hist)
 
 
+@pytest.fixture(params=sorted(_BUILDERS))
+def run(request):
+    """``_run`` with one of the kernels."""
+    return functools.partial(_run, _BUILDERS[request.param])
+
+
 @pytest.mark.parametrize(
     "n_features, n_rows, n_nodes, n_bins, n_stats",
     [(1, 1, 1, 2, 1), (4, 200, 4, 9, 3), (3, 150, 8, 17, 7), (2, 300, 1, 256, 3)],
 )
-def test_matches_numpy_triple_loop(n_features, n_rows, n_nodes, n_bins, n_stats):
+def test_matches_numpy_triple_loop(run, n_features, n_rows, n_nodes, n_bins, n_stats):
     bins, node_of_row, row_stats = _random_level(
         n_rows, n_features, n_rows, n_nodes, n_bins, n_stats
     )
-    hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
+    hist = run(bins, node_of_row, row_stats, n_nodes, n_bins)
     assert hist.shape == (n_features, n_nodes, n_bins, n_stats)
     assert hist.dtype == np.float32
     reference = _reference_loops(bins, node_of_row, row_stats, n_nodes, n_bins)
     np.testing.assert_allclose(hist, reference, rtol=1e-5, atol=1e-5)
 
 
-def test_matches_add_at_on_a_larger_level():
+def test_matches_add_at_on_a_larger_level(run):
     n_features, n_rows, n_nodes, n_bins, n_stats = 6, 5000, 16, 33, 5
     bins, node_of_row, row_stats = _random_level(0, n_features, n_rows, n_nodes, n_bins, n_stats)
-    hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
+    hist = run(bins, node_of_row, row_stats, n_nodes, n_bins)
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
     np.testing.assert_allclose(hist, reference, rtol=1e-5, atol=1e-4)
 
 
-def test_integer_stats_are_exact_and_counts_add_up():
+def test_integer_stats_are_exact_and_counts_add_up(run):
     rng = np.random.default_rng(5)
     n_features, n_rows, n_nodes, n_bins = 3, 400, 4, 12
     bins, node_of_row, _ = _random_level(5, n_features, n_rows, n_nodes, n_bins, 1)
@@ -84,7 +96,7 @@ def test_integer_stats_are_exact_and_counts_add_up():
     row_stats = np.stack([rng.integers(-5, 6, size=n_rows), np.ones(n_rows)], axis=1).astype(
         np.float32
     )
-    hist = _run(bins, node_of_row, row_stats, n_nodes, n_bins)
+    hist = run(bins, node_of_row, row_stats, n_nodes, n_bins)
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
     np.testing.assert_array_equal(hist, reference)
     assert np.all(hist[:, 2] == 0)
@@ -94,14 +106,22 @@ def test_integer_stats_are_exact_and_counts_add_up():
     np.testing.assert_array_equal(hist[..., 1].sum(axis=2), np.broadcast_to(counts, (3, 4)))
 
 
-def test_row_order_does_not_matter():
+def test_row_order_does_not_matter(run):
     n_features, n_rows, n_nodes, n_bins, n_stats = 3, 257, 4, 10, 3
     bins, node_of_row, row_stats = _random_level(9, n_features, n_rows, n_nodes, n_bins, n_stats)
     order = np.random.default_rng(9).permutation(n_rows)
-    run = functools.partial(_run, n_nodes=n_nodes, n_bins=n_bins)
     np.testing.assert_allclose(
-        run(bins, node_of_row, row_stats),
-        run(bins[:, order], node_of_row[order], row_stats[order]),
+        run(bins, node_of_row, row_stats, n_nodes, n_bins),
+        run(bins[:, order], node_of_row[order], row_stats[order], n_nodes, n_bins),
         rtol=1e-5,
         atol=1e-5,
     )
+
+
+@pytest.mark.parametrize("n_stats", [1, 2, 3, 4, 5])
+def test_the_packed_kernel_equals_the_reference_exactly(n_stats):
+    # the same float32 additions in the same row order, odd and even columns
+    level = _random_level(11, 5, 3000, 8, 256, n_stats)
+    reference = _run(_BUILDERS["reference"], *level, n_nodes=8, n_bins=256)
+    packed = _run(_BUILDERS["packed"], *level, n_nodes=8, n_bins=256)
+    np.testing.assert_array_equal(packed, reference)

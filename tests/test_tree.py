@@ -207,3 +207,34 @@ def test_missing_values_follow_the_learned_direction():
     assert not tree.missing_left[0]
     assert np.max(x[~missing & (x <= 6)]) <= tree.threshold[0] < np.min(x[x > 6])
     np.testing.assert_array_equal(leaf_of_row, (grad < 0).astype(int))
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_kernels_and_the_weight_column_give_the_same_tree(n_outputs):
+    # the weight column changes nothing (children of zero weight gain exactly
+    # 0), and the packed kernel equals the reference
+    X, stats = _data(seed=7, n_rows=400, n_outputs=n_outputs)
+    stats[::5, -1] = 0.0  # some rows weigh nothing: their hessians are 0 too
+    stats[::5, n_outputs : 2 * n_outputs] = 0.0
+    trees = []
+    for kernel in ("reference", "packed"):
+        params = TreeParams(4, 1.0, 0.0, 0.0, histogram_kernel=kernel)
+        for columns in (stats, stats[:, :-1]):
+            trees.append(_grow_on(X, columns, params, 16)[2:])
+    for tree, leaf_of_row in trees[1:]:
+        for name in ("feature", "threshold_bin", "missing_left"):
+            np.testing.assert_array_equal(getattr(tree, name), getattr(trees[0][0], name))
+        np.testing.assert_array_equal(leaf_of_row, trees[0][1])
+
+
+def test_rows_of_zero_weight_are_never_split_off_without_a_weight_column():
+    # the weighted rows are pure; the rows of zero weight (x <= 0) have zero
+    # weighted sums, so splitting them off gains exactly 0, even with
+    # min_child_weight = 0 and no weight column in the statistics
+    x = np.linspace(-1.0, 1.0, 64, dtype=np.float32)
+    weight = (x > 0).astype(np.float32)
+    stats = np.stack([-1.0 * weight, weight], axis=1).astype(np.float32)
+    for kernel in ("reference", "packed"):
+        params = TreeParams(1, 1.0, 0.0, 0.0, histogram_kernel=kernel)
+        tree = _grow_on(x[:, None], stats, params, 32)[2]
+        assert tree.split_gain[0] == 0.0 and np.isinf(tree.threshold[0])
