@@ -14,6 +14,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 DEFAULT_SAMPLE_SIZE = 200_000
 
@@ -148,6 +149,10 @@ def fit_bin_edges(
 def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
     """Bin index of every value, feature-major.
 
+    One feature at a time (``lax.map``), so the search's intermediates are
+    a column's, not the whole matrix's (``vmap`` held several
+    ``(n_features, n_rows)`` int32 arrays at once: 5x the float matrix).
+
     Args:
       X: ``(n_rows, n_features)`` float32, NaN for missing.
       edges: ``(n_features, max_bins)`` float32 from :func:`fit_bin_edges`.
@@ -156,8 +161,9 @@ def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
     """
     max_bins = edges.shape[1]
 
-    def bin_feature(column, feature_edges):
-        value_bin = jnp.searchsorted(feature_edges[:-1], column, side="left")
+    def bin_feature(feature):
+        column = X[:, feature]
+        value_bin = jnp.searchsorted(edges[feature, :-1], column, side="left")
         return jnp.where(jnp.isnan(column), max_bins, value_bin).astype(jnp.uint8)
 
-    return jax.vmap(bin_feature, in_axes=(1, 0))(X, edges)
+    return lax.map(bin_feature, jnp.arange(X.shape[1]))

@@ -241,13 +241,13 @@ class Booster:
         """Pad this process's rows to ``layout.n_padded`` (copies of row 0,
         weight 0), place each shard on its device and bin it there."""
         n_padded = layout.n_padded
-        features, y = pad_rows(features, n_padded), pad_rows(y, n_padded)
         weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
         row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
-        bins = bin_rows_program(mesh)(global_rows(mesh, features), edges)
+        # the float features live on the devices only until they are binned
+        bins = bin_rows_program(mesh)(global_rows(mesh, features, n_padded), edges)
         return ShardData(
             bins=bins,
-            y=global_rows(mesh, y),
+            y=global_rows(mesh, y, n_padded),
             weight=global_rows(mesh, weight),
             row_id=global_rows(mesh, row_id),
         )

@@ -23,7 +23,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .devices import ROWS
-from .shapes import bucket_size
+from .shapes import bucket_size, pad_rows, padded_slice
 
 
 def initialize(
@@ -106,13 +106,26 @@ def row_layout(n_local_rows: int, mesh: Mesh) -> RowLayout:
     )
 
 
-def global_rows(mesh: Mesh, local: np.ndarray) -> jax.Array:
-    """An array sharded on rows over ``mesh`` from this process's ``local`` rows
-    (the same count on every process)."""
+def global_rows(mesh: Mesh, local: np.ndarray, n_padded: int | None = None) -> jax.Array:
+    """An array sharded on rows over ``mesh`` from this process's ``local`` rows.
+
+    Args:
+      local: ``(n_rows, ...)`` this process's rows.
+      n_padded: rows per process after padding with copies of row 0 (the
+        same on every process; default ``n_rows``).  With one process each
+        device's shard is cut from ``local`` directly, so only a shard that
+        reaches into the padding is copied, never the whole array.
+    """
+    n_padded = local.shape[0] if n_padded is None else n_padded
     sharding = NamedSharding(mesh, P(ROWS))
-    if jax.process_count() == 1:
-        return jax.device_put(local, sharding)
-    return jax.make_array_from_process_local_data(sharding, local)
+    if jax.process_count() > 1:
+        return jax.make_array_from_process_local_data(sharding, pad_rows(local, n_padded))
+
+    def shard(index: tuple[slice, ...]) -> np.ndarray:
+        start, stop, _ = index[0].indices(n_padded)
+        return padded_slice(local, start, stop)
+
+    return jax.make_array_from_callback((n_padded, *local.shape[1:]), sharding, shard)
 
 
 def replicated(mesh: Mesh, value: np.ndarray) -> jax.Array:

@@ -32,3 +32,13 @@ def pad_rows(array: np.ndarray, n_target: int) -> np.ndarray:
     if extra <= 0:
         return array
     return np.concatenate([array, np.repeat(array[:1], extra, axis=0)])
+
+
+def padded_slice(array: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of ``array`` padded as by :func:`pad_rows`: rows past
+    its end are copies of its first row.  A view when no padding is needed."""
+    rows = array[start:stop]
+    missing = (stop - start) - rows.shape[0]
+    if missing <= 0:
+        return rows
+    return np.concatenate([rows, np.repeat(array[:1], missing, axis=0)])

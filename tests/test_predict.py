@@ -175,3 +175,23 @@ def test_softmax_training_loss_matches_predictions(three_classes):
     log_norm = top + np.log(np.exp(raw - top[:, None]).sum(axis=1))
     loss = np.mean(log_norm - raw[np.arange(X.shape[0]), labels])
     np.testing.assert_allclose(loss, model.train_loss_[-1], rtol=1e-5)
+
+
+def test_large_inputs_are_predicted_on_every_device_as_on_one():
+    import jax
+
+    from jaxboost.predict import predict_on_devices
+
+    if len(jax.devices()) < 2:
+        pytest.skip("needs 2 devices: run with jaxboost imported before JAX starts")
+    X = _features(4, n_rows=3000)
+    y = np.nan_to_num(X[:, 0]) + X[:, 1]
+    model = Booster(loss=losses.squared_error, n_estimators=15, max_depth=DEPTH).fit(X, y)
+    big = _features(5, n_rows=40_003)  # enough rows for 2 devices, not a multiple of 2
+    forest = jax.tree.map(jnp.asarray, model.forest_)
+    on_two = predict_on_devices(forest, model.init_score_, big, jax.devices()[:2])
+    on_one = predict_on_devices(forest, model.init_score_, big, jax.devices()[:1])
+    np.testing.assert_array_equal(on_two, on_one)
+    np.testing.assert_allclose(
+        on_one, _walk(model.forest_, model.init_score_, big), rtol=1e-5, atol=1e-5
+    )

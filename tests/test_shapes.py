@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.shapes import bucket_size, pad_rows
+from jaxboost.shapes import bucket_size, pad_rows, padded_slice
 
 _compilations = []
 jax.monitoring.register_event_duration_secs_listener(
@@ -30,6 +30,14 @@ def test_pad_rows_repeats_the_first_row():
     array = np.arange(6).reshape(3, 2)
     np.testing.assert_array_equal(pad_rows(array, 5)[3:], [[0, 1], [0, 1]])
     assert pad_rows(array, 3) is array
+
+
+def test_padded_slices_cut_the_padded_array():
+    array = np.arange(10).reshape(5, 2)
+    padded = pad_rows(array, 12)
+    for start, stop in [(0, 3), (3, 6), (4, 8), (6, 12), (0, 12)]:
+        np.testing.assert_array_equal(padded_slice(array, start, stop), padded[start:stop])
+    assert np.shares_memory(padded_slice(array, 1, 4), array)  # no copy without padding
 
 
 def test_a_fit_of_a_nearby_size_compiles_nothing():
