@@ -31,7 +31,7 @@ from .boost import (
     train_chunk_program,
 )
 from .derivatives import hessian_is_informative
-from .devices import make_mesh
+from .devices import default_training_devices, make_mesh
 from .distributed import (
     RowLayout,
     fetch,
@@ -126,7 +126,8 @@ class Booster:
         that leaf's training loss, so no round increases the training loss;
         None: on for line-search leaves, off for Newton leaves.
       random_state: seed of the subsamples and of the binning sample.
-      devices: devices to shard rows over (default: all devices).
+      devices: devices to shard rows over (default: all devices; in a single
+        process, fewer for small data, so that each has at least 16,384 rows).
       rounds_per_chunk: rounds run in one device program (default: all of them,
         or 10 when evaluation sets, callbacks or ``verbose`` watch the rounds).
     """
@@ -333,7 +334,10 @@ class Booster:
         )
         metrics = [resolve_metric(spec, loss) for spec in metric_specs]
         monitored = bool(eval_sets or callbacks or verbose)
-        mesh = make_mesh(self.devices)
+        devices = self.devices
+        if devices is None:
+            devices = default_training_devices(features.shape[0])
+        mesh = make_mesh(devices)
 
         layout = row_layout(features.shape[0], mesh)
         # any integer seed, as the uint32 the hashes take

@@ -65,6 +65,20 @@ def configure_cpu_devices() -> int | None:
     return n_devices
 
 
+# below this many rows per device, sharding costs more than it saves (each
+# level's split search and collectives are a fixed cost per device)
+MIN_ROWS_PER_DEVICE = 16_384
+
+
+def default_training_devices(n_rows: int) -> list[jax.Device]:
+    """The devices a fit uses when none are given: all of them, or, in a single
+    process, only as many as give each at least ``MIN_ROWS_PER_DEVICE`` rows."""
+    devices = jax.devices()
+    if jax.process_count() > 1:
+        return devices
+    return devices[: max(1, min(len(devices), n_rows // MIN_ROWS_PER_DEVICE))]
+
+
 def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     """A 1-D mesh named ``"rows"`` over ``devices`` (default: all devices of the
     default backend)."""

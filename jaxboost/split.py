@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 _GAIN_NOISE = 1e-6
 
@@ -83,17 +84,24 @@ def find_best_splits(
     if feature_mask is not None:
         allowed = allowed & feature_mask[:, None, None, None]
     gain = jnp.where(allowed, gain, -jnp.inf)
-    # candidates per node, ordered (feature, threshold, missing direction)
-    per_node = jnp.transpose(gain, (1, 0, 2, 3)).reshape(n_nodes, -1)
     parent_score = 0.5 * score(total)[:, :, 0].max(axis=0)  # (N,)
-    top_gain = jnp.max(per_node, axis=1)
+    candidate_axes = (0, 2, 3)  # (feature, threshold, missing direction)
+    top_gain = jnp.max(gain, axis=candidate_axes)  # (N,)
     # Gains within float32 rounding of the best are ties: take the first of
-    # them (lowest feature, then threshold), so the choice does not depend on
-    # the order in which shards summed the histograms.
+    # them (lowest feature, then threshold, then direction), so the choice
+    # does not depend on the order in which shards summed the histograms.
     tie_tolerance = _GAIN_NOISE * (jnp.abs(top_gain) + parent_score)
-    best = jnp.argmax(per_node >= (top_gain - tie_tolerance)[:, None], axis=1)
-    best_gain = jnp.take_along_axis(per_node, best[:, None], axis=1)[:, 0]
+    order = (
+        lax.broadcasted_iota(jnp.int32, gain.shape, 0) * (n_value_bins * 2)
+        + lax.broadcasted_iota(jnp.int32, gain.shape, 2) * 2
+        + lax.broadcasted_iota(jnp.int32, gain.shape, 3)
+    )
+    is_tie = gain >= (top_gain - tie_tolerance)[None, :, None, None]
+    no_candidate = jnp.iinfo(jnp.int32).max  # only where gains are NaN
+    best = jnp.min(jnp.where(is_tie, order, no_candidate), axis=candidate_axes)
+    best = jnp.where(best == no_candidate, 0, best)
     feature, threshold_bin, missing_left = jnp.unravel_index(best, (n_features, n_value_bins, 2))
+    best_gain = gain[feature, jnp.arange(n_nodes), threshold_bin, missing_left]
     # a pure node's gain is float32 rounding noise around 0: ignore gains below
     # a tiny fraction of the node's own score
     noise = _GAIN_NOISE * parent_score
