@@ -1,5 +1,5 @@
 """Time per boosting round of jaxboost on 1, 2 and 4 CPU devices, and the bytes
-its histogram all-reduce moves per tree level.
+its histogram reduce-scatter moves per tree level.
 
 Every device count runs in a fresh process (``JAXBOOST_CPU_DEVICES=N``: the
 device count is fixed when JAX starts) that fits ``make_data`` rows (28
@@ -12,10 +12,14 @@ The bytes come from the algorithm (``jaxboost/tree.py``, ``histogram.py``,
 ``boost.py``): at depth ``d`` (0-based, ``d < max_depth``) each device builds
 a ``(28 features, 2^d nodes, 256 bins, 2 stats)`` float32 histogram -- 255
 value bins plus the missing-value bin; stats = gradient and hessian (``2 K``
-columns for ``K`` outputs) -- and ``lax.psum`` sums it over
-devices.  A ring all-reduce of ``S`` bytes sends and receives ``2 (n - 1) / n
-x S`` per device.  On CPU devices of one process the psum is a copy through
-shared memory, not a network ring; the figure is what a multi-host run moves.
+columns for ``K`` outputs) -- and ``lax.psum_scatter`` sums it over
+devices, each receiving the sums of its slice of the features (features
+padded to a multiple of the device count) to search; the devices then agree on
+each node's best split with a few per-node ``pmax`` / ``pmin`` / ``psum``.
+A ring reduce-scatter of ``S`` bytes sends and receives ``(n - 1) / n x S``
+per device (half an all-reduce).  On CPU devices of one process this is a
+copy through shared memory, not a network ring; the figure is what a
+multi-host run moves.
 
     python benchmarks/bench_scaling.py                          # 1M rows, 1 2 4 devices
     python benchmarks/bench_scaling.py --rows 20000 --devices 1 2
@@ -115,14 +119,16 @@ def histogram_shape(depth: int) -> tuple[int, ...]:
 
 
 def ring_bytes(size: int, n_devices: int) -> float:
-    """Bytes one device sends (and receives) in a ring all-reduce of ``size``."""
-    return 2 * (n_devices - 1) / n_devices * size
+    """Bytes one device sends (and receives) in a ring reduce-scatter of
+    ``size`` (the histogram padded to a multiple of ``n_devices`` features)."""
+    padded = size / N_FEATURES * (-(-N_FEATURES // n_devices) * n_devices)
+    return (n_devices - 1) / n_devices * padded
 
 
 def print_traffic(devices: list[int]) -> None:
-    """Bytes all-reduced per level and per tree, and the ring traffic per device."""
+    """Bytes summed per level and per tree, and the ring traffic per device."""
     shared = [n for n in devices if n > 1]
-    headers = ["depth d", "histogram shape (features, nodes, bins, stats)", "bytes psum'd"]
+    headers = ["depth d", "histogram shape (features, nodes, bins, stats)", "bytes summed"]
     headers += [f"ring bytes per device, {n} devices" for n in shared]
     rows, total = [], 0
     for depth in range(MAX_DEPTH):
@@ -139,7 +145,7 @@ def print_traffic(devices: list[int]) -> None:
         ]
     )
     print(
-        f"\nHistogram all-reduce, {N_FEATURES} features, {MAX_BINS} bins + 1 missing-value bin, "
+        f"\nHistogram reduce-scatter, {N_FEATURES} features, {MAX_BINS} bins + 1 missing-value bin, "
         f"stats [gradient, hessian] float32, depth {MAX_DEPTH}:"
     )
     print_table(headers, rows)

@@ -297,6 +297,10 @@ class Booster:
     ) -> Booster:
         """Grow up to ``n_estimators`` rounds of trees.
 
+        With several processes (:func:`jaxboost.distributed.initialize`),
+        ``X``, ``y`` and ``sample_weight`` are this process's rows, and every
+        process ends with the model of all rows.
+
         Args:
           X: ``(n_rows, n_features)`` numbers, NaN for missing (numpy, JAX,
             pandas: the column names are kept in ``feature_names_in_``).

@@ -10,6 +10,7 @@ does by putting the weight in the hessian slots.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -36,6 +37,10 @@ def node_score(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) -> j
     return jnp.sum(jnp.where(denominator > 0, grad_sum**2 / safe, 0.0), axis=-1)
 
 
+def _identity(value: jax.Array) -> jax.Array:
+    return value
+
+
 def find_best_splits(
     hist: jax.Array,
     n_outputs: int,
@@ -43,23 +48,35 @@ def find_best_splits(
     min_child_weight: float,
     min_split_gain: float,
     feature_mask: jax.Array | None = None,
+    first_feature: jax.Array | int = 0,
+    n_features_total: int | None = None,
+    reduce_max: Callable[[jax.Array], jax.Array] = _identity,
+    reduce_min: Callable[[jax.Array], jax.Array] = _identity,
+    reduce_sum: Callable[[jax.Array], jax.Array] = _identity,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
+
+    The histograms may hold a slice of the features (``first_feature ..``,
+    out of ``n_features_total``) when the search is split between devices:
+    ``reduce_max``, ``reduce_min`` and ``reduce_sum`` then combine per-node
+    values across the slices (``lax.pmax`` etc.; the identity for one slice)
+    and every slice returns the same choice.
 
     Args:
       hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs [+ 1])`` histograms
         (with the weight column last, if any); the last bin is the missing bin.
       feature_mask: ``(n_features,)`` bool, the features this tree may use
-        (column subsampling); None allows all.
+        (column subsampling, and padding features); None allows all.
     Returns:
-      A :class:`SplitChoice`.  A node splits when its best gain exceeds
-      ``min_split_gain`` (and float32 noise) and both children have hessian
-      sum (summed over outputs) at least ``min_child_weight``, and positive
-      weight when the histogram has the weight column.  (Without it, a child
-      of zero weight still never splits off: its weighted sums are 0, so the
-      split gains exactly 0.)
+      A :class:`SplitChoice` (``feature`` numbered among all features).  A
+      node splits when its best gain exceeds ``min_split_gain`` (and float32
+      noise) and both children have hessian sum (summed over outputs) at least
+      ``min_child_weight``, and positive weight when the histogram has the
+      weight column.  (Without it, a child of zero weight still never splits
+      off: its weighted sums are 0, so the split gains exactly 0.)
     """
     n_features, n_nodes, n_bins, _ = hist.shape
+    n_features_total = n_features if n_features_total is None else n_features_total
     n_value_bins = n_bins - 1
     left_values = jnp.cumsum(hist[:, :, :-1, :], axis=2)  # (F, N, Bv, C)
     missing = hist[:, :, -1:, :]  # (F, N, 1, C)
@@ -84,24 +101,32 @@ def find_best_splits(
     if feature_mask is not None:
         allowed = allowed & feature_mask[:, None, None, None]
     gain = jnp.where(allowed, gain, -jnp.inf)
-    parent_score = 0.5 * score(total)[:, :, 0].max(axis=0)  # (N,)
+    # every real feature's total is the node's: padding features' are 0
+    parent_score = reduce_max(0.5 * score(total)[:, :, 0].max(axis=0))  # (N,)
     candidate_axes = (0, 2, 3)  # (feature, threshold, missing direction)
-    top_gain = jnp.max(gain, axis=candidate_axes)  # (N,)
+    top_gain = reduce_max(jnp.max(gain, axis=candidate_axes))  # (N,)
     # Gains within float32 rounding of the best are ties: take the first of
     # them (lowest feature, then threshold, then direction), so the choice
     # does not depend on the order in which shards summed the histograms.
     tie_tolerance = _GAIN_NOISE * (jnp.abs(top_gain) + parent_score)
     order = (
-        lax.broadcasted_iota(jnp.int32, gain.shape, 0) * (n_value_bins * 2)
+        (first_feature + lax.broadcasted_iota(jnp.int32, gain.shape, 0)) * (n_value_bins * 2)
         + lax.broadcasted_iota(jnp.int32, gain.shape, 2) * 2
         + lax.broadcasted_iota(jnp.int32, gain.shape, 3)
     )
     is_tie = gain >= (top_gain - tie_tolerance)[None, :, None, None]
     no_candidate = jnp.iinfo(jnp.int32).max  # only where gains are NaN
-    best = jnp.min(jnp.where(is_tie, order, no_candidate), axis=candidate_axes)
+    best = reduce_min(jnp.min(jnp.where(is_tie, order, no_candidate), axis=candidate_axes))
     best = jnp.where(best == no_candidate, 0, best)
-    feature, threshold_bin, missing_left = jnp.unravel_index(best, (n_features, n_value_bins, 2))
-    best_gain = gain[feature, jnp.arange(n_nodes), threshold_bin, missing_left]
+    feature, threshold_bin, missing_left = jnp.unravel_index(
+        best, (n_features_total, n_value_bins, 2)
+    )
+    # the best gain, from the slice that holds the feature
+    local_feature = feature - first_feature
+    here = (local_feature >= 0) & (local_feature < n_features)
+    local_feature = jnp.clip(local_feature, 0, n_features - 1)
+    best_gain = gain[local_feature, jnp.arange(n_nodes), threshold_bin, missing_left]
+    best_gain = reduce_sum(jnp.where(here, best_gain, 0.0))
     # a pure node's gain is float32 rounding noise around 0: ignore gains below
     # a tiny fraction of the node's own score
     noise = _GAIN_NOISE * parent_score

@@ -11,6 +11,7 @@ A forest is the same structure with a leading ``(n_trees,)`` axis.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -85,6 +86,51 @@ class TreeStructure(NamedTuple):
     split_gain: jax.Array
 
 
+def _split_search(n_features, params, n_outputs, feature_mask, axis_name):
+    """``shard's histograms -> SplitChoice``, the same on every shard.
+
+    With several shards the histograms are summed by a reduce-scatter over
+    features (``psum_scatter``): each shard receives the full sums of its
+    slice of the features (padded with empty features to a multiple of the
+    shard count), searches them, and the shards agree on the best candidate
+    with ``pmax`` / ``pmin`` / ``psum`` of per-node values.  That moves half
+    the bytes of a ``psum`` and splits the search between the devices.
+    """
+    mask = jnp.ones(n_features, bool) if feature_mask is None else feature_mask
+    settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
+    if axis_name is None or lax.axis_size(axis_name) == 1:
+
+        def search_whole(hist):
+            if axis_name is not None:
+                hist = lax.psum(hist, axis_name)
+            return find_best_splits(hist, *settings, feature_mask)
+
+        return search_whole
+
+    n_shards = lax.axis_size(axis_name)
+    per_shard = -(-n_features // n_shards)
+    padding = per_shard * n_shards - n_features
+    first_feature = lax.axis_index(axis_name) * per_shard
+    padded_mask = jnp.concatenate([mask, jnp.zeros(padding, bool)])
+    shard_mask = lax.dynamic_slice_in_dim(padded_mask, first_feature, per_shard)
+
+    def search_slice(hist):
+        hist = jnp.pad(hist, ((0, padding), (0, 0), (0, 0), (0, 0)))
+        part = lax.psum_scatter(hist, axis_name, scatter_dimension=0, tiled=True)
+        return find_best_splits(
+            part,
+            *settings,
+            shard_mask,
+            first_feature=first_feature,
+            n_features_total=per_shard * n_shards,
+            reduce_max=functools.partial(lax.pmax, axis_name=axis_name),
+            reduce_min=functools.partial(lax.pmin, axis_name=axis_name),
+            reduce_sum=functools.partial(lax.psum, axis_name=axis_name),
+        )
+
+    return search_slice
+
+
 def grow_tree(
     bins: jax.Array,
     row_stats: jax.Array,
@@ -115,19 +161,10 @@ def grow_tree(
     build = HISTOGRAM_KERNELS[params.histogram_kernel]
     max_bins = edges.shape[1]
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
+    search = _split_search(bins.shape[0], params, n_outputs, feature_mask, axis_name)
     levels = []
     for depth in range(params.max_depth):
-        hist = build(bins, node_of_row, row_stats, 2**depth, max_bins + 1)
-        if axis_name is not None:
-            hist = lax.psum(hist, axis_name)
-        choice = find_best_splits(
-            hist,
-            n_outputs,
-            params.reg_lambda,
-            params.min_child_weight,
-            params.min_split_gain,
-            feature_mask,
-        )
+        choice = search(build(bins, node_of_row, row_stats, 2**depth, max_bins + 1))
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
