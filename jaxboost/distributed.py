@@ -84,8 +84,6 @@ class RowLayout(NamedTuple):
     """Where this process's rows sit among all processes' rows."""
 
     first_row: int  # global number of this process's first row
-    n_rows: int  # rows of this process
-    n_total: int  # rows of all processes
     n_padded: int  # rows this process holds after padding (the same on all)
 
 
@@ -100,8 +98,6 @@ def row_layout(n_local_rows: int, mesh: Mesh) -> RowLayout:
     local_devices = mesh.local_mesh.size
     return RowLayout(
         first_row=int(np.sum(counts[:process])),
-        n_rows=int(n_local_rows),
-        n_total=int(np.sum(counts)),
         n_padded=bucket_size(int(np.max(counts)), local_devices),
     )
 

@@ -96,7 +96,6 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name):
     with ``pmax`` / ``pmin`` / ``psum`` of per-node values.  That moves half
     the bytes of a ``psum`` and splits the search between the devices.
     """
-    mask = jnp.ones(n_features, bool) if feature_mask is None else feature_mask
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     if axis_name is None or lax.axis_size(axis_name) == 1:
 
@@ -111,6 +110,7 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name):
     per_shard = -(-n_features // n_shards)
     padding = per_shard * n_shards - n_features
     first_feature = lax.axis_index(axis_name) * per_shard
+    mask = jnp.ones(n_features, bool) if feature_mask is None else feature_mask
     padded_mask = jnp.concatenate([mask, jnp.zeros(padding, bool)])
     shard_mask = lax.dynamic_slice_in_dim(padded_mask, first_feature, per_shard)
 
