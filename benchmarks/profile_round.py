@@ -66,17 +66,30 @@ def kernels(n_rows: int, repeat: int) -> list[tuple[str, float]]:
     bins = jnp.asarray(rng.integers(0, MAX_BINS + 1, (N_FEATURES, n_rows), dtype=np.uint8))
     stats = jnp.asarray(rng.standard_normal((n_rows, 2)).astype(np.float32))
     results = []
+    native = HISTOGRAM_KERNELS["native"]
+    children = jax.jit(native, static_argnames=("n_nodes", "n_bins"))
     for n_nodes in (1, 32):
         node = jnp.asarray(rng.integers(0, n_nodes, n_rows, dtype=np.int32))
         for name, kernel in HISTOGRAM_KERNELS.items():
             build = jax.jit(kernel, static_argnames=("n_nodes", "n_bins"))
             seconds = best_seconds(
                 lambda build=build, node=node, n_nodes=n_nodes: build(
-                    bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1
+                    bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1, parent=None
                 ),
                 repeat,
             )
             results.append((f"histograms, {n_nodes} node(s), {name} kernel", seconds * 1e3))
+        if n_nodes > 1:  # the native kernel's level below the root: by subtraction
+            parent = native(bins, node // 2, stats, n_nodes // 2, MAX_BINS + 1, None)[1]
+            seconds = best_seconds(
+                lambda node=node, n_nodes=n_nodes, parent=parent: children(
+                    bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1, parent=parent
+                ),
+                repeat,
+            )
+            results.append(
+                (f"histograms, {n_nodes} node(s), native kernel by subtraction", seconds * 1e3)
+            )
     search = jax.jit(lambda hist: find_best_splits(hist, 1, 1.0, 1e-3, 0.0))
     for n_nodes in (1, 8, 32):
         hist = np.abs(rng.standard_normal((N_FEATURES, n_nodes, MAX_BINS + 1, 2)))

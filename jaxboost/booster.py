@@ -46,7 +46,7 @@ from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
 from .predict import predict_on_devices, round_increments
 from .shapes import bucket_size, pad_rows
-from .tree import Tree
+from .tree import Tree, default_histogram_kernel
 from .validation import (
     as_features,
     as_targets,
@@ -231,7 +231,7 @@ class Booster:
             rounds_per_chunk=max(1, min(int(chunk), int(self.n_estimators))),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
-            histogram_kernel="packed" if platform == "cpu" else "reference",
+            histogram_kernel=default_histogram_kernel(platform),
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 

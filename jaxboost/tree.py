@@ -19,11 +19,37 @@ import jax.numpy as jnp
 from jax import lax
 
 from .histogram import build_histograms
+from .histogram_native import native_available, native_level_histograms
 from .histogram_packed import build_histograms_packed
-
-# histogram kernels by name: the plain reference and the packed CPU kernel
-HISTOGRAM_KERNELS = {"reference": build_histograms, "packed": build_histograms_packed}
 from .split import find_best_splits
+
+
+def _level_by_level(build):
+    """A kernel that sums every level afresh, in the native kernel's form
+    ``(bins, node_of_row, row_stats, n_nodes, n_bins, parent) -> (hist, carry)``."""
+
+    def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent):
+        return build(bins, node_of_row, row_stats, n_nodes, n_bins), None
+
+    return level_histograms
+
+
+# histogram kernels by name: the plain reference, the packed CPU kernel (XLA)
+# and the native CPU kernel (C++, with subtraction)
+HISTOGRAM_KERNELS = {
+    "reference": _level_by_level(build_histograms),
+    "packed": _level_by_level(build_histograms_packed),
+    "native": native_level_histograms,
+}
+
+
+def default_histogram_kernel(platform: str) -> str:
+    """The fastest kernel for devices of ``platform``: native on CPU when it
+    builds (else packed), the reference elsewhere (GPUs' scatter-add is an
+    atomic add)."""
+    if platform != "cpu":
+        return "reference"
+    return "native" if native_available() else "packed"
 
 
 class Tree(NamedTuple):
@@ -168,8 +194,10 @@ def grow_tree(
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
     search = _split_search(bins.shape[0], params, n_outputs, feature_mask, axis_name)
     levels = []
+    carry = None  # what the kernel keeps from the level above (native: its sums)
     for depth in range(params.max_depth):
-        choice = search(build(bins, node_of_row, row_stats, 2**depth, max_bins + 1))
+        hist, carry = build(bins, node_of_row, row_stats, 2**depth, max_bins + 1, carry)
+        choice = search(hist)
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)

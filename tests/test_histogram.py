@@ -1,7 +1,8 @@
 """Tests of the histogram kernels against numpy loops, ``np.add.at`` and each other.
 
 Every test runs on each kernel (``jaxboost.tree.HISTOGRAM_KERNELS``): the
-plain reference and the packed CPU kernel."""
+plain reference, the packed CPU kernel and the native (C++) CPU kernel, whose
+levels below the root come from their parents by subtraction."""
 
 from __future__ import annotations
 
@@ -15,8 +16,14 @@ import pytest
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.tree import HISTOGRAM_KERNELS
 
+
+def _one_level(kernel, bins, node_of_row, row_stats, n_nodes, n_bins):
+    """A level summed afresh (no parent): the kernel's float32 sums."""
+    return kernel(bins, node_of_row, row_stats, n_nodes, n_bins, None)[0]
+
+
 _BUILDERS = {
-    name: jax.jit(kernel, static_argnames=("n_nodes", "n_bins"))
+    name: jax.jit(functools.partial(_one_level, kernel), static_argnames=("n_nodes", "n_bins"))
     for name, kernel in HISTOGRAM_KERNELS.items()
 }
 
@@ -125,3 +132,57 @@ def test_the_packed_kernel_equals_the_reference_exactly(n_stats):
     reference = _run(_BUILDERS["reference"], *level, n_nodes=8, n_bins=256)
     packed = _run(_BUILDERS["packed"], *level, n_nodes=8, n_bins=256)
     np.testing.assert_array_equal(packed, reference)
+
+
+def _native_children(bins, node_of_row, row_stats, n_nodes, n_bins):
+    """The native kernel's level of ``n_nodes`` from its parents' sums (node
+    ``k``'s parent is ``k // 2``): the subtraction path."""
+    kernel = HISTOGRAM_KERNELS["native"]
+    parent = kernel(bins, node_of_row // 2, row_stats, n_nodes // 2, n_bins, None)[1]
+    hist, exact = kernel(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
+    return hist, exact
+
+
+@pytest.mark.parametrize(
+    "n_features, n_rows, n_nodes, n_bins, n_stats",
+    [(1, 1, 2, 2, 1), (5, 3000, 2, 256, 2), (7, 2000, 16, 33, 2), (3, 500, 8, 17, 5)],
+)
+def test_native_children_by_subtraction_match_the_reference(
+    n_features, n_rows, n_nodes, n_bins, n_stats
+):
+    bins, node_of_row, row_stats = _random_level(3, n_features, n_rows, n_nodes, n_bins, n_stats)
+    hist, exact = jax.jit(_native_children, static_argnames=("n_nodes", "n_bins"))(
+        bins, node_of_row, row_stats, n_nodes=n_nodes, n_bins=n_bins
+    )
+    reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
+    assert hist.dtype == np.float32 and exact.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(hist), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_native_subtraction_of_lopsided_and_empty_children():
+    # one parent keeps all its rows left, one all right, one splits 1 : 99;
+    # the summed side is the smaller one, and an empty child is exactly 0
+    rng = np.random.default_rng(4)
+    n_rows, n_bins = 300, 16
+    bins = rng.integers(0, n_bins, size=(2, n_rows)).astype(np.uint8)
+    parent_of_row = np.repeat(np.arange(3), 100).astype(np.int32)
+    right = np.zeros(n_rows, bool)
+    right[100:200] = True
+    right[200] = True
+    node_of_row = (2 * parent_of_row + right).astype(np.int32)
+    row_stats = np.stack([rng.integers(-4, 5, n_rows), np.ones(n_rows)], 1).astype(np.float32)
+    _, exact = _native_children(
+        jnp.asarray(bins), jnp.asarray(node_of_row), jnp.asarray(row_stats), 6, n_bins
+    )
+    reference = _reference_add_at(bins, node_of_row, row_stats, 6, n_bins)
+    np.testing.assert_array_equal(np.asarray(exact), reference)
+    assert np.all(np.asarray(exact)[:, [1, 2]] == 0)
+
+
+def test_native_kernel_rejects_nodes_out_of_range():
+    bins = jnp.zeros((1, 4), jnp.uint8)
+    stats = jnp.ones((4, 2), jnp.float32)
+    node_of_row = jnp.asarray([0, 1, 2, 1], jnp.int32)
+    with pytest.raises(Exception, match="node_of_row out of range"):
+        jax.block_until_ready(HISTOGRAM_KERNELS["native"](bins, node_of_row, stats, 2, 3, None))

@@ -217,7 +217,7 @@ def test_kernels_and_the_weight_column_give_the_same_tree(n_outputs):
     stats[::5, -1] = 0.0  # some rows weigh nothing: their hessians are 0 too
     stats[::5, n_outputs : 2 * n_outputs] = 0.0
     trees = []
-    for kernel in ("reference", "packed"):
+    for kernel in ("reference", "packed", "native"):
         params = TreeParams(4, 1.0, 0.0, 0.0, histogram_kernel=kernel)
         for columns in (stats, stats[:, :-1]):
             trees.append(_grow_on(X, columns, params, 16)[2:])
@@ -234,7 +234,7 @@ def test_rows_of_zero_weight_are_never_split_off_without_a_weight_column():
     x = np.linspace(-1.0, 1.0, 64, dtype=np.float32)
     weight = (x > 0).astype(np.float32)
     stats = np.stack([-1.0 * weight, weight], axis=1).astype(np.float32)
-    for kernel in ("reference", "packed"):
+    for kernel in ("reference", "packed", "native"):
         params = TreeParams(1, 1.0, 0.0, 0.0, histogram_kernel=kernel)
         tree = _grow_on(x[:, None], stats, params, 32)[2]
         assert tree.split_gain[0] == 0.0 and np.isinf(tree.threshold[0])

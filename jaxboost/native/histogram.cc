@@ -1,0 +1,225 @@
+// Histogram kernels for jaxboost on CPU, called from XLA through its FFI.
+// Built on first use by jaxboost/histogram_native.py; the plain reference
+// these must equal is jaxboost/histogram.py.
+//
+// Two handlers, both on one shard of rows (one CPU device, one thread):
+//
+//   JaxboostHistogramRoot: every row's statistics summed by (feature, node,
+//     bin), as jaxboost.histogram.build_histograms does, in float64.
+//   JaxboostHistogramChildren: a level's histograms from its parents'
+//     (float64) ones.  For every parent only the child with fewer rows on this
+//     shard is summed; its sibling is the parent minus that child, the
+//     subtraction LightGBM and XGBoost use.  A level then passes over at most
+//     half of the rows.  float64 keeps the difference exact to ~1e-16 of the
+//     parent's sums, far below the float32 the split search works in.
+//
+// Shapes (row-major):
+//   bins         (n_features, n_rows) uint8, each < n_bins
+//   node_of_row  (n_rows,) int32 node within the level, in [0, n_nodes)
+//   row_stats    (n_rows, n_stats) float32
+//   parent_hist  (n_features, n_nodes / 2, n_bins, n_stats) float64
+//   result       (n_features, n_nodes, n_bins, n_stats) float64
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// The rows a pass sums, grouped by node: row index and its statistics,
+// contiguous; node k's rows are [start[k], start[k + 1]).  Reused between
+// calls (one per thread) so that a level does not fault in fresh pages.
+struct RowList {
+  std::vector<int32_t> row;
+  std::vector<float> stats;
+  std::vector<int64_t> start;
+};
+
+// hist[f][node][bin][s] += stats of the list's rows.  kBlock features share a
+// pass over the list, so that their updates are independent; their
+// histograms of one node stay in L1/L2.
+template <int kStats, int kBlock>
+void AccumulateBlock(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
+                     const RowList& list, int64_t n_stats, int64_t n_bins, int64_t n_nodes,
+                     double* hist) {
+  const int64_t stride = kStats > 0 ? kStats : n_stats;
+  const int64_t node_size = n_bins * stride;
+  const int64_t feature_size = n_nodes * node_size;
+  const uint8_t* b[kBlock];
+  for (int k = 0; k < kBlock; ++k) b[k] = bins + (first_feature + k) * n_rows;
+  for (int64_t node = 0; node < n_nodes; ++node) {
+    double* h[kBlock];
+    for (int k = 0; k < kBlock; ++k) {
+      h[k] = hist + (first_feature + k) * feature_size + node * node_size;
+    }
+    for (int64_t i = list.start[node]; i < list.start[node + 1]; ++i) {
+      const int32_t r = list.row[i];
+      const float* s = &list.stats[i * stride];
+      for (int k = 0; k < kBlock; ++k) {
+        double* p = h[k] + b[k][r] * stride;
+        for (int64_t j = 0; j < stride; ++j) p[j] += s[j];
+      }
+    }
+  }
+}
+
+template <int kStats>
+void AccumulateStats(const uint8_t* bins, int64_t n_rows, int64_t n_features,
+                     const RowList& list, int64_t n_stats, int64_t n_bins, int64_t n_nodes,
+                     double* hist) {
+  int64_t f = 0;
+  if (n_nodes <= 16) {
+    for (; f + 4 <= n_features; f += 4) {
+      AccumulateBlock<kStats, 4>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, hist);
+    }
+  }
+  for (; f + 2 <= n_features; f += 2) {
+    AccumulateBlock<kStats, 2>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, hist);
+  }
+  for (; f < n_features; ++f) {
+    AccumulateBlock<kStats, 1>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, hist);
+  }
+}
+
+void Accumulate(const uint8_t* bins, int64_t n_rows, int64_t n_features, const RowList& list,
+                int64_t n_stats, int64_t n_bins, int64_t n_nodes, double* hist) {
+  std::fill(hist, hist + n_features * n_nodes * n_bins * n_stats, 0.0);
+  if (n_stats == 2) {
+    AccumulateStats<2>(bins, n_rows, n_features, list, n_stats, n_bins, n_nodes, hist);
+  } else {
+    AccumulateStats<0>(bins, n_rows, n_features, list, n_stats, n_bins, n_nodes, hist);
+  }
+}
+
+// Lists the rows whose node passes `keep`, grouped by node (stable: rows in
+// increasing order within a node).  `count` holds the rows per node.
+template <class Keep>
+void ListRows(const int32_t* node, const float* stats, int64_t n_rows, int64_t n_stats,
+              const std::vector<int64_t>& count, Keep keep, RowList* list) {
+  const int64_t n_nodes = static_cast<int64_t>(count.size());
+  list->start.assign(n_nodes + 1, 0);
+  for (int64_t k = 0; k < n_nodes; ++k) {
+    list->start[k + 1] = list->start[k] + (keep(k) ? count[k] : 0);
+  }
+  const int64_t n_list = list->start[n_nodes];
+  list->row.resize(n_list);
+  list->stats.resize(n_list * n_stats);
+  std::vector<int64_t> next(list->start.begin(), list->start.end() - 1);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const int32_t k = node[r];
+    if (!keep(k)) continue;
+    const int64_t i = next[k]++;
+    list->row[i] = static_cast<int32_t>(r);
+    std::copy(stats + r * n_stats, stats + (r + 1) * n_stats, &list->stats[i * n_stats]);
+  }
+}
+
+ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                       ffi::Buffer<ffi::F32>& row_stats, int64_t n_nodes, int64_t n_bins,
+                       std::vector<int64_t>* count) {
+  auto bins_dims = bins.dimensions();
+  auto stats_dims = row_stats.dimensions();
+  if (bins_dims.size() != 2 || stats_dims.size() != 2 || node_of_row.dimensions().size() != 1) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: bad ranks");
+  }
+  const int64_t n_rows = bins_dims[1];
+  if (stats_dims[0] != n_rows || node_of_row.dimensions()[0] != n_rows) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: row counts differ");
+  }
+  if (n_bins < 1 || n_bins > 256 || n_nodes < 1) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: n_bins in [1, 256], n_nodes >= 1");
+  }
+  const int32_t* node = node_of_row.typed_data();
+  count->assign(n_nodes, 0);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    if (node[r] < 0 || node[r] >= n_nodes) {
+      return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
+    }
+    ++(*count)[node[r]];
+  }
+  return ffi::Error::Success();
+}
+
+thread_local RowList tls_list;
+
+ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
+                    ffi::Buffer<ffi::F32> row_stats, ffi::ResultBuffer<ffi::F64> result,
+                    int64_t n_nodes, int64_t n_bins) {
+  std::vector<int64_t> count;
+  if (auto err = CheckInputs(bins, node_of_row, row_stats, n_nodes, n_bins, &count);
+      err.failure()) {
+    return err;
+  }
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
+  const int64_t n_stats = row_stats.dimensions()[1];
+  ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count,
+           [](int64_t) { return true; }, &tls_list);
+  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, n_stats, n_bins, n_nodes,
+             result->typed_data());
+  return ffi::Error::Success();
+}
+
+ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
+                        ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::F64> parent_hist,
+                        ffi::ResultBuffer<ffi::F64> result, int64_t n_bins) {
+  auto parent_dims = parent_hist.dimensions();
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
+  const int64_t n_stats = row_stats.dimensions()[1];
+  if (parent_dims.size() != 4 || parent_dims[0] != n_features || parent_dims[2] != n_bins ||
+      parent_dims[3] != n_stats) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: parent histogram shape");
+  }
+  const int64_t n_parents = parent_dims[1], n_nodes = 2 * n_parents;
+  std::vector<int64_t> count;
+  if (auto err = CheckInputs(bins, node_of_row, row_stats, n_nodes, n_bins, &count);
+      err.failure()) {
+    return err;
+  }
+  // the child with fewer rows here is summed (ties: the left one)
+  std::vector<uint8_t> summed(n_nodes, 0);
+  for (int64_t p = 0; p < n_parents; ++p) {
+    summed[2 * p + (count[2 * p + 1] < count[2 * p] ? 1 : 0)] = 1;
+  }
+  ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count,
+           [&summed](int64_t k) { return summed[k] != 0; }, &tls_list);
+  double* hist = result->typed_data();
+  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, n_stats, n_bins, n_nodes, hist);
+
+  const int64_t node_size = n_bins * n_stats;
+  const double* parent = parent_hist.typed_data();
+  for (int64_t f = 0; f < n_features; ++f) {
+    for (int64_t p = 0; p < n_parents; ++p) {
+      const int64_t summed_child = summed[2 * p] ? 2 * p : 2 * p + 1;
+      const int64_t other_child = 4 * p + 1 - summed_child;
+      const double* from = parent + (f * n_parents + p) * node_size;
+      const double* part = hist + (f * n_nodes + summed_child) * node_size;
+      double* rest = hist + (f * n_nodes + other_child) * node_size;
+      for (int64_t j = 0; j < node_size; ++j) rest[j] = from[j] - part[j];
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramRoot, RootImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Attr<int64_t>("n_nodes")
+                                  .Attr<int64_t>("n_bins"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Attr<int64_t>("n_bins"));

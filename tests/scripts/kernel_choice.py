@@ -1,0 +1,27 @@
+"""Fit a small model on the CPU; print the histogram kernel a fit picks, the
+warnings raised, and the predictions (one line each, for the test to parse)."""
+
+import json
+import warnings
+
+import numpy as np
+
+import jaxboost as jb
+from jaxboost.tree import default_histogram_kernel
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(600, 5)).astype(np.float32)
+y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=600) > 0.3).astype(np.float32)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model = jb.Booster(loss="binary_logloss", n_estimators=10, max_depth=4).fit(X, y)
+    kernel = default_histogram_kernel("cpu")
+print(
+    json.dumps(
+        {
+            "kernel": kernel,
+            "warnings": [str(w.message) for w in caught if w.category is RuntimeWarning],
+            "predictions": model.predict_raw(X).ravel().tolist(),
+        }
+    )
+)
