@@ -39,82 +39,124 @@ struct RowList {
   std::vector<int64_t> start;
 };
 
-// hist[f][node][bin][s] += stats of the list's rows.  kBlock features share a
-// pass over the list, so that their updates are independent; their
-// histograms of one node stay in L1/L2.
-template <int kStats, int kBlock>
-void AccumulateBlock(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
-                     const RowList& list, int64_t n_stats, int64_t n_bins, int64_t n_nodes,
-                     double* hist) {
-  const int64_t stride = kStats > 0 ? kStats : n_stats;
+// Rows are summed in tiles of this many list entries: every feature block
+// passes over a tile while its statistics are still in L2, so the statistics
+// are read from memory once per level, not once per feature block.
+constexpr int64_t kTileRows = 8192;
+
+// hist[f][node][bin][s] += stats of list entries [begin, end), all of `node`.
+// kBlock features share the pass, so that their updates are independent.
+// kAllRows: the list is every row in order (the root), read in place.
+template <int kStats, int kBlock, bool kAllRows>
+void AccumulateRun(const uint8_t* const* feature_bins, double* const* node_hist,
+                   const RowList& list, const float* stats, int64_t stride, int64_t begin,
+                   int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t r = kAllRows ? i : list.row[i];
+    const float* s = stats + i * stride;
+    for (int k = 0; k < kBlock; ++k) {
+      double* p = node_hist[k] + feature_bins[k][r] * stride;
+      for (int64_t j = 0; j < (kStats > 0 ? kStats : stride); ++j) p[j] += s[j];
+    }
+  }
+}
+
+// Sums list entries [t0, t1) (grouped by node: node k's entries are
+// [start[k], start[k + 1])) for the kBlock features from first_feature.
+template <int kStats, int kBlock, bool kAllRows>
+void AccumulateTile(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
+                    const RowList& list, const float* stats, int64_t stride, int64_t n_bins,
+                    int64_t n_nodes, const int64_t* start, int64_t first_node, int64_t t0,
+                    int64_t t1, double* hist) {
   const int64_t node_size = n_bins * stride;
   const int64_t feature_size = n_nodes * node_size;
-  const uint8_t* b[kBlock];
-  for (int k = 0; k < kBlock; ++k) b[k] = bins + (first_feature + k) * n_rows;
-  for (int64_t node = 0; node < n_nodes; ++node) {
-    double* h[kBlock];
+  const uint8_t* feature_bins[kBlock];
+  for (int k = 0; k < kBlock; ++k) feature_bins[k] = bins + (first_feature + k) * n_rows;
+  for (int64_t node = first_node; node < n_nodes && start[node] < t1; ++node) {
+    const int64_t begin = std::max(start[node], t0), end = std::min(start[node + 1], t1);
+    if (begin >= end) continue;
+    double* node_hist[kBlock];
     for (int k = 0; k < kBlock; ++k) {
-      h[k] = hist + (first_feature + k) * feature_size + node * node_size;
+      node_hist[k] = hist + (first_feature + k) * feature_size + node * node_size;
     }
-    for (int64_t i = list.start[node]; i < list.start[node + 1]; ++i) {
-      const int32_t r = list.row[i];
-      const float* s = &list.stats[i * stride];
-      for (int k = 0; k < kBlock; ++k) {
-        double* p = h[k] + b[k][r] * stride;
-        for (int64_t j = 0; j < stride; ++j) p[j] += s[j];
-      }
-    }
+    AccumulateRun<kStats, kBlock, kAllRows>(feature_bins, node_hist, list, stats, stride, begin,
+                                            end);
   }
 }
 
-template <int kStats>
+template <int kStats, bool kAllRows>
 void AccumulateStats(const uint8_t* bins, int64_t n_rows, int64_t n_features,
-                     const RowList& list, int64_t n_stats, int64_t n_bins, int64_t n_nodes,
-                     double* hist) {
-  int64_t f = 0;
-  if (n_nodes <= 16) {
+                     const RowList& list, const float* all_stats, int64_t n_stats,
+                     int64_t n_bins, int64_t n_nodes, double* hist) {
+  const float* stats = kAllRows ? all_stats : list.stats.data();
+  const int64_t root_start[2] = {0, n_rows};
+  const int64_t* start = kAllRows ? root_start : list.start.data();
+  const int64_t n_list = start[n_nodes];
+  int64_t first_node = 0;
+  for (int64_t t0 = 0; t0 < n_list; t0 += kTileRows) {
+    const int64_t t1 = std::min(t0 + kTileRows, n_list);
+    while (start[first_node + 1] <= t0) ++first_node;
+    int64_t f = 0;
     for (; f + 4 <= n_features; f += 4) {
-      AccumulateBlock<kStats, 4>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, hist);
+      AccumulateTile<kStats, 4, kAllRows>(bins, n_rows, f, list, stats, n_stats, n_bins, n_nodes,
+                                          start, first_node, t0, t1, hist);
+    }
+    for (; f < n_features; ++f) {
+      AccumulateTile<kStats, 1, kAllRows>(bins, n_rows, f, list, stats, n_stats, n_bins, n_nodes,
+                                          start, first_node, t0, t1, hist);
     }
   }
-  for (; f + 2 <= n_features; f += 2) {
-    AccumulateBlock<kStats, 2>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, hist);
-  }
-  for (; f < n_features; ++f) {
-    AccumulateBlock<kStats, 1>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, hist);
-  }
 }
 
+// Sums the list's rows, or with `all_stats` every row of a one-node level.
 void Accumulate(const uint8_t* bins, int64_t n_rows, int64_t n_features, const RowList& list,
-                int64_t n_stats, int64_t n_bins, int64_t n_nodes, double* hist) {
+                const float* all_stats, int64_t n_stats, int64_t n_bins, int64_t n_nodes,
+                double* hist) {
   std::fill(hist, hist + n_features * n_nodes * n_bins * n_stats, 0.0);
-  if (n_stats == 2) {
-    AccumulateStats<2>(bins, n_rows, n_features, list, n_stats, n_bins, n_nodes, hist);
+  const bool all = all_stats != nullptr;
+  if (n_stats == 2 && all) {
+    AccumulateStats<2, true>(bins, n_rows, n_features, list, all_stats, n_stats, n_bins,
+                             n_nodes, hist);
+  } else if (n_stats == 2) {
+    AccumulateStats<2, false>(bins, n_rows, n_features, list, all_stats, n_stats, n_bins,
+                              n_nodes, hist);
+  } else if (all) {
+    AccumulateStats<0, true>(bins, n_rows, n_features, list, all_stats, n_stats, n_bins,
+                             n_nodes, hist);
   } else {
-    AccumulateStats<0>(bins, n_rows, n_features, list, n_stats, n_bins, n_nodes, hist);
+    AccumulateStats<0, false>(bins, n_rows, n_features, list, all_stats, n_stats, n_bins,
+                              n_nodes, hist);
   }
 }
 
-// Lists the rows whose node passes `keep`, grouped by node (stable: rows in
-// increasing order within a node).  `count` holds the rows per node.
-template <class Keep>
+// Lists the rows whose node is kept, grouped by node (stable: rows in
+// increasing order within a node).  `count` holds the rows per node.  Rows of
+// dropped nodes are written to a spare slot past the end, so the loop has no
+// unpredictable branch.
 void ListRows(const int32_t* node, const float* stats, int64_t n_rows, int64_t n_stats,
-              const std::vector<int64_t>& count, Keep keep, RowList* list) {
+              const std::vector<int64_t>& count, const std::vector<uint8_t>& keep,
+              RowList* list) {
   const int64_t n_nodes = static_cast<int64_t>(count.size());
   list->start.assign(n_nodes + 1, 0);
   for (int64_t k = 0; k < n_nodes; ++k) {
-    list->start[k + 1] = list->start[k] + (keep(k) ? count[k] : 0);
+    list->start[k + 1] = list->start[k] + (keep[k] ? count[k] : 0);
   }
   const int64_t n_list = list->start[n_nodes];
-  list->row.resize(n_list);
-  list->stats.resize(n_list * n_stats);
+  list->row.resize(n_list + 1);
+  list->stats.resize((n_list + 1) * n_stats);
   std::vector<int64_t> next(list->start.begin(), list->start.end() - 1);
+  for (int64_t k = 0; k < n_nodes; ++k) {
+    if (!keep[k]) next[k] = n_list;  // the spare slot, never advanced
+  }
+  std::vector<int64_t> step(keep.begin(), keep.end());
+  int32_t* row = list->row.data();
+  float* listed = list->stats.data();
   for (int64_t r = 0; r < n_rows; ++r) {
     const int32_t k = node[r];
-    if (!keep(k)) continue;
-    const int64_t i = next[k]++;
-    list->row[i] = static_cast<int32_t>(r);
-    std::copy(stats + r * n_stats, stats + (r + 1) * n_stats, &list->stats[i * n_stats]);
+    const int64_t i = next[k];
+    next[k] += step[k];
+    row[i] = static_cast<int32_t>(r);
+    for (int64_t j = 0; j < n_stats; ++j) listed[i * n_stats + j] = stats[r * n_stats + j];
   }
 }
 
@@ -156,9 +198,14 @@ ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row
   }
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const int64_t n_stats = row_stats.dimensions()[1];
+  if (n_nodes == 1) {  // the root: every row, in place
+    Accumulate(bins.typed_data(), n_rows, n_features, tls_list, row_stats.typed_data(), n_stats,
+               n_bins, n_nodes, result->typed_data());
+    return ffi::Error::Success();
+  }
   ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count,
-           [](int64_t) { return true; }, &tls_list);
-  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, n_stats, n_bins, n_nodes,
+           std::vector<uint8_t>(n_nodes, 1), &tls_list);
+  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, nullptr, n_stats, n_bins, n_nodes,
              result->typed_data());
   return ffi::Error::Success();
 }
@@ -184,10 +231,11 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
   for (int64_t p = 0; p < n_parents; ++p) {
     summed[2 * p + (count[2 * p + 1] < count[2 * p] ? 1 : 0)] = 1;
   }
-  ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count,
-           [&summed](int64_t k) { return summed[k] != 0; }, &tls_list);
+  ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count, summed,
+           &tls_list);
   double* hist = result->typed_data();
-  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, n_stats, n_bins, n_nodes, hist);
+  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, nullptr, n_stats, n_bins, n_nodes,
+             hist);
 
   const int64_t node_size = n_bins * n_stats;
   const double* parent = parent_hist.typed_data();
