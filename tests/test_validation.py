@@ -6,6 +6,7 @@ import pytest
 
 import jaxboost as jb
 import losses
+from jaxboost.validation import check_not_all_constant
 
 
 @pytest.fixture
@@ -50,6 +51,30 @@ def test_all_constant_features_are_rejected(data):
     _, y = data
     with pytest.raises(ValueError, match="every feature is constant"):
         jb.Booster(n_estimators=2).fit(np.ones((40, 3)), y)
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        [np.ones(3000), np.full(3000, np.nan)],  # constant, and missing everywhere
+        [np.full(3000, np.nan), np.full(3000, -2.0)],
+    ],
+)
+def test_constant_and_all_missing_features_are_rejected(columns):
+    X = np.stack(columns, axis=1)
+    with pytest.raises(ValueError, match="every feature is constant"):
+        check_not_all_constant(X)
+
+
+@pytest.mark.parametrize("where", [0, 1023, 1024, 2999])
+def test_a_single_differing_or_missing_value_anywhere_makes_a_feature_vary(where):
+    for value in (5.0, np.nan):
+        X = np.ones((3000, 2))
+        X[where, 1] = value
+        check_not_all_constant(X)  # does not raise
+    X = np.full((3000, 1), np.nan)
+    X[where, 0] = 1.0
+    check_not_all_constant(X)
 
 
 def test_a_feature_that_is_only_sometimes_missing_is_not_constant(data):
