@@ -19,8 +19,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from .histogram import build_histograms
-from .histogram_native import native_available, native_level_histograms
+from .histogram_native import native_level_histograms
 from .histogram_packed import build_histograms_packed
+from .native_library import native_available
 from .split import find_best_splits
 
 

@@ -13,7 +13,7 @@ import pytest
 from run_script import run_script
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.histogram_native import native_available
+from jaxboost.native_library import native_available
 from jaxboost.tree import default_histogram_kernel
 
 SCRIPT = Path(__file__).parent / "scripts" / "kernel_choice.py"

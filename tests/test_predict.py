@@ -195,3 +195,27 @@ def test_large_inputs_are_predicted_on_every_device_as_on_one():
     np.testing.assert_allclose(
         on_one, _walk(model.forest_, model.init_score_, big), rtol=1e-5, atol=1e-5
     )
+
+
+@pytest.mark.parametrize("n_rows", [1, 50, 64, 130])
+def test_the_native_kernel_matches_numpy_walk(regression, three_classes, n_rows):
+    from jaxboost.predict import predict_forest_native
+
+    X_new = _features(12, n_rows=n_rows)
+    X_new[::7] = np.nan  # whole rows missing too
+    for _, _, model in (regression, three_classes):
+        forest = Tree(*(jnp.asarray(field) for field in model.forest_))
+        raw = predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.asarray(X_new))
+        expected = _walk(_forest(model), model.init_score_, X_new)
+        assert raw.shape == expected.shape and raw.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(raw), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_the_native_kernel_rejects_a_split_feature_out_of_range(regression):
+    from jaxboost.predict import predict_forest_native
+
+    _, _, model = regression
+    forest = Tree(*(jnp.asarray(field) for field in model.forest_))
+    forest = forest._replace(feature=forest.feature.at[0, 0].set(N_FEATURES))
+    with pytest.raises(Exception, match="split feature out of range"):
+        np.asarray(predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.ones((3, 4))))

@@ -1,5 +1,5 @@
 // Histogram kernels for jaxboost on CPU, called from XLA through its FFI.
-// Built on first use by jaxboost/histogram_native.py; the plain reference
+// Built on first use by jaxboost/native_library.py; the plain reference
 // these must equal is jaxboost/histogram.py.
 //
 // Two handlers, both on one shard of rows (one CPU device, one thread):

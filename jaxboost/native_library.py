@@ -1,0 +1,119 @@
+"""The native CPU kernels (C++ through XLA's FFI): building and loading them.
+
+``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction) are
+compiled on first use with the C++ compiler (``$CXX``, else ``g++``, ``c++``
+or ``clang++``) against the FFI headers that ship with jaxlib, into one
+shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
+once per source and jaxlib version, and registered as XLA custom-call
+targets for the CPU.  ``JAXBOOST_NATIVE=0`` turns them off; without a
+working compiler jaxboost warns once and uses its XLA kernels, which give the
+same models, slower.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+from importlib.metadata import version
+from pathlib import Path
+
+import jax
+
+SOURCES = tuple(
+    Path(__file__).with_name("native") / name for name in ("histogram.cc", "predict.cc")
+)
+_ENV_SWITCH = "JAXBOOST_NATIVE"
+_ENV_CACHE = "JAXBOOST_CACHE_DIR"
+_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
+_TARGETS = {
+    "jaxboost_histogram_root": "JaxboostHistogramRoot",
+    "jaxboost_histogram_children": "JaxboostHistogramChildren",
+    "jaxboost_predict_forest": "JaxboostPredictForest",
+}
+
+
+class NativeKernelUnavailable(RuntimeError):
+    """The native kernel is switched off, or could not be built or loaded."""
+
+
+def _cache_directory() -> Path:
+    configured = os.environ.get(_ENV_CACHE, "").strip()
+    return Path(configured) if configured else Path.home() / ".cache" / "jaxboost"
+
+
+def _compiler() -> str:
+    for candidate in (os.environ.get("CXX", "").strip(), "g++", "c++", "clang++"):
+        if candidate and shutil.which(candidate):
+            return candidate
+    raise NativeKernelUnavailable("no C++ compiler found (set CXX, or install g++)")
+
+
+def build_library() -> Path:
+    """Compile the kernels unless a build of these sources for this jaxlib is
+    cached; returns the shared library's path."""
+    include = jax.ffi.include_dir()
+    key = hashlib.sha256()
+    for source in SOURCES:
+        key.update(source.read_bytes())
+    key.update(" ".join((jax.__version__, version("jaxlib"), *_FLAGS)).encode())
+    library = _cache_directory() / f"kernels-{key.hexdigest()[:16]}.so"
+    if library.exists():
+        return library
+    compiler = _compiler()
+    library.parent.mkdir(parents=True, exist_ok=True)
+    # build beside the target and rename: concurrent builds (test workers)
+    # never see a half-written library
+    handle, partial = tempfile.mkstemp(suffix=".so", dir=library.parent)
+    os.close(handle)
+    command = [compiler, *_FLAGS, "-I", include, *map(str, SOURCES), "-o", partial]
+    built = subprocess.run(command, capture_output=True, text=True, check=False)
+    if built.returncode != 0:
+        os.unlink(partial)
+        raise NativeKernelUnavailable(
+            f"{compiler} failed to build jaxboost's native kernels:\n{built.stderr[-2000:]}"
+        )
+    os.replace(partial, library)
+    return library
+
+
+@functools.cache
+def load() -> None:
+    """Build, load and register the FFI targets (once per process)."""
+    if os.environ.get(_ENV_SWITCH, "").strip() in ("0", "false", "off"):
+        raise NativeKernelUnavailable(f"switched off by {_ENV_SWITCH}")
+    library = ctypes.cdll.LoadLibrary(str(build_library()))
+    for target, symbol in _TARGETS.items():
+        capsule = jax.ffi.pycapsule(getattr(library, symbol))
+        jax.ffi.register_ffi_target(target, capsule, platform="cpu")
+
+
+def native_available(warn: bool = True) -> bool:
+    """True when the native kernels are built and registered (building them
+    if needed).  A failure other than the switch warns once when ``warn``."""
+    try:
+        load()
+    except NativeKernelUnavailable as error:
+        if warn and "switched off" not in str(error):
+            _warn_once(str(error))
+        return False
+    except OSError as error:  # the library did not load
+        if warn:
+            _warn_once(f"could not load the native kernels: {error}")
+        return False
+    return True
+
+
+@functools.cache
+def _warn_once(reason: str) -> None:
+    warnings.warn(
+        f"jaxboost: {reason}\nUsing the XLA kernels instead (the same models, "
+        f"slower on CPU); set {_ENV_SWITCH}=0 to skip the native ones quietly.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
