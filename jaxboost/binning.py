@@ -85,7 +85,8 @@ def _row_hashes(first_row: int, n_rows: int, seed: int) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def _one_process(array: np.ndarray) -> np.ndarray:
+def one_process(array: np.ndarray) -> np.ndarray:
+    """The ``gather`` of a single process: its own array."""
     return array
 
 
@@ -94,7 +95,7 @@ def edge_sample(
     sample_size: int = DEFAULT_SAMPLE_SIZE,
     seed: int = 0,
     first_row: int = 0,
-    gather: Callable[[np.ndarray], np.ndarray] = _one_process,
+    gather: Callable[[np.ndarray], np.ndarray] = one_process,
 ) -> np.ndarray:
     """The rows the bin edges are computed from: at most ``sample_size`` of them.
 
@@ -128,7 +129,7 @@ def fit_bin_edges(
     sample_size: int = DEFAULT_SAMPLE_SIZE,
     seed: int = 0,
     first_row: int = 0,
-    gather: Callable[[np.ndarray], np.ndarray] = _one_process,
+    gather: Callable[[np.ndarray], np.ndarray] = one_process,
 ) -> np.ndarray:
     """Upper edges of the value bins of every feature.
 

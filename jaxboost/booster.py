@@ -38,6 +38,7 @@ from .distributed import (
     first_process_value,
     gather,
     global_rows,
+    on_every_process,
     replicated,
     row_layout,
 )
@@ -253,6 +254,25 @@ class Booster:
             row_id=global_rows(mesh, row_id),
         )
 
+    def _checked_inputs(
+        self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+    ):
+        """``fit``'s arguments checked and converted (no collectives):
+        ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
+        features = as_features(X)
+        targets = as_targets(y, features.shape[0])
+        weight = as_weights(sample_weight, features.shape[0])
+        check_finite_features(features)
+        loss = _resolve_loss(self.loss)
+        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1])
+        if early_stopping_rounds is not None and not eval_sets:
+            raise ValueError("early_stopping_rounds: needs at least one eval_set")
+        metric_specs = (
+            eval_metric if isinstance(eval_metric, (list, tuple)) else [eval_metric or "loss"]
+        )
+        metrics = [resolve_metric(spec, loss) for spec in metric_specs]
+        return features, targets, weight, feature_names(X), loss, eval_sets, metrics
+
     def _eval_sets(self, eval_set, eval_sample_weight, n_features: int) -> list[EvalSet]:
         if eval_set is None:
             return []
@@ -321,22 +341,22 @@ class Booster:
         Returns:
           ``self``.
         """
-        features = as_features(X)
-        targets = as_targets(y, features.shape[0])
-        weight = as_weights(sample_weight, features.shape[0])
-        check_finite_features(features)
-        check_not_all_constant(features)
-        names = feature_names(X)
-        loss = _resolve_loss(self.loss)
-        n_outputs = self._n_outputs(loss, targets)
-        check_loss(loss, targets, n_outputs)
-        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1])
-        if early_stopping_rounds is not None and not eval_sets:
-            raise ValueError("early_stopping_rounds: needs at least one eval_set")
-        metric_specs = (
-            eval_metric if isinstance(eval_metric, (list, tuple)) else [eval_metric or "loss"]
+        # checks of this process's inputs; with several processes a failure
+        # in one stops them all (on_every_process) rather than hanging them
+        features, targets, weight, names, loss, eval_sets, metrics = on_every_process(
+            lambda: self._checked_inputs(
+                X,
+                y,
+                sample_weight,
+                eval_set,
+                eval_sample_weight,
+                eval_metric,
+                early_stopping_rounds,
+            )
         )
-        metrics = [resolve_metric(spec, loss) for spec in metric_specs]
+        check_not_all_constant(features, gather=gather)
+        n_outputs = self._n_outputs(loss, targets)
+        on_every_process(lambda: check_loss(loss, targets, n_outputs))
         monitored = bool(eval_sets or callbacks or verbose)
         devices = self.devices
         if devices is None:

@@ -14,7 +14,8 @@ the single-process path is the same code.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import jax
 import numpy as np
@@ -24,6 +25,8 @@ from jax.sharding import PartitionSpec as P
 
 from .devices import ROWS
 from .shapes import bucket_size, pad_rows, padded_slice
+
+T = TypeVar("T")
 
 
 def initialize(
@@ -71,6 +74,38 @@ def gather(array: np.ndarray) -> np.ndarray:
     padded[: array.shape[0]] = array
     stacked = multihost_utils.process_allgather(padded)  # (processes, longest, ...)
     return np.concatenate([part[:n] for part, n in zip(stacked, lengths)], axis=0)
+
+
+def on_every_process(check: Callable[[], T]) -> T:
+    """``check()`` (host-side input validation, no collectives inside), made
+    to fail on every process when it fails on any.
+
+    With one process this is ``check()``.  With several, the processes
+    exchange their outcome before going on: the process whose ``check``
+    raised a ``ValueError`` or ``TypeError`` re-raises it, and every other
+    process raises a ``ValueError`` quoting it, instead of waiting in the next
+    collective until ``jax.distributed`` times out.
+    """
+    if jax.process_count() == 1:
+        return check()
+    try:
+        result, error = check(), None
+    except (ValueError, TypeError) as caught:
+        result, error = None, caught
+    message = b"" if error is None else f"{type(error).__name__}: {error}".encode()
+    lengths = multihost_utils.process_allgather(np.int64(len(message)))
+    if not np.any(lengths):
+        return result
+    texts = gather(np.frombuffer(message.ljust(1), np.uint8))  # 1 byte at least each
+    if error is not None:
+        raise error
+    failures, start = [], 0
+    for process, length in enumerate(lengths):
+        if length:
+            text = texts[start : start + length].tobytes().decode(errors="replace")
+            failures.append(f"process {process}: {text}")
+        start += max(int(length), 1)
+    raise ValueError("fit: the input of another process failed its checks; " + "; ".join(failures))
 
 
 def first_process_value(value: Any) -> Any:

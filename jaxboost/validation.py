@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .binning import one_process
 
 
 def choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -101,8 +103,10 @@ def check_finite_features(X: np.ndarray, name: str = "X") -> None:
         )
 
 
-def check_not_all_constant(X: np.ndarray, name: str = "X") -> None:
-    """At least one feature must take two values, or no tree can split."""
+def _any_feature_varies(X: np.ndarray) -> bool:
+    """Whether some feature takes two values (NaN counting as one)."""
+    if X.shape[0] == 0:
+        return False
     # a feature varies when some value differs from its first one (NaN differs
     # from everything), unless it is missing everywhere; on real data the
     # first rows settle it
@@ -110,7 +114,26 @@ def check_not_all_constant(X: np.ndarray, name: str = "X") -> None:
         differs = np.any(rows != rows[:1], axis=0)
         missing_everywhere = np.isnan(rows[0]) & np.all(np.isnan(rows), axis=0)
         if np.any(differs & ~missing_everywhere):
-            return
+            return True
+    return False
+
+
+def check_not_all_constant(
+    X: np.ndarray,
+    name: str = "X",
+    gather: Callable[[np.ndarray], np.ndarray] = one_process,
+) -> None:
+    """At least one feature must take two values, or no tree can split.
+
+    With several processes (``gather`` concatenates every process's array,
+    see :func:`jaxboost.distributed.gather`) the rows of all of them count:
+    a feature constant within each process varies when their first rows
+    differ.  Every process reaches the same verdict.
+    """
+    if np.any(gather(np.array([_any_feature_varies(X)]))):
+        return
+    if _any_feature_varies(gather(X[:1])):
+        return
     raise ValueError(f"{name}: every feature is constant, so no tree can split on it")
 
 

@@ -5,6 +5,7 @@ its own 60% / 40% of the rows, gloo collectives.
 """
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -39,3 +40,33 @@ def test_two_processes_train_the_single_process_model(tmp_path):
     np.testing.assert_array_equal(first.forest_.threshold_bin, single.forest_.threshold_bin)
     np.testing.assert_allclose(first.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(first.bin_edges_, single.bin_edges_)
+
+
+CHECKS = Path(__file__).resolve().parent / "scripts" / "distributed_checks.py"
+
+
+def _two_processes(case: str) -> list[dict]:
+    result = run_script(CHECKS, args=("--case", case, "--timeout", "120"), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_bad_rows_in_one_process_stop_every_process_with_the_reason():
+    # without the exchange, process 0 would wait in the next collective until
+    # jax.distributed times out
+    first, second = _two_processes("nan-target")
+    assert second["code"] == 3 and second["last"].startswith("error ValueError: y:")
+    assert first["code"] == 3, first
+    assert "process 1: ValueError: y:" in first["last"]
+
+
+def test_features_constant_within_each_process_but_not_across_them_train():
+    first, second = _two_processes("constant-each")
+    assert first["code"] == 0 and second["code"] == 0, (first, second)
+    assert first["last"] == second["last"]  # the same model: the same training loss
+
+
+def test_features_constant_everywhere_are_rejected_on_every_process():
+    for worker in _two_processes("constant-all"):
+        assert worker["code"] == 3, worker
+        assert "every feature is constant" in worker["last"]
