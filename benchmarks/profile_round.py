@@ -66,12 +66,12 @@ def kernels(n_rows: int, repeat: int) -> list[tuple[str, float]]:
     bins = jnp.asarray(rng.integers(0, MAX_BINS + 1, (N_FEATURES, n_rows), dtype=np.uint8))
     stats = jnp.asarray(rng.standard_normal((n_rows, 2)).astype(np.float32))
     results = []
-    native = HISTOGRAM_KERNELS["native"]
+    native = HISTOGRAM_KERNELS["native"].level
     children = jax.jit(native, static_argnames=("n_nodes", "n_bins"))
     for n_nodes in (1, 32):
         node = jnp.asarray(rng.integers(0, n_nodes, n_rows, dtype=np.int32))
         for name, kernel in HISTOGRAM_KERNELS.items():
-            build = jax.jit(kernel, static_argnames=("n_nodes", "n_bins"))
+            build = jax.jit(kernel.level, static_argnames=("n_nodes", "n_bins"))
             seconds = best_seconds(
                 lambda build=build, node=node, n_nodes=n_nodes: build(
                     bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1, parent=None

@@ -35,20 +35,22 @@ def native_level_histograms(
       parent: ``(n_features, n_nodes // 2, n_bins, n_stats)`` float64, the
         previous level's second result, or None at the root.
     Returns:
-      ``(n_features, n_nodes, n_bins, n_stats)`` float32 sums (what
-      :func:`jaxboost.histogram.build_histograms` returns) and the same in
-      float64, for the next level.
+      ``(n_features, n_nodes, n_bins, n_stats)`` float32 running sums over the
+      value bins (bin ``b`` holds bins ``0..b`` of what
+      :func:`jaxboost.histogram.build_histograms` returns; the missing bin,
+      the last, is as it is: see ``find_best_splits(cumulative=True)``), and
+      the plain sums in float64, for the next level.
     """
     load()
     shape = (bins.shape[0], n_nodes, n_bins, row_stats.shape[1])
-    result = jax.ShapeDtypeStruct(shape, jnp.float64)
+    results = (jax.ShapeDtypeStruct(shape, jnp.float64), jax.ShapeDtypeStruct(shape, jnp.float32))
     # vmap (one tree per output, say) runs the kernel once per member
     if parent is None:
-        call = jax.ffi.ffi_call("jaxboost_histogram_root", result, vmap_method="sequential")
-        exact = call(
+        call = jax.ffi.ffi_call("jaxboost_histogram_root", results, vmap_method="sequential")
+        exact, cumulative = call(
             bins, node_of_row, row_stats, n_nodes=np.int64(n_nodes), n_bins=np.int64(n_bins)
         )
     else:
-        call = jax.ffi.ffi_call("jaxboost_histogram_children", result, vmap_method="sequential")
-        exact = call(bins, node_of_row, row_stats, parent, n_bins=np.int64(n_bins))
-    return exact.astype(jnp.float32), exact
+        call = jax.ffi.ffi_call("jaxboost_histogram_children", results, vmap_method="sequential")
+        exact, cumulative = call(bins, node_of_row, row_stats, parent, n_bins=np.int64(n_bins))
+    return cumulative, exact

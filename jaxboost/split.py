@@ -53,6 +53,7 @@ def find_best_splits(
     reduce_max: Callable[[jax.Array], jax.Array] = _identity,
     reduce_min: Callable[[jax.Array], jax.Array] = _identity,
     reduce_sum: Callable[[jax.Array], jax.Array] = _identity,
+    cumulative: bool = False,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
@@ -67,6 +68,9 @@ def find_best_splits(
         (with the weight column last, if any); the last bin is the missing bin.
       feature_mask: ``(n_features,)`` bool, the features this tree may use
         (column subsampling, and padding features); None allows all.
+      cumulative: the value bins of ``hist`` already hold running sums (bin
+        ``b``: bins ``0..b``), as the native kernel returns them; the missing
+        bin is plain either way.
     Returns:
       A :class:`SplitChoice` (``feature`` numbered among all features).  A
       node splits when its best gain exceeds ``min_split_gain`` (and float32
@@ -78,7 +82,9 @@ def find_best_splits(
     n_features, n_nodes, n_bins, _ = hist.shape
     n_features_total = n_features if n_features_total is None else n_features_total
     n_value_bins = n_bins - 1
-    left_values = jnp.cumsum(hist[:, :, :-1, :], axis=2)  # (F, N, Bv, C)
+    left_values = hist[:, :, :-1, :]  # (F, N, Bv, C): rows of bins <= b
+    if not cumulative:
+        left_values = jnp.cumsum(left_values, axis=2)
     missing = hist[:, :, -1:, :]  # (F, N, 1, C)
     total = left_values[:, :, -1:, :] + missing
     # axis 3: 0 = missing values go right, 1 = missing values go left

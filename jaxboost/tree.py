@@ -12,6 +12,7 @@ A forest is the same structure with a leading ``(n_trees,)`` axis.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -25,14 +26,28 @@ from .native_library import native_available
 from .split import find_best_splits
 
 
-def _level_by_level(build):
-    """A kernel that sums every level afresh, in the native kernel's form
-    ``(bins, node_of_row, row_stats, n_nodes, n_bins, parent) -> (hist, carry)``."""
+class HistogramKernel(NamedTuple):
+    """A way to build a level's histograms.
+
+    ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent) -> (hist,
+    carry)``: ``hist`` ``(n_features, n_nodes, n_bins, n_stats)`` float32,
+    ``carry`` what the next level gets as ``parent`` (None at the root).
+    ``cumulative``: ``hist`` holds running sums over the value bins (see
+    :func:`jaxboost.split.find_best_splits`).
+    """
+
+    level: Callable
+    cumulative: bool
+
+
+def _level_by_level(build) -> HistogramKernel:
+    """A kernel that sums every level afresh, from ``build(bins, node_of_row,
+    row_stats, n_nodes, n_bins)``."""
 
     def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent):
         return build(bins, node_of_row, row_stats, n_nodes, n_bins), None
 
-    return level_histograms
+    return HistogramKernel(level_histograms, cumulative=False)
 
 
 # histogram kernels by name: the plain reference, the packed CPU kernel (XLA)
@@ -40,7 +55,7 @@ def _level_by_level(build):
 HISTOGRAM_KERNELS = {
     "reference": _level_by_level(build_histograms),
     "packed": _level_by_level(build_histograms_packed),
-    "native": native_level_histograms,
+    "native": HistogramKernel(native_level_histograms, cumulative=True),
 }
 
 
@@ -113,7 +128,7 @@ class TreeStructure(NamedTuple):
     split_gain: jax.Array
 
 
-def _split_search(n_features, params, n_outputs, feature_mask, axis_name):
+def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumulative):
     """``shard's histograms -> SplitChoice``, the same on every shard.
 
     With several shards the histograms are summed by a reduce-scatter over
@@ -134,7 +149,7 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name):
         def search_whole(hist):
             if axis_name is not None:
                 hist = lax.psum(hist, axis_name)
-            return find_best_splits(hist, *settings, feature_mask)
+            return find_best_splits(hist, *settings, feature_mask, cumulative=cumulative)
 
         return search_whole
 
@@ -158,6 +173,7 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name):
             reduce_max=functools.partial(lax.pmax, axis_name=axis_name),
             reduce_min=functools.partial(lax.pmin, axis_name=axis_name),
             reduce_sum=functools.partial(lax.psum, axis_name=axis_name),
+            cumulative=cumulative,
         )
 
     return search_slice
@@ -190,14 +206,16 @@ def grow_tree(
       ``[0, 2^max_depth)``.
     """
     n_outputs = row_stats.shape[1] // 2
-    build = HISTOGRAM_KERNELS[params.histogram_kernel]
+    kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
     max_bins = edges.shape[1]
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
-    search = _split_search(bins.shape[0], params, n_outputs, feature_mask, axis_name)
+    search = _split_search(
+        bins.shape[0], params, n_outputs, feature_mask, axis_name, kernel.cumulative
+    )
     levels = []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     for depth in range(params.max_depth):
-        hist, carry = build(bins, node_of_row, row_stats, 2**depth, max_bins + 1, carry)
+        hist, carry = kernel.level(bins, node_of_row, row_stats, 2**depth, max_bins + 1, carry)
         choice = search(hist)
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)

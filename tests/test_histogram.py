@@ -18,8 +18,11 @@ from jaxboost.tree import HISTOGRAM_KERNELS
 
 
 def _one_level(kernel, bins, node_of_row, row_stats, n_nodes, n_bins):
-    """A level summed afresh (no parent): the kernel's float32 sums."""
-    return kernel(bins, node_of_row, row_stats, n_nodes, n_bins, None)[0]
+    """A level summed afresh (no parent): the kernel's plain sums, as float32
+    (the native kernel's float64 sums, rounded: its float32 result holds
+    running sums, checked on their own below)."""
+    hist, carry = kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, None)
+    return carry.astype(jnp.float32) if kernel.cumulative else hist
 
 
 _BUILDERS = {
@@ -137,10 +140,14 @@ def test_the_packed_kernel_equals_the_reference_exactly(n_stats):
 def _native_children(bins, node_of_row, row_stats, n_nodes, n_bins):
     """The native kernel's level of ``n_nodes`` from its parents' sums (node
     ``k``'s parent is ``k // 2``): the subtraction path."""
-    kernel = HISTOGRAM_KERNELS["native"]
+    kernel = HISTOGRAM_KERNELS["native"].level
     parent = kernel(bins, node_of_row // 2, row_stats, n_nodes // 2, n_bins, None)[1]
-    hist, exact = kernel(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
-    return hist, exact
+    return kernel(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
+
+
+def _running_sums(hist: np.ndarray) -> np.ndarray:
+    """Value bins summed from bin 0 (axis 2), the missing bin (last) as it is."""
+    return np.concatenate([np.cumsum(hist[:, :, :-1], axis=2), hist[:, :, -1:]], axis=2)
 
 
 @pytest.mark.parametrize(
@@ -157,7 +164,23 @@ def test_native_children_by_subtraction_match_the_reference(
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
     assert hist.dtype == np.float32 and exact.dtype == np.float64
     np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(np.asarray(hist), reference, rtol=1e-5, atol=1e-5)
+    # the float32 result: running sums over the value bins, rounded once
+    np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("n_nodes", [1, 4])
+def test_native_root_returns_running_sums_over_value_bins(n_nodes):
+    bins, node_of_row, row_stats = _random_level(8, 3, 700, n_nodes, 20, 2)
+    bins[0, :50] = 19  # the missing bin (the last) is not part of the running sums
+    hist, exact = jax.jit(
+        HISTOGRAM_KERNELS["native"].level, static_argnames=("n_nodes", "n_bins", "parent")
+    )(bins, node_of_row, row_stats, n_nodes=n_nodes, n_bins=20, parent=None)
+    reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, 20)
+    np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(
+        np.asarray(hist)[..., -1, :], reference[..., -1, :].astype(np.float32)
+    )
 
 
 def test_native_subtraction_of_lopsided_and_empty_children():
@@ -185,4 +208,6 @@ def test_native_kernel_rejects_nodes_out_of_range():
     stats = jnp.ones((4, 2), jnp.float32)
     node_of_row = jnp.asarray([0, 1, 2, 1], jnp.int32)
     with pytest.raises(Exception, match="node_of_row out of range"):
-        jax.block_until_ready(HISTOGRAM_KERNELS["native"](bins, node_of_row, stats, 2, 3, None))
+        jax.block_until_ready(
+            HISTOGRAM_KERNELS["native"].level(bins, node_of_row, stats, 2, 3, None)
+        )

@@ -11,7 +11,7 @@ import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.split import find_best_splits
 
 # only the output count shapes the program; the thresholds are traced
-_find = jax.jit(find_best_splits, static_argnames="n_outputs")
+_find = jax.jit(find_best_splits, static_argnames=("n_outputs", "cumulative"))
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -218,3 +218,20 @@ def test_missing_direction_is_learned(missing_like_high):
     assert choice.threshold_bin[0] == 5
     # missing rows join the high values (right) or the low ones (left)
     assert bool(choice.missing_left[0]) is (not missing_like_high)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_running_sums_give_the_same_choice(n_outputs):
+    # the native kernel hands over running sums over the value bins
+    rng = np.random.default_rng(21 + n_outputs)
+    hist = _histograms(rng, n_features=5, n_rows=600, n_nodes=8, n_bins=17, n_outputs=n_outputs)
+    running = np.concatenate([np.cumsum(hist[:, :, :-1], axis=2), hist[:, :, -1:]], axis=2)
+    plain = _run(hist, n_outputs)
+    choice = jax.tree.map(
+        np.asarray,
+        _find(jnp.asarray(running), n_outputs=n_outputs, reg_lambda=1.0, min_child_weight=0.0,
+              min_split_gain=0.0, cumulative=True),
+    )  # fmt: skip
+    for field in ("feature", "threshold_bin", "missing_left", "do_split"):
+        np.testing.assert_array_equal(getattr(choice, field), getattr(plain, field), err_msg=field)
+    np.testing.assert_allclose(choice.gain, plain.gain, rtol=1e-5)

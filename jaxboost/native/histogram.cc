@@ -19,6 +19,10 @@
 //   row_stats    (n_rows, n_stats) float32
 //   parent_hist  (n_features, n_nodes / 2, n_bins, n_stats) float64
 //   result       (n_features, n_nodes, n_bins, n_stats) float64
+//   cumulative   (n_features, n_nodes, n_bins, n_stats) float32: the result
+//                summed over value bins 0..b (running sums), the missing bin
+//                (the last) as it is: what the split search needs, so XLA
+//                does not have to run a cumulative sum
 
 #include <algorithm>
 #include <cstdint>
@@ -109,10 +113,10 @@ void AccumulateStats(const uint8_t* bins, int64_t n_rows, int64_t n_features,
 }
 
 // Sums the list's rows, or with `all_stats` every row of a one-node level.
+// `hist` must hold zeros where the list's nodes are summed.
 void Accumulate(const uint8_t* bins, int64_t n_rows, int64_t n_features, const RowList& list,
                 const float* all_stats, int64_t n_stats, int64_t n_bins, int64_t n_nodes,
                 double* hist) {
-  std::fill(hist, hist + n_features * n_nodes * n_bins * n_stats, 0.0);
   const bool all = all_stats != nullptr;
   if (n_stats == 2 && all) {
     AccumulateStats<2, true>(bins, n_rows, n_features, list, all_stats, n_stats, n_bins,
@@ -188,9 +192,65 @@ ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_o
 
 thread_local RowList tls_list;
 
+// cumulative[f][node][b] = sum of hist[f][node][0..b] for value bins, and
+// the missing bin (the last) copied; summed in float64, then rounded.
+void RunningSums(const double* hist, int64_t n_features, int64_t n_nodes, int64_t n_bins,
+                 int64_t n_stats, float* cumulative) {
+  std::vector<double> running(n_stats);
+  for (int64_t fn = 0; fn < n_features * n_nodes; ++fn) {
+    const double* h = hist + fn * n_bins * n_stats;
+    float* c = cumulative + fn * n_bins * n_stats;
+    std::fill(running.begin(), running.end(), 0.0);
+    for (int64_t b = 0; b + 1 < n_bins; ++b) {
+      for (int64_t j = 0; j < n_stats; ++j) {
+        running[j] += h[b * n_stats + j];
+        c[b * n_stats + j] = static_cast<float>(running[j]);
+      }
+    }
+    for (int64_t j = 0; j < n_stats; ++j) {
+      c[(n_bins - 1) * n_stats + j] = static_cast<float>(h[(n_bins - 1) * n_stats + j]);
+    }
+  }
+}
+
+// One parent's children: rest = from - part (float64), and both children's
+// running sums over the value bins (float32; the missing bin, last, as is).
+template <int kStats>
+void SubtractAndRun(const double* from, const double* part, double* rest, float* part_running,
+                    float* rest_running, int64_t n_bins, int64_t n_stats_runtime) {
+  const int64_t n_stats = kStats > 0 ? kStats : n_stats_runtime;
+  double sum_part[8] = {0}, sum_rest[8] = {0};
+  std::vector<double> wide_part, wide_rest;
+  double* run_part = sum_part;
+  double* run_rest = sum_rest;
+  if (n_stats > 8) {
+    wide_part.assign(n_stats, 0.0);
+    wide_rest.assign(n_stats, 0.0);
+    run_part = wide_part.data();
+    run_rest = wide_rest.data();
+  }
+  for (int64_t b = 0; b < n_bins; ++b) {
+    const bool value_bin = b + 1 < n_bins;
+    for (int64_t j = 0; j < n_stats; ++j) {
+      const int64_t at = b * n_stats + j;
+      const double difference = from[at] - part[at];
+      rest[at] = difference;
+      if (value_bin) {
+        run_part[j] += part[at];
+        run_rest[j] += difference;
+        part_running[at] = static_cast<float>(run_part[j]);
+        rest_running[at] = static_cast<float>(run_rest[j]);
+      } else {
+        part_running[at] = static_cast<float>(part[at]);
+        rest_running[at] = static_cast<float>(difference);
+      }
+    }
+  }
+}
+
 ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                     ffi::Buffer<ffi::F32> row_stats, ffi::ResultBuffer<ffi::F64> result,
-                    int64_t n_nodes, int64_t n_bins) {
+                    ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_nodes, int64_t n_bins) {
   std::vector<int64_t> count;
   if (auto err = CheckInputs(bins, node_of_row, row_stats, n_nodes, n_bins, &count);
       err.failure()) {
@@ -198,21 +258,25 @@ ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row
   }
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const int64_t n_stats = row_stats.dimensions()[1];
+  std::fill(result->typed_data(), result->typed_data() + result->element_count(), 0.0);
   if (n_nodes == 1) {  // the root: every row, in place
     Accumulate(bins.typed_data(), n_rows, n_features, tls_list, row_stats.typed_data(), n_stats,
                n_bins, n_nodes, result->typed_data());
-    return ffi::Error::Success();
+  } else {
+    ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count,
+             std::vector<uint8_t>(n_nodes, 1), &tls_list);
+    Accumulate(bins.typed_data(), n_rows, n_features, tls_list, nullptr, n_stats, n_bins,
+               n_nodes, result->typed_data());
   }
-  ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count,
-           std::vector<uint8_t>(n_nodes, 1), &tls_list);
-  Accumulate(bins.typed_data(), n_rows, n_features, tls_list, nullptr, n_stats, n_bins, n_nodes,
-             result->typed_data());
+  RunningSums(result->typed_data(), n_features, n_nodes, n_bins, n_stats,
+              cumulative->typed_data());
   return ffi::Error::Success();
 }
 
 ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                         ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::F64> parent_hist,
-                        ffi::ResultBuffer<ffi::F64> result, int64_t n_bins) {
+                        ffi::ResultBuffer<ffi::F64> result, ffi::ResultBuffer<ffi::F32> cumulative,
+                        int64_t n_bins) {
   auto parent_dims = parent_hist.dimensions();
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const int64_t n_stats = row_stats.dimensions()[1];
@@ -233,20 +297,30 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
   }
   ListRows(node_of_row.typed_data(), row_stats.typed_data(), n_rows, n_stats, count, summed,
            &tls_list);
+  const int64_t node_size = n_bins * n_stats;
   double* hist = result->typed_data();
+  for (int64_t f = 0; f < n_features; ++f) {
+    for (int64_t k = 0; k < n_nodes; ++k) {
+      if (summed[k]) std::fill_n(hist + (f * n_nodes + k) * node_size, node_size, 0.0);
+    }
+  }
   Accumulate(bins.typed_data(), n_rows, n_features, tls_list, nullptr, n_stats, n_bins, n_nodes,
              hist);
-
-  const int64_t node_size = n_bins * n_stats;
   const double* parent = parent_hist.typed_data();
+  float* running = cumulative->typed_data();
   for (int64_t f = 0; f < n_features; ++f) {
     for (int64_t p = 0; p < n_parents; ++p) {
       const int64_t summed_child = summed[2 * p] ? 2 * p : 2 * p + 1;
       const int64_t other_child = 4 * p + 1 - summed_child;
-      const double* from = parent + (f * n_parents + p) * node_size;
-      const double* part = hist + (f * n_nodes + summed_child) * node_size;
-      double* rest = hist + (f * n_nodes + other_child) * node_size;
-      for (int64_t j = 0; j < node_size; ++j) rest[j] = from[j] - part[j];
+      const int64_t part_at = (f * n_nodes + summed_child) * node_size;
+      const int64_t rest_at = (f * n_nodes + other_child) * node_size;
+      if (n_stats == 2) {
+        SubtractAndRun<2>(parent + (f * n_parents + p) * node_size, hist + part_at,
+                          hist + rest_at, running + part_at, running + rest_at, n_bins, n_stats);
+      } else {
+        SubtractAndRun<0>(parent + (f * n_parents + p) * node_size, hist + part_at,
+                          hist + rest_at, running + part_at, running + rest_at, n_bins, n_stats);
+      }
     }
   }
   return ffi::Error::Success();
@@ -260,6 +334,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramRoot, RootImpl,
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<int64_t>("n_nodes")
                                   .Attr<int64_t>("n_bins"));
 
@@ -270,4 +345,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<int64_t>("n_bins"));
