@@ -141,8 +141,11 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     # Across processes (gloo on CPU) the reduce-scatter path gave run-to-run
     # different splits under CPU load (1 run in 3 of
-    # examples/distributed_training.py, never with psum): until that is
-    # understood, several processes sum whole histograms with psum.
+    # examples/distributed_training.py, never with psum).  The cause is gloo's
+    # reduce-scatter (ReduceScatterHalvingDoubling sends from a buffer the
+    # other rank overwrites), which intermittently returns wrong values on
+    # rank 0: JAX issue 40830.  So several processes sum whole histograms with
+    # psum (an all-reduce), which that bug does not touch.
     one_shard = axis_name is None or lax.axis_size(axis_name) == 1
     if one_shard or jax.process_count() > 1:
 
