@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .native_library import load
+
 DEFAULT_SAMPLE_SIZE = 200_000
 
 
@@ -183,3 +185,12 @@ def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
         return jnp.where(jnp.isnan(column), max_bins, value_bin).astype(jnp.uint8)
 
     return lax.map(bin_feature, jnp.arange(X.shape[1]))
+
+
+@jax.jit
+def apply_bins_native(X: jax.Array, edges: jax.Array) -> jax.Array:
+    """:func:`apply_bins` by the native CPU kernel (``native/binning.cc``, a
+    branchless binary search per value): the same arguments and result."""
+    load()
+    result = jax.ShapeDtypeStruct((X.shape[1], X.shape[0]), jnp.uint8)
+    return jax.ffi.ffi_call("jaxboost_apply_bins", result, vmap_method="sequential")(X, edges)

@@ -23,7 +23,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from .binning import apply_bins
+from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS
 from .init_score import initial_score
@@ -297,10 +297,15 @@ def init_score_program(loss: Loss, n_outputs: int, mesh: Mesh) -> Callable:
 
 
 @functools.lru_cache(maxsize=16)
-def bin_rows_program(mesh: Mesh) -> Callable:
+def bin_rows_program(mesh: Mesh, native: bool = False) -> Callable:
     """``(X (n_rows, n_features) sharded on rows, edges) -> bins (n_features,
-    n_rows)`` sharded on rows: every device bins its own rows."""
+    n_rows)`` sharded on rows: every device bins its own rows (``native``:
+    with the native CPU kernel)."""
     sharded = jax.shard_map(
-        apply_bins, mesh=mesh, in_specs=(P(ROWS), P()), out_specs=P(None, ROWS), check_vma=False
+        apply_bins_native if native else apply_bins,
+        mesh=mesh,
+        in_specs=(P(ROWS), P()),
+        out_specs=P(None, ROWS),
+        check_vma=False,
     )
     return jax.jit(sharded)

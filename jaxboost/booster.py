@@ -45,6 +45,7 @@ from .distributed import (
 from .inspection import feature_importances, grid_from_data, partial_dependence
 from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
+from .native_library import native_for
 from .predict import predict_on_devices, round_increments
 from .shapes import bucket_size, pad_rows
 from .tree import Tree, default_histogram_kernel
@@ -246,7 +247,8 @@ class Booster:
         weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
         row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
         # the float features live on the devices only until they are binned
-        bins = bin_rows_program(mesh)(global_rows(mesh, features, n_padded), edges)
+        native = native_for(mesh.devices.flat[0].platform)
+        bins = bin_rows_program(mesh, native)(global_rows(mesh, features, n_padded), edges)
         return ShardData(
             bins=bins,
             y=global_rows(mesh, y, n_padded),

@@ -1,9 +1,9 @@
 """The native CPU kernels (C++ through XLA's FFI): building and loading them.
 
-``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction) are
-compiled on first use with the C++ compiler (``$CXX``, else ``g++``, ``c++``
-or ``clang++``) against the FFI headers that ship with jaxlib, into one
-shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
+``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction,
+binning) are compiled on first use with the C++ compiler (``$CXX``, else
+``g++``, ``c++`` or ``clang++``) against the FFI headers that ship with
+jaxlib, into one shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
 once per source and jaxlib version, and registered as XLA custom-call
 targets for the CPU.  ``JAXBOOST_NATIVE=0`` turns them off; without a
 working compiler jaxboost warns once and uses its XLA kernels, which give the
@@ -26,7 +26,8 @@ from pathlib import Path
 import jax
 
 SOURCES = tuple(
-    Path(__file__).with_name("native") / name for name in ("histogram.cc", "predict.cc")
+    Path(__file__).with_name("native") / name
+    for name in ("histogram.cc", "predict.cc", "binning.cc")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _ENV_CACHE = "JAXBOOST_CACHE_DIR"
@@ -35,6 +36,7 @@ _TARGETS = {
     "jaxboost_histogram_root": "JaxboostHistogramRoot",
     "jaxboost_histogram_children": "JaxboostHistogramChildren",
     "jaxboost_predict_forest": "JaxboostPredictForest",
+    "jaxboost_apply_bins": "JaxboostApplyBins",
 }
 
 
@@ -89,6 +91,8 @@ def load() -> None:
         raise NativeKernelUnavailable(f"switched off by {_ENV_SWITCH}")
     library = ctypes.cdll.LoadLibrary(str(build_library()))
     for target, symbol in _TARGETS.items():
+        if not hasattr(library, symbol):
+            raise NativeKernelUnavailable(f"the native library lacks {symbol}")
         capsule = jax.ffi.pycapsule(getattr(library, symbol))
         jax.ffi.register_ffi_target(target, capsule, platform="cpu")
 
@@ -107,6 +111,12 @@ def native_available(warn: bool = True) -> bool:
             _warn_once(f"could not load the native kernels: {error}")
         return False
     return True
+
+
+def native_for(platform: str) -> bool:
+    """Whether programs for devices of ``platform`` use the native kernels:
+    on CPU, when they build (see :func:`native_available`)."""
+    return platform == "cpu" and native_available()
 
 
 @functools.cache

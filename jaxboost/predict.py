@@ -17,7 +17,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .devices import ROWS, make_mesh
-from .native_library import load, native_available
+from .native_library import load, native_for
 from .shapes import bucket_size, pad_rows
 from .tree import Tree
 
@@ -104,8 +104,9 @@ def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> 
 
 def _predict_function(devices: Sequence[jax.Device]):
     """The native kernel on CPUs where it builds, else the XLA program."""
-    on_cpu = all(device.platform == "cpu" for device in devices)
-    return predict_forest_native if on_cpu and native_available() else predict_forest
+    platforms = {device.platform for device in devices}
+    native = len(platforms) == 1 and native_for(platforms.pop())
+    return predict_forest_native if native else predict_forest
 
 
 @functools.lru_cache(maxsize=16)

@@ -22,7 +22,7 @@ from jax import lax
 from .histogram import build_histograms
 from .histogram_native import native_level_histograms
 from .histogram_packed import build_histograms_packed
-from .native_library import native_available
+from .native_library import native_for
 from .split import find_best_splits
 
 
@@ -65,7 +65,7 @@ def default_histogram_kernel(platform: str) -> str:
     atomic add)."""
     if platform != "cpu":
         return "reference"
-    return "native" if native_available() else "packed"
+    return "native" if native_for(platform) else "packed"
 
 
 class Tree(NamedTuple):

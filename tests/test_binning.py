@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import apply_bins, fit_bin_edges
+from jaxboost.binning import apply_bins, apply_bins_native, fit_bin_edges
 
 # fit_bin_edges does float arithmetic on +-inf (midpoints, np.nanquantile) and takes
 # quantiles of all-NaN columns, which numpy reports as RuntimeWarnings; the results
@@ -24,6 +24,9 @@ def _bin(X: np.ndarray, max_bins: int, **kwargs) -> tuple[np.ndarray, np.ndarray
     X = np.asarray(X, np.float32)
     edges = fit_bin_edges(X, max_bins, **kwargs)
     bins = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
+    # the native CPU kernel bins exactly as the reference does
+    native = np.asarray(apply_bins_native(jnp.asarray(X), jnp.asarray(edges)))
+    np.testing.assert_array_equal(native, bins)
     return edges, bins
 
 
@@ -226,3 +229,24 @@ def test_edges_are_the_same_however_rows_are_split_between_processes():
             np.testing.assert_array_equal(edges, one)
     # a sample, not all rows: another seed draws other rows
     assert not np.array_equal(one, fit_bin_edges(X, 32, sample_size=700, seed=6))
+
+
+@pytest.mark.parametrize("max_bins", [1, 2, 3, 17, 128, 255])
+def test_native_binning_equals_searchsorted_on_edges_and_between_them(max_bins):
+    rng = np.random.default_rng(max_bins)
+    n_features = 4
+    edges = np.sort(rng.normal(size=(n_features, max_bins)).astype(np.float32), axis=1)
+    edges[:, -1] = np.inf
+    edges[1, max_bins // 2 :] = np.inf  # a feature with fewer bins: +inf padding
+    X = rng.normal(size=(500, n_features)).astype(np.float32)
+    X[:100] = edges[:, rng.integers(0, max_bins, 100)].T.clip(-10, 10)  # values on edges
+    X[rng.random(X.shape) < 0.1] = np.nan
+    native = np.asarray(apply_bins_native(jnp.asarray(X), jnp.asarray(edges)))
+    expected = np.stack(
+        [np.searchsorted(edges[f, :-1], X[:, f], side="left") for f in range(n_features)]
+    )
+    expected[np.isnan(X.T)] = max_bins
+    np.testing.assert_array_equal(native, expected)
+    np.testing.assert_array_equal(
+        native, np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
+    )
