@@ -41,6 +41,26 @@ def _identity(value: jax.Array) -> jax.Array:
     return value
 
 
+def _first_of_one_slice(order: jax.Array, gain: jax.Array) -> tuple[jax.Array, jax.Array]:
+    return order, gain
+
+
+def first_across_shards(axis_name: str) -> Callable:
+    """``pick_first`` for :func:`find_best_splits` over the shards of
+    ``axis_name``: every shard's ``(order, gain)`` per node, gathered in one
+    ``all_gather``; the lowest order wins, with the gain of the shard that
+    holds it."""
+
+    def pick_first(order: jax.Array, gain: jax.Array) -> tuple[jax.Array, jax.Array]:
+        packed = jnp.stack([order, lax.bitcast_convert_type(gain, jnp.int32)])  # (2, N)
+        every = lax.all_gather(packed, axis_name)  # (shards, 2, N)
+        winner = jnp.argmin(every[:, 0], axis=0)  # (N,)
+        chosen = jnp.take_along_axis(every, winner[None, None, :], axis=0)[0]
+        return chosen[0], lax.bitcast_convert_type(chosen[1], jnp.float32)
+
+    return pick_first
+
+
 def find_best_splits(
     hist: jax.Array,
     n_outputs: int,
@@ -51,17 +71,18 @@ def find_best_splits(
     first_feature: jax.Array | int = 0,
     n_features_total: int | None = None,
     reduce_max: Callable[[jax.Array], jax.Array] = _identity,
-    reduce_min: Callable[[jax.Array], jax.Array] = _identity,
-    reduce_sum: Callable[[jax.Array], jax.Array] = _identity,
+    pick_first: Callable = _first_of_one_slice,
     cumulative: bool = False,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
     The histograms may hold a slice of the features (``first_feature ..``,
     out of ``n_features_total``) when the search is split between devices:
-    ``reduce_max``, ``reduce_min`` and ``reduce_sum`` then combine per-node
-    values across the slices (``lax.pmax`` etc.; the identity for one slice)
-    and every slice returns the same choice.
+    ``reduce_max`` (``lax.pmax``) then combines per-node maxima across the
+    slices, and ``pick_first(order, gain)`` (:func:`first_across_shards`)
+    the slices' first tied candidates, each ``(n_nodes,)``, into the overall
+    first and its gain; both are the identity for one slice, and every slice
+    returns the same choice.
 
     Args:
       hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs [+ 1])`` histograms
@@ -108,9 +129,10 @@ def find_best_splits(
         allowed = allowed & feature_mask[:, None, None, None]
     gain = jnp.where(allowed, gain, -jnp.inf)
     # every real feature's total is the node's: padding features' are 0
-    parent_score = reduce_max(0.5 * score(total)[:, :, 0].max(axis=0))  # (N,)
     candidate_axes = (0, 2, 3)  # (feature, threshold, missing direction)
-    top_gain = reduce_max(jnp.max(gain, axis=candidate_axes))  # (N,)
+    parent_score, top_gain = reduce_max(
+        jnp.stack([0.5 * score(total)[:, :, 0].max(axis=0), jnp.max(gain, axis=candidate_axes)])
+    )  # (N,) each
     # Gains within float32 rounding of the best are ties: take the first of
     # them (lowest feature, then threshold, then direction), so the choice
     # does not depend on the order in which shards summed the histograms.
@@ -122,17 +144,19 @@ def find_best_splits(
     )
     is_tie = gain >= (top_gain - tie_tolerance)[None, :, None, None]
     no_candidate = jnp.iinfo(jnp.int32).max  # only where gains are NaN
-    best = reduce_min(jnp.min(jnp.where(is_tie, order, no_candidate), axis=candidate_axes))
+    first = jnp.min(jnp.where(is_tie, order, no_candidate), axis=candidate_axes)  # (N,)
+    # this slice's first candidate's gain (-inf where it has none)
+    position = jnp.unravel_index(
+        jnp.where(first == no_candidate, 0, first - first_feature * (n_value_bins * 2)),
+        (n_features, n_value_bins, 2),
+    )
+    local_gain = gain[position[0], jnp.arange(n_nodes), position[1], position[2]]
+    local_gain = jnp.where(first == no_candidate, -jnp.inf, local_gain)
+    best, best_gain = pick_first(first, local_gain)
     best = jnp.where(best == no_candidate, 0, best)
     feature, threshold_bin, missing_left = jnp.unravel_index(
         best, (n_features_total, n_value_bins, 2)
     )
-    # the best gain, from the slice that holds the feature
-    local_feature = feature - first_feature
-    here = (local_feature >= 0) & (local_feature < n_features)
-    local_feature = jnp.clip(local_feature, 0, n_features - 1)
-    best_gain = gain[local_feature, jnp.arange(n_nodes), threshold_bin, missing_left]
-    best_gain = reduce_sum(jnp.where(here, best_gain, 0.0))
     # a pure node's gain is float32 rounding noise around 0: ignore gains below
     # a tiny fraction of the node's own score
     noise = _GAIN_NOISE * parent_score

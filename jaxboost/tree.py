@@ -23,7 +23,7 @@ from .histogram import build_histograms
 from .histogram_native import native_level_histograms
 from .histogram_packed import build_histograms_packed
 from .native_library import native_for
-from .split import find_best_splits
+from .split import find_best_splits, first_across_shards
 
 
 class HistogramKernel(NamedTuple):
@@ -145,8 +145,10 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     features (``psum_scatter``): each shard receives the full sums of its
     slice of the features (padded with empty features to a multiple of the
     shard count), searches them, and the shards agree on the best candidate
-    with ``pmax`` / ``pmin`` / ``psum`` of per-node values.  That moves half
-    the bytes of a ``psum`` and splits the search between the devices.
+    with one ``pmax`` (each node's score and best gain) and one ``all_gather``
+    (each shard's first tied candidate and its gain): three collectives per
+    level.  That moves half the bytes of a ``psum`` and splits the search
+    between the devices.
     """
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     # Across processes (gloo on CPU) the reduce-scatter path gave run-to-run
@@ -184,8 +186,7 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
             first_feature=first_feature,
             n_features_total=per_shard * n_shards,
             reduce_max=functools.partial(lax.pmax, axis_name=axis_name),
-            reduce_min=functools.partial(lax.pmin, axis_name=axis_name),
-            reduce_sum=functools.partial(lax.psum, axis_name=axis_name),
+            pick_first=first_across_shards(axis_name),
             cumulative=cumulative,
         )
 

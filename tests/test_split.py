@@ -235,3 +235,45 @@ def test_running_sums_give_the_same_choice(n_outputs):
     for field in ("feature", "threshold_bin", "missing_left", "do_split"):
         np.testing.assert_array_equal(getattr(choice, field), getattr(plain, field), err_msg=field)
     np.testing.assert_allclose(choice.gain, plain.gain, rtol=1e-5)
+
+
+def test_the_search_split_between_devices_picks_what_the_whole_search_picks():
+    # two devices each search half of the features; a tie across the halves
+    # (feature 3 a copy of feature 0) must go to the lowest feature
+    from functools import partial
+
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    from jaxboost.split import first_across_shards
+
+    if len(jax.devices()) < 2:
+        pytest.skip("needs 2 devices: jaxboost configures them when imported first")
+    rng = np.random.default_rng(31)
+    hist = _histograms(rng, n_features=4, n_rows=800, n_nodes=6, n_bins=11, n_outputs=1)[..., :2]
+    hist[3, :3] = hist[0, :3]  # nodes 0-2: exact ties between slices
+    hist[1, 4] = 0.0  # node 4: an empty feature in the first slice
+    whole = _run(hist, 1)
+    mesh = Mesh(np.array(jax.devices()[:2]), ("features",))
+
+    def sliced(part):
+        first_feature = jax.lax.axis_index("features") * 2
+        choice = find_best_splits(
+            part, 1, 1.0, 0.0, 0.0,
+            first_feature=first_feature,
+            n_features_total=4,
+            reduce_max=partial(jax.lax.pmax, axis_name="features"),
+            pick_first=first_across_shards("features"),
+        )  # fmt: skip
+        return jax.tree.map(lambda leaf: leaf[None], choice)
+
+    program = jax.jit(
+        jax.shard_map(sliced, mesh=mesh, in_specs=P("features"), out_specs=P("features"))
+    )
+    by_device = jax.tree.map(np.asarray, program(jnp.asarray(hist)))
+    for field in ("feature", "threshold_bin", "missing_left", "do_split", "gain"):
+        for device in range(2):  # every device holds the same choice
+            np.testing.assert_array_equal(
+                getattr(by_device, field)[device], getattr(whole, field), err_msg=field
+            )
+    assert np.all(whole.feature[:3] == 0) and whole.do_split.all()
