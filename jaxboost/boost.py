@@ -52,7 +52,8 @@ class BoostConfig:
     rounds_per_chunk: int = 100
     hessian_mode: str = "raw"
     armijo: bool = False
-    # "packed" (CPU) or "reference": see jaxboost.histogram_packed
+    # a name in jaxboost.tree.HISTOGRAM_KERNELS: "native" or "packed" on CPU,
+    # "reference" elsewhere (see jaxboost.tree.default_histogram_kernel)
     histogram_kernel: str = "reference"
 
     @property

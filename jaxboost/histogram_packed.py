@@ -9,7 +9,9 @@ no weight column) a level's histograms build about 25% faster than with
 must equal (the sums are the same float32 additions in the same row order).
 
 GPUs keep the reference kernel: their float32 scatter-add is an atomic add,
-and a complex one is not known to be.
+and a complex one is not known to be.  On CPU the native kernel
+(:mod:`jaxboost.histogram_native`) is used when it builds; this one is the
+fallback.
 """
 
 from __future__ import annotations
