@@ -44,7 +44,7 @@ def native_level_histograms(
     load()
     shape = (bins.shape[0], n_nodes, n_bins, row_stats.shape[1])
     results = (jax.ShapeDtypeStruct(shape, jnp.float64), jax.ShapeDtypeStruct(shape, jnp.float32))
-    # vmap (one tree per output, say) runs the kernel once per member
+    # under vmap the kernel runs once per member
     if parent is None:
         call = jax.ffi.ffi_call("jaxboost_histogram_root", results, vmap_method="sequential")
         exact, cumulative = call(

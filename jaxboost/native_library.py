@@ -85,32 +85,43 @@ def build_library() -> Path:
 
 
 @functools.cache
+def _load_once() -> Exception | None:
+    """Build, load and register the FFI targets; the failure, if any.
+
+    Cached, failure included: a missing or broken compiler is tried once per
+    process, not on every fit.
+    """
+    try:
+        if os.environ.get(_ENV_SWITCH, "").strip() in ("0", "false", "off"):
+            raise NativeKernelUnavailable(f"switched off by {_ENV_SWITCH}")
+        library = ctypes.cdll.LoadLibrary(str(build_library()))
+        for target, symbol in _TARGETS.items():
+            if not hasattr(library, symbol):
+                raise NativeKernelUnavailable(f"the native library lacks {symbol}")
+            capsule = jax.ffi.pycapsule(getattr(library, symbol))
+            jax.ffi.register_ffi_target(target, capsule, platform="cpu")
+    except OSError as error:  # the library did not load (or the cache is not writable)
+        return NativeKernelUnavailable(f"could not load the native kernels: {error}")
+    except NativeKernelUnavailable as error:
+        return error
+    return None
+
+
 def load() -> None:
-    """Build, load and register the FFI targets (once per process)."""
-    if os.environ.get(_ENV_SWITCH, "").strip() in ("0", "false", "off"):
-        raise NativeKernelUnavailable(f"switched off by {_ENV_SWITCH}")
-    library = ctypes.cdll.LoadLibrary(str(build_library()))
-    for target, symbol in _TARGETS.items():
-        if not hasattr(library, symbol):
-            raise NativeKernelUnavailable(f"the native library lacks {symbol}")
-        capsule = jax.ffi.pycapsule(getattr(library, symbol))
-        jax.ffi.register_ffi_target(target, capsule, platform="cpu")
+    """Make sure the FFI targets are registered; raises
+    :class:`NativeKernelUnavailable` when they cannot be."""
+    failure = _load_once()
+    if failure is not None:
+        raise failure
 
 
 def native_available(warn: bool = True) -> bool:
     """True when the native kernels are built and registered (building them
     if needed).  A failure other than the switch warns once when ``warn``."""
-    try:
-        load()
-    except NativeKernelUnavailable as error:
-        if warn and "switched off" not in str(error):
-            _warn_once(str(error))
-        return False
-    except OSError as error:  # the library did not load
-        if warn:
-            _warn_once(f"could not load the native kernels: {error}")
-        return False
-    return True
+    failure = _load_once()
+    if failure is not None and warn and "switched off" not in str(failure):
+        _warn_once(str(failure))
+    return failure is None
 
 
 def native_for(platform: str) -> bool:

@@ -37,14 +37,24 @@ def test_the_native_kernel_is_the_cpu_default_where_a_compiler_exists():
     assert default_histogram_kernel("gpu") == "reference"
 
 
+def _failing_compiler(folder: Path) -> Path:
+    """A "compiler" that notes each call in ``calls.log`` and fails."""
+    script = folder / "failing-cxx"
+    script.write_text(f'#!/bin/sh\necho called >> "{folder / "calls.log"}"\nexit 1\n')
+    script.chmod(0o755)
+    return script
+
+
 @pytest.fixture(scope="module")
 def fits(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("kernels")
-    return {
+    results = {
         "built": _fit(tmp_path, "built"),
-        "broken compiler": _fit(tmp_path, "broken", CXX="false"),
+        "broken compiler": _fit(tmp_path, "broken", CXX=str(_failing_compiler(tmp_path))),
         "switched off": _fit(tmp_path, "off", JAXBOOST_NATIVE="0"),
     }
+    results["broken compiler"]["folder"] = tmp_path
+    return results
 
 
 def test_a_fresh_cache_builds_the_library_once(fits):
@@ -61,6 +71,9 @@ def test_a_failed_build_warns_and_falls_back(fits):
     assert len(broken["warnings"]) == 1
     assert "failed to build" in broken["warnings"][0]
     assert "JAXBOOST_NATIVE=0" in broken["warnings"][0]
+    # two fits and their predictions asked; the compiler ran once
+    calls = (broken["folder"] / "calls.log").read_text().splitlines()
+    assert calls == ["called"]
 
 
 def test_switched_off_falls_back_quietly(fits):

@@ -1,4 +1,4 @@
-"""Fit a small model on the CPU; print the histogram kernel a fit picks, the
+"""Fit a small model twice on the CPU; print the histogram kernel a fit picks, the
 warnings raised, and the predictions (one line each, for the test to parse)."""
 
 import json
@@ -15,6 +15,7 @@ y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=600) > 0.3).astype(np.
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     model = jb.Booster(loss="binary_logloss", n_estimators=10, max_depth=4).fit(X, y)
+    model.fit(X, y)  # a second fit decides again, from the first outcome
     kernel = default_histogram_kernel("cpu")
 print(
     json.dumps(
