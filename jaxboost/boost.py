@@ -27,6 +27,7 @@ from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS
 from .init_score import initial_score
+from .leaf_sums import LEAF_KERNELS
 from .leaves import armijo_backtrack, line_search_leaf_values, newton_leaf_values
 from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
@@ -55,6 +56,9 @@ class BoostConfig:
     # a name in jaxboost.tree.HISTOGRAM_KERNELS: "native" or "packed" on CPU,
     # "reference" elsewhere (see jaxboost.tree.default_histogram_kernel)
     histogram_kernel: str = "reference"
+    # a name in jaxboost.leaf_sums.LEAF_KERNELS, for the line search: "native"
+    # on CPU when the native kernels build, "reference" elsewhere
+    leaf_kernels: str = "reference"
 
     @property
     def trees_per_round(self) -> int:
@@ -144,7 +148,14 @@ def _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, ax
 
     def line_search() -> jax.Array:
         return line_search_leaf_values(
-            cfg.loss, data.y, raw, data.weight, leaf_of_row, direction, axis_name
+            cfg.loss,
+            data.y,
+            raw,
+            data.weight,
+            leaf_of_row,
+            direction,
+            axis_name,
+            LEAF_KERNELS[cfg.leaf_kernels],
         )
 
     if cfg.leaf_method == "line_search":
@@ -188,7 +199,15 @@ def _grow_one(cfg, hyper, data, raw, grad, hess, output_mask, edges, features, a
         if axis_name is not None:
             grad_sum = lax.psum(grad_sum, axis_name)
         values = armijo_backtrack(
-            cfg.loss, data.y, raw, data.weight, leaf_of_row, values, grad_sum, axis_name
+            cfg.loss,
+            data.y,
+            raw,
+            data.weight,
+            leaf_of_row,
+            values,
+            grad_sum,
+            axis_name,
+            LEAF_KERNELS[cfg.leaf_kernels],
         )
     leaf_weight = jax.ops.segment_sum(data.weight, leaf_of_row, num_segments=values.shape[0])
     if axis_name is not None:

@@ -234,6 +234,7 @@ class Booster:
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
             histogram_kernel=default_histogram_kernel(platform),
+            leaf_kernels="native" if native_for(platform) else "reference",
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 

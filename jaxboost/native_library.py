@@ -27,7 +27,7 @@ import jax
 
 SOURCES = tuple(
     Path(__file__).with_name("native") / name
-    for name in ("histogram.cc", "predict.cc", "binning.cc")
+    for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _ENV_CACHE = "JAXBOOST_CACHE_DIR"
@@ -37,6 +37,8 @@ _TARGETS = {
     "jaxboost_histogram_children": "JaxboostHistogramChildren",
     "jaxboost_predict_forest": "JaxboostPredictForest",
     "jaxboost_apply_bins": "JaxboostApplyBins",
+    "jaxboost_leaf_sums": "JaxboostLeafSums",
+    "jaxboost_rows_of_leaves": "JaxboostRowsOfLeaves",
 }
 
 

@@ -83,7 +83,8 @@ def test_switched_off_falls_back_quietly(fits):
     assert off["cache"] == []
 
 
-def test_every_kernel_fits_the_same_model(fits):
-    native = np.asarray(fits["built"]["predictions"])
+@pytest.mark.parametrize("model", ["predictions", "line_search_predictions"])
+def test_every_kernel_fits_the_same_model(fits, model):
+    native = np.asarray(fits["built"][model])
     for name in ("broken compiler", "switched off"):
-        np.testing.assert_allclose(np.asarray(fits[name]["predictions"]), native, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(fits[name][model]), native, atol=1e-5)

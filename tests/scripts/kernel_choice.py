@@ -1,5 +1,6 @@
-"""Fit a small model twice on the CPU; print the histogram kernel a fit picks, the
-warnings raised, and the predictions (one line each, for the test to parse)."""
+"""Fit a small model twice on the CPU, and one with line-search leaves; print the
+histogram kernel a fit picks, the warnings raised, and the predictions (one
+line, for the test to parse)."""
 
 import json
 import warnings
@@ -7,6 +8,7 @@ import warnings
 import numpy as np
 
 import jaxboost as jb
+import losses
 from jaxboost.tree import default_histogram_kernel
 
 rng = np.random.default_rng(0)
@@ -16,6 +18,10 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     model = jb.Booster(loss="binary_logloss", n_estimators=10, max_depth=4).fit(X, y)
     model.fit(X, y)  # a second fit decides again, from the first outcome
+    # line-search leaves (with Armijo) use the leaf kernels
+    searched = jb.Booster(
+        loss=losses.quantile(0.7), n_estimators=10, max_depth=4, leaf_method="line_search"
+    ).fit(X, X[:, 0] + rng.standard_t(3, 600).astype(np.float32))
     kernel = default_histogram_kernel("cpu")
 print(
     json.dumps(
@@ -23,6 +29,7 @@ print(
             "kernel": kernel,
             "warnings": [str(w.message) for w in caught if w.category is RuntimeWarning],
             "predictions": model.predict_raw(X).ravel().tolist(),
+            "line_search_predictions": searched.predict_raw(X).ravel().tolist(),
         }
     )
 )

@@ -1,0 +1,67 @@
+"""Per-row values from per-leaf ones and sums over rows by leaf, for the line
+search: XLA's gather and segment sum, or the native CPU kernels.
+
+Every iteration of the line search spreads each leaf's trial steps to its
+rows, evaluates the loss's derivatives there and sums them by leaf.  XLA on
+CPU fuses the gather before and the scatter-add after into the derivatives'
+loop, which then runs one element at a time (about 6x slower for a loss with
+exponentials).  The native kernels (``native/leaf_sums.cc``) are custom calls,
+which XLA cannot fuse, so the derivatives run as a vectorised loop of their
+own; the sums are in float64.  Values are laid out with rows last, the layout
+the derivatives are computed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .native_library import load
+
+
+class LeafKernels(NamedTuple):
+    """``rows_of_leaves(table (n_leaves, V), leaf_of_row (n_rows,)) -> (V, n_rows)``
+    and ``leaf_sums(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)``."""
+
+    rows_of_leaves: Callable[[jax.Array, jax.Array], jax.Array]
+    leaf_sums: Callable[[jax.Array, jax.Array, int], jax.Array]
+
+
+def rows_of_leaves_reference(table: jax.Array, leaf_of_row: jax.Array) -> jax.Array:
+    """``(n_leaves, V)``, ``(n_rows,)`` int32 -> ``(V, n_rows)``: ``table[leaf_of_row].T``."""
+    return table.T[:, leaf_of_row]
+
+
+def leaf_sums_reference(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -> jax.Array:
+    """``(V, n_rows)``, ``(n_rows,)`` int32 -> ``(n_leaves, V)`` sums of each leaf's rows."""
+    return jax.ops.segment_sum(values.T, leaf_of_row, num_segments=n_leaves)
+
+
+def rows_of_leaves_native(table: jax.Array, leaf_of_row: jax.Array) -> jax.Array:
+    """As :func:`rows_of_leaves_reference`, by the native kernel (a leaf index
+    outside ``[0, n_leaves)`` is an error)."""
+    load()
+    result = jax.ShapeDtypeStruct((table.shape[1], leaf_of_row.shape[0]), jnp.float32)
+    call = jax.ffi.ffi_call("jaxboost_rows_of_leaves", result, vmap_method="sequential")
+    return call(table.astype(jnp.float32), leaf_of_row.astype(jnp.int32))
+
+
+def leaf_sums_native(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -> jax.Array:
+    """As :func:`leaf_sums_reference`, summed in float64 by the native kernel
+    (a leaf index outside ``[0, n_leaves)`` is an error, not dropped)."""
+    load()
+    result = jax.ShapeDtypeStruct((n_leaves, values.shape[0]), jnp.float32)
+    call = jax.ffi.ffi_call("jaxboost_leaf_sums", result, vmap_method="sequential")
+    return call(
+        values.astype(jnp.float32), leaf_of_row.astype(jnp.int32), n_leaves=np.int64(n_leaves)
+    )
+
+
+LEAF_KERNELS = {
+    "reference": LeafKernels(rows_of_leaves_reference, leaf_sums_reference),
+    "native": LeafKernels(rows_of_leaves_native, leaf_sums_native),
+}

@@ -1,0 +1,129 @@
+// Per-leaf sums over rows for jaxboost on CPU, called from XLA through its
+// FFI.  Built with the other kernels by jaxboost/native_library.py; the plain
+// reference it must equal is jax.ops.segment_sum (jaxboost/leaf_sums.py).
+//
+// The line search sums several quantities per row (the loss's slope and
+// curvature at a few points) by leaf, once per iteration.  XLA fuses the
+// loss's derivatives into its scatter-add and then computes them one element
+// at a time; a custom call cannot be fused into, so the derivatives become a
+// vectorised loop of their own and the sums a plain pass in float64.
+//
+// Shapes (row-major):
+//   values  (n_values, n_rows) float32: one quantity per row of the array
+//   leaf    (n_rows,) int32 in [0, n_leaves)
+//   result  (n_leaves, n_values) float32: result[l, v] = sum of values[v, i]
+//           over the rows i with leaf[i] == l
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int64_t kLanes = 4;
+
+// Row i's values go to the partial sums of lane i % kLanes, so that
+// neighbouring rows in the same leaf do not wait on each other's additions;
+// kValues > 0 fixes the number of values at compile time (the inner loop
+// unrolls), 0 takes it from the arguments.
+// partial[(lane * n_leaves + leaf) * n_values + value]
+template <int64_t kValues>
+bool SumRows(const float* data, const int32_t* leaf_of_row, int64_t n_rows, int64_t n_leaves,
+             int64_t n_values, double* partial) {
+  const int64_t values_per_row = kValues > 0 ? kValues : n_values;
+  int32_t out_of_range = 0;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const int32_t l = leaf_of_row[i];
+    const bool bad = l < 0 || l >= n_leaves;
+    out_of_range |= static_cast<int32_t>(bad);
+    double* sums = partial + ((i % kLanes) * n_leaves + (bad ? 0 : l)) * values_per_row;
+    for (int64_t v = 0; v < values_per_row; ++v) sums[v] += data[v * n_rows + i];
+  }
+  return out_of_range == 0;
+}
+
+ffi::Error LeafSumsImpl(ffi::Buffer<ffi::F32> values, ffi::Buffer<ffi::S32> leaf,
+                        int64_t n_leaves, ffi::ResultBuffer<ffi::F32> result) {
+  auto dims = values.dimensions();
+  if (dims.size() != 2 || leaf.dimensions().size() != 1 || leaf.dimensions()[0] != dims[1]) {
+    return ffi::Error::InvalidArgument("jaxboost leaf sums: values and leaf disagree");
+  }
+  const int64_t n_values = dims[0], n_rows = dims[1];
+  const int32_t* leaf_of_row = leaf.typed_data();
+  const float* data = values.typed_data();
+  std::vector<double> partial(kLanes * n_leaves * n_values, 0.0);
+  bool in_range;
+  switch (n_values) {  // the line search's sizes: 1 (Armijo), 3 per point
+    case 1: in_range = SumRows<1>(data, leaf_of_row, n_rows, n_leaves, 1, partial.data()); break;
+    case 3: in_range = SumRows<3>(data, leaf_of_row, n_rows, n_leaves, 3, partial.data()); break;
+    case 6: in_range = SumRows<6>(data, leaf_of_row, n_rows, n_leaves, 6, partial.data()); break;
+    default:
+      in_range = SumRows<0>(data, leaf_of_row, n_rows, n_leaves, n_values, partial.data());
+  }
+  if (!in_range) {
+    return ffi::Error::InvalidArgument("jaxboost leaf sums: leaf index out of range");
+  }
+  float* out = result->typed_data();
+  for (int64_t k = 0; k < n_leaves * n_values; ++k) {
+    double total = 0.0;
+    for (int64_t lane = 0; lane < kLanes; ++lane) total += partial[lane * n_leaves * n_values + k];
+    out[k] = static_cast<float>(total);
+  }
+  return ffi::Error::Success();
+}
+
+template <int64_t kValues>
+bool SpreadRows(const float* by_leaf, const int32_t* leaf_of_row, int64_t n_rows,
+                int64_t n_leaves, int64_t n_values, float* out) {
+  const int64_t values_per_row = kValues > 0 ? kValues : n_values;
+  int32_t out_of_range = 0;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const int32_t l = leaf_of_row[i];
+    const bool bad = l < 0 || l >= n_leaves;
+    out_of_range |= static_cast<int32_t>(bad);
+    const float* row = by_leaf + (bad ? 0 : l) * values_per_row;
+    for (int64_t v = 0; v < values_per_row; ++v) out[v * n_rows + i] = row[v];
+  }
+  return out_of_range == 0;
+}
+
+ffi::Error RowsOfLeavesImpl(ffi::Buffer<ffi::F32> table, ffi::Buffer<ffi::S32> leaf,
+                            ffi::ResultBuffer<ffi::F32> result) {
+  auto dims = table.dimensions();
+  if (dims.size() != 2 || leaf.dimensions().size() != 1) {
+    return ffi::Error::InvalidArgument("jaxboost rows of leaves: bad ranks");
+  }
+  const int64_t n_leaves = dims[0], n_values = dims[1], n_rows = leaf.dimensions()[0];
+  const int32_t* leaf_of_row = leaf.typed_data();
+  const float* by_leaf = table.typed_data();
+  float* out = result->typed_data();
+  bool in_range;
+  switch (n_values) {  // the line search's sizes: 1 (a direction, Armijo), 2 points
+    case 1: in_range = SpreadRows<1>(by_leaf, leaf_of_row, n_rows, n_leaves, 1, out); break;
+    case 2: in_range = SpreadRows<2>(by_leaf, leaf_of_row, n_rows, n_leaves, 2, out); break;
+    default: in_range = SpreadRows<0>(by_leaf, leaf_of_row, n_rows, n_leaves, n_values, out);
+  }
+  if (!in_range) {
+    return ffi::Error::InvalidArgument("jaxboost rows of leaves: leaf index out of range");
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostLeafSums, LeafSumsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Attr<int64_t>("n_leaves")
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostRowsOfLeaves, RowsOfLeavesImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());

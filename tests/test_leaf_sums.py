@@ -1,0 +1,90 @@
+"""The line search's leaf kernels: native (C++) against the XLA reference and numpy."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost  # noqa: F401  (configures devices before JAX starts)
+import losses
+from jaxboost.leaf_sums import LEAF_KERNELS
+from jaxboost.leaves import armijo_backtrack, line_search_leaf_values
+from jaxboost.native_library import native_available
+
+pytestmark = pytest.mark.skipif(
+    not native_available(warn=False), reason="test_native_kernel fails where a compiler exists"
+)
+NATIVE, REFERENCE = LEAF_KERNELS["native"], LEAF_KERNELS["reference"]
+
+
+# 1 and 2 values per row (and 3, 6 for the sums) have kernels of their own; 5 and
+# 7 take the general loop; 1001 rows is not a multiple of the four lanes
+@pytest.mark.parametrize("n_values", [1, 2, 3, 5, 6, 7])
+@pytest.mark.parametrize("n_leaves", [1, 8, 64])
+def test_native_leaf_kernels_equal_numpy(n_values, n_leaves):
+    rng = np.random.default_rng(n_values * 100 + n_leaves)
+    n_rows = 1001
+    leaf = rng.integers(0, n_leaves, n_rows).astype(np.int32)
+    values = rng.normal(size=(n_values, n_rows)).astype(np.float32)
+    table = rng.normal(size=(n_leaves, n_values)).astype(np.float32)
+
+    spread = jax.jit(NATIVE.rows_of_leaves)(table, leaf)
+    np.testing.assert_array_equal(np.asarray(spread), table[leaf].T)
+    np.testing.assert_array_equal(np.asarray(spread), REFERENCE.rows_of_leaves(table, leaf))
+
+    sums = jax.jit(NATIVE.leaf_sums, static_argnums=2)(values, leaf, n_leaves)
+    expected = np.zeros((n_leaves, n_values))
+    np.add.at(expected, leaf, values.T.astype(np.float64))
+    assert sums.shape == (n_leaves, n_values)
+    # summed in float64, rounded once
+    np.testing.assert_array_equal(np.asarray(sums), expected.astype(np.float32))
+    np.testing.assert_allclose(
+        np.asarray(REFERENCE.leaf_sums(values, leaf, n_leaves)), expected, rtol=1e-4, atol=1e-4
+    )
+
+
+def test_native_leaf_kernels_refuse_a_leaf_out_of_range():
+    leaf = np.array([0, 1, 4], np.int32)
+    with pytest.raises(Exception, match="leaf index out of range"):
+        jax.block_until_ready(NATIVE.leaf_sums(np.ones((3, 3), np.float32), leaf, 4))
+    with pytest.raises(Exception, match="leaf index out of range"):
+        jax.block_until_ready(NATIVE.rows_of_leaves(np.ones((4, 2), np.float32), leaf))
+
+
+def test_native_leaf_kernels_under_vmap():
+    rng = np.random.default_rng(1)
+    leaf = rng.integers(0, 4, (3, 50)).astype(np.int32)
+    values = rng.normal(size=(3, 2, 50)).astype(np.float32)
+    sums = jax.vmap(lambda v, leaf: NATIVE.leaf_sums(v, leaf, 4))(values, leaf)
+    expected = jax.vmap(lambda v, leaf: REFERENCE.leaf_sums(v, leaf, 4))(values, leaf)
+    np.testing.assert_allclose(np.asarray(sums), np.asarray(expected), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("loss_name", ["log_cosh", "quantile", "binary_logloss"])
+def test_line_search_and_armijo_are_the_same_with_either_kernels(loss_name):
+    rng = np.random.default_rng(2)
+    n_rows, n_leaves = 3000, 8
+    leaf = jnp.asarray(rng.integers(0, n_leaves, n_rows).astype(np.int32))
+    if loss_name == "binary_logloss":
+        y = rng.integers(0, 2, n_rows).astype(np.float32)
+    else:
+        y = (3 * rng.standard_t(3, n_rows)).astype(np.float32)
+    loss = losses.quantile(0.7) if loss_name == "quantile" else getattr(losses, loss_name)
+    raw = jnp.asarray(rng.normal(size=(n_rows, 1)).astype(np.float32))
+    weight = jnp.asarray(rng.uniform(0.5, 2, n_rows).astype(np.float32))
+    direction = jnp.ones((n_leaves, 1))
+    args = (loss, jnp.asarray(y), raw, weight, leaf, direction, None)
+    native = line_search_leaf_values(*args, NATIVE)
+    reference = line_search_leaf_values(*args, REFERENCE)
+    np.testing.assert_allclose(np.asarray(native), np.asarray(reference), rtol=1e-5, atol=1e-5)
+
+    grad_sum = jax.ops.segment_sum(
+        jax.vmap(jax.grad(loss, argnums=1))(jnp.asarray(y), raw[:, 0]) * weight, leaf, n_leaves
+    )[:, None]
+    big_steps = 40 * native  # too long: Armijo must shrink some
+    shrunk = [
+        armijo_backtrack(loss, jnp.asarray(y), raw, weight, leaf, big_steps, grad_sum, None, k)
+        for k in (NATIVE, REFERENCE)
+    ]
+    np.testing.assert_allclose(np.asarray(shrunk[0]), np.asarray(shrunk[1]), rtol=1e-6)
+    assert np.any(np.asarray(shrunk[0]) != np.asarray(big_steps))
