@@ -302,11 +302,15 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
 
 
 @functools.lru_cache(maxsize=64)
-def init_score_program(loss: Loss, n_outputs: int, mesh: Mesh) -> Callable:
-    """``(data) -> (F0 (K,), train_loss at F0)``, jitted and sharded."""
+def init_score_program(
+    loss: Loss, n_outputs: int, mesh: Mesh, leaf_kernels: str = "reference"
+) -> Callable:
+    """``(data) -> (F0 (K,), train_loss at F0)``, jitted and sharded;
+    ``leaf_kernels`` names the line search's kernels, as in :class:`BoostConfig`."""
 
     def local(data: ShardData):
-        score = initial_score(loss, data.y, data.weight, n_outputs, ROWS)
+        kernels = LEAF_KERNELS[leaf_kernels]
+        score = initial_score(loss, data.y, data.weight, n_outputs, ROWS, kernels)
         raw = jnp.broadcast_to(score, (data.weight.shape[0], n_outputs))
         return score, mean_loss(loss, data, raw, ROWS)
 

@@ -43,6 +43,7 @@ from .distributed import (
     row_layout,
 )
 from .inspection import feature_importances, grid_from_data, partial_dependence
+from .leaf_sums import default_leaf_kernels
 from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
 from .native_library import native_for
@@ -234,7 +235,7 @@ class Booster:
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
             histogram_kernel=default_histogram_kernel(platform),
-            leaf_kernels="native" if native_for(platform) else "reference",
+            leaf_kernels=default_leaf_kernels(platform),
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 
@@ -375,7 +376,9 @@ class Booster:
         replicated_edges = replicated(mesh, edges)
         data = self._shard_rows(mesh, layout, features, replicated_edges, targets, weight)
 
-        init_score, init_loss = fetch(init_score_program(loss, n_outputs, mesh)(data))
+        platform = mesh.devices.flat[0].platform
+        init_program = init_score_program(loss, n_outputs, mesh, default_leaf_kernels(platform))
+        init_score, init_loss = fetch(init_program(data))
         if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
             raise ValueError(
                 f"loss: the training loss at the initial score {init_score} is "
@@ -389,7 +392,6 @@ class Booster:
         )
         # every process must run the same programs: process 0 decides
         informative = bool(first_process_value(informative))
-        platform = mesh.devices.flat[0].platform
         cfg, hyper = self._config(loss, n_outputs, monitored, informative, platform)
         raw = global_rows(
             mesh, np.broadcast_to(init_score, (layout.n_padded, n_outputs)).astype(np.float32)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .derivatives import Loss, grad_hess
+from .leaf_sums import LEAF_KERNELS, LeafKernels
 from .leaves import line_search_leaf_values, newton_leaf_values
 
 _MAX_NEWTON_ROUNDS = 30
@@ -20,13 +21,19 @@ _STEP_TOLERANCE = 1e-6
 
 
 def initial_score(
-    loss: Loss, y: jax.Array, weight: jax.Array, n_outputs: int, axis_name: str | None = None
+    loss: Loss,
+    y: jax.Array,
+    weight: jax.Array,
+    n_outputs: int,
+    axis_name: str | None = None,
+    kernels: LeafKernels = LEAF_KERNELS["reference"],
 ) -> jax.Array:
     """The constant raw score that minimises the weighted training loss.
 
     Args:
       y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets (one shard).
       weight: ``(n_rows,)`` sample weights, 0 for padding rows.
+      kernels: the line search's (:data:`jaxboost.leaf_sums.LEAF_KERNELS`).
     Returns:
       ``(n_outputs,)`` float32.
     """
@@ -36,7 +43,7 @@ def initial_score(
     if n_outputs == 1:
         direction = jnp.ones((1, 1), jnp.float32)
         return line_search_leaf_values(
-            loss, y, zeros, weight, all_in_one_leaf, direction, axis_name
+            loss, y, zeros, weight, all_in_one_leaf, direction, axis_name, kernels
         )[0]
 
     def not_converged(state):
@@ -50,7 +57,9 @@ def initial_score(
         grad, hess = grad_hess(loss, y, raw, full_hessian=True)
         grad, hess = grad * weight[:, None], hess * weight[:, None, None]
         direction = newton_leaf_values(grad, hess, all_in_one_leaf, 1, 0.0, axis_name)
-        step = line_search_leaf_values(loss, y, raw, weight, all_in_one_leaf, direction, axis_name)
+        step = line_search_leaf_values(
+            loss, y, raw, weight, all_in_one_leaf, direction, axis_name, kernels
+        )
         return score + step[0], jnp.linalg.norm(step), rounds + 1
 
     start = (jnp.zeros(n_outputs, jnp.float32), jnp.float32(jnp.inf), 0)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .native_library import load
+from .native_library import load, native_for
 
 
 class LeafKernels(NamedTuple):
@@ -65,3 +65,9 @@ LEAF_KERNELS = {
     "reference": LeafKernels(rows_of_leaves_reference, leaf_sums_reference),
     "native": LeafKernels(rows_of_leaves_native, leaf_sums_native),
 }
+
+
+def default_leaf_kernels(platform: str) -> str:
+    """The line search's kernels for devices of ``platform``: native on CPU when
+    they build (see :func:`jaxboost.native_library.native_for`)."""
+    return "native" if native_for(platform) else "reference"
