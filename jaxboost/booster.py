@@ -31,7 +31,7 @@ from .boost import (
     train_chunk_program,
 )
 from .derivatives import hessian_is_informative
-from .devices import default_training_devices, make_mesh
+from .devices import default_training_devices, device_keys, devices_from_keys, make_mesh
 from .distributed import (
     RowLayout,
     fetch,
@@ -180,6 +180,13 @@ class Booster:
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
+
+    def __getstate__(self) -> dict[str, Any]:
+        # jax.Device objects do not pickle: they travel as (platform, id)
+        return {**self.__dict__, "devices": device_keys(self.devices)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({**state, "devices": devices_from_keys(state["devices"])})
 
     # -- configuration -------------------------------------------------------
     def _n_outputs(self, loss: Callable, y: np.ndarray) -> int:

@@ -88,3 +88,28 @@ def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     if not devices:
         raise ValueError("devices: expected at least one jax.Device, got an empty list")
     return Mesh(np.array(devices), (ROWS,))
+
+
+def device_keys(devices: Sequence[jax.Device] | None) -> list[tuple[str, int]] | None:
+    """``devices`` as ``(platform, id)`` pairs, which pickle (``jax.Device`` objects
+    do not)."""
+    return None if devices is None else [(device.platform, device.id) for device in devices]
+
+
+def devices_from_keys(keys: Sequence[tuple[str, int]] | None) -> list[jax.Device] | None:
+    """The devices of this process named by :func:`device_keys`.  Where it lacks
+    one (a model pickled on a machine with more devices) it warns and returns
+    None, the default devices: they change the speed, not the model."""
+    if keys is None:
+        return None
+    by_key = {(device.platform, device.id): device for device in jax.devices()}
+    missing = [tuple(key) for key in keys if tuple(key) not in by_key]
+    if missing:
+        warnings.warn(
+            f"devices: this process has no device {missing[0][0]}:{missing[0][1]}; "
+            "the model uses the default devices",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    return [by_key[tuple(key)] for key in keys]

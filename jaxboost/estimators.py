@@ -13,6 +13,7 @@ to ``Booster.fit`` unchanged, except that evaluation sets are validated like
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 import losses as loss_catalogue
 
 from .booster import Booster
+from .devices import device_keys, devices_from_keys
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
@@ -154,6 +156,23 @@ class _BoosterEstimator(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``, with ``devices`` shared instead of deep-copied
+        (``jax.Device`` objects cannot be copied: they are the process's own)."""
+        without_devices = copy.copy(self)
+        without_devices.devices = None
+        twin = super(_BoosterEstimator, without_devices).__sklearn_clone__()
+        twin.devices = None if self.devices is None else list(self.devices)
+        return twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        # jax.Device objects do not pickle: they travel as (platform, id)
+        state = super().__getstate__()
+        return {**state, "devices": device_keys(state.get("devices"))}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__({**state, "devices": devices_from_keys(state.get("devices"))})
 
 
 class Regressor(RegressorMixin, _BoosterEstimator):

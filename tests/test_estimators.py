@@ -158,6 +158,28 @@ def test_clone_copies_parameters_not_the_fit():
     assert not hasattr(copy, "booster_")
 
 
+def test_chosen_devices_survive_clone_cross_validation_and_pickle():
+    """jax.Device objects cannot be copied: clone shares them, pickle names them."""
+    device = jax.devices()[-1]
+    model = Regressor(**SMALL, devices=[device])
+    twin = clone(model)
+    assert twin.devices == [device] and twin.devices is not model.devices
+    X, y = _regression()
+    assert np.all(cross_val_score(model, X, y, cv=2) > 0.5)
+    restored = pickle.loads(pickle.dumps(model.fit(X, y)))
+    assert restored.devices == [device]
+    assert restored.booster_.devices == [device]
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+
+
+def test_a_pickled_device_this_process_lacks_falls_back_to_the_default():
+    from jaxboost.devices import device_keys, devices_from_keys
+
+    assert devices_from_keys(device_keys(jax.devices())) == jax.devices()
+    with pytest.warns(RuntimeWarning, match="no device gpu:7"):
+        assert devices_from_keys([("gpu", 7)]) is None
+
+
 def test_string_labels():
     X, y = _classification(2)
     labels = np.where(y == 1, "spam", "ham")
