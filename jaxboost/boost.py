@@ -271,10 +271,19 @@ def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Arr
 
 def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_active, seed, hyper):
     def one_round(raw, chunk_round):
+        def boost(raw):
+            trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, ROWS)
+            return trees, new_raw, mean_loss(cfg.loss, data, new_raw, ROWS)
+
+        def skip(raw):  # a round past n_active: no work, zeros (discarded)
+            shapes = jax.eval_shape(boost, raw)
+            trees, _, train_loss = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+            return trees, raw, train_loss
+
         round_index = first_round + chunk_round
-        trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, ROWS)
-        raw = jnp.where(chunk_round < n_active, new_raw, raw)
-        return raw, (trees, mean_loss(cfg.loss, data, raw, ROWS))
+        # every shard takes the same branch: n_active is the same everywhere
+        trees, raw, train_loss = lax.cond(chunk_round < n_active, boost, skip, raw)
+        return raw, (trees, train_loss)
 
     raw, (trees, train_loss) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
     return raw, trees, train_loss
@@ -288,9 +297,9 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
     train_loss)``,
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
-    trees_per_round)`` axis.  Rounds at or after ``n_active`` leave ``raw``
-    unchanged (their trees are discarded by the caller), so the last, partial
-    chunk reuses the program."""
+    trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
+    work; zeros the caller discards), so the last, partial chunk reuses the
+    program, and so does a fit with another ``n_estimators``."""
     sharded = jax.shard_map(
         functools.partial(_train_chunk, cfg),
         mesh=mesh,

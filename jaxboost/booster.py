@@ -64,6 +64,10 @@ from .validation import (
 
 # rounds per device program when something watches every round
 _MONITORED_CHUNK = 10
+# rounds per device program otherwise: the same for every n_estimators, so
+# changing it (a grid search) compiles nothing; the last chunk's unused rounds
+# are skipped inside the program
+_UNMONITORED_CHUNK = 50
 # rows on which an undeclared loss's hessian is probed at the initial score
 _HESSIAN_PROBE_ROWS = 1024
 
@@ -131,8 +135,9 @@ class Booster:
       random_state: seed of the subsamples and of the binning sample.
       devices: devices to shard rows over (default: all devices; in a single
         process, fewer for small data, so that each has at least 16,384 rows).
-      rounds_per_chunk: rounds run in one device program (default: all of them,
-        or 10 when evaluation sets, callbacks or ``verbose`` watch the rounds).
+      rounds_per_chunk: rounds run in one device program (default 50, whatever
+        ``n_estimators`` is, so that changing it compiles nothing; 10 when
+        evaluation sets, callbacks or ``verbose`` watch the rounds).
     """
 
     def __init__(
@@ -220,7 +225,7 @@ class Booster:
             split_criterion = "second_order" if hessian_informative else "first_order"
         chunk = self.rounds_per_chunk
         if chunk is None:
-            chunk = _MONITORED_CHUNK if monitored else int(self.n_estimators)
+            chunk = _MONITORED_CHUNK if monitored else _UNMONITORED_CHUNK
         hyper = Hyper(
             learning_rate=float(self.learning_rate),
             reg_lambda=float(self.reg_lambda),
@@ -238,7 +243,7 @@ class Booster:
             split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
             hessian=choice("hessian", self.hessian, HESSIANS),
             multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
-            rounds_per_chunk=max(1, min(int(chunk), int(self.n_estimators))),
+            rounds_per_chunk=max(1, int(chunk)),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
             histogram_kernel=default_histogram_kernel(platform),

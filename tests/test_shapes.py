@@ -75,3 +75,22 @@ def test_changing_numeric_settings_compiles_nothing():
     ).fit(X, y)
     assert len(_compilations) == before, "numeric settings should be values, not constants"
     assert tuned.train_loss_[-1] < tuned.train_loss_[0]
+
+
+def test_changing_n_estimators_compiles_nothing():
+    """A grid over n_estimators reuses the training program: every fit runs
+    chunks of the same length and skips the last chunk's unused rounds."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = X[:, 0] + 0.1 * rng.normal(size=300).astype(np.float32)
+    settings = {"loss": "squared_error", "max_depth": 3}
+    longest = jb.Booster(n_estimators=57, **settings).fit(X, y)  # a full chunk and a partial one
+    before = len(_compilations)
+    for n_estimators in (3, 20, 50):
+        model = jb.Booster(n_estimators=n_estimators, **settings).fit(X, y)
+        assert model.n_estimators_ == n_estimators
+        # the same rounds as the longer fit's first ones
+        np.testing.assert_allclose(
+            model.train_loss_, longest.train_loss_[: n_estimators + 1], rtol=1e-6
+        )
+    assert len(_compilations) == before, "another n_estimators recompiled"
