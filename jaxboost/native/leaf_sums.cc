@@ -1,18 +1,24 @@
-// Per-leaf sums over rows for jaxboost on CPU, called from XLA through its
-// FFI.  Built with the other kernels by jaxboost/native_library.py; the plain
-// reference it must equal is jax.ops.segment_sum (jaxboost/leaf_sums.py).
+// The line search's leaf kernels for jaxboost on CPU, called from XLA through
+// its FFI.  Built with the other kernels by jaxboost/native_library.py; the
+// plain references they must equal are in jaxboost/leaf_sums.py (XLA's
+// gather and jax.ops.segment_sum).
 //
-// The line search sums several quantities per row (the loss's slope and
-// curvature at a few points) by leaf, once per iteration.  XLA fuses the
-// loss's derivatives into its scatter-add and then computes them one element
-// at a time; a custom call cannot be fused into, so the derivatives become a
-// vectorised loop of their own and the sums a plain pass in float64.
+// Every iteration of the line search spreads each leaf's trial steps to its
+// rows, evaluates the loss's slope and curvature there and sums them by leaf.
+// XLA fuses the gather and the scatter-add into the loss's derivatives and
+// then computes them one element at a time; custom calls cannot be fused
+// into, so the derivatives become a vectorised loop of their own.
+//
+//   JaxboostLeafSums: result[l, v] = sum of values[v, i] over the rows i
+//     with leaf[i] == l, in float64, rounded once.
+//   JaxboostRowsOfLeaves: result[v, i] = table[leaf[i], v].
 //
 // Shapes (row-major):
 //   values  (n_values, n_rows) float32: one quantity per row of the array
-//   leaf    (n_rows,) int32 in [0, n_leaves)
-//   result  (n_leaves, n_values) float32: result[l, v] = sum of values[v, i]
-//           over the rows i with leaf[i] == l
+//   table   (n_leaves, n_values) float32
+//   leaf    (n_rows,) int32 in [0, n_leaves); another value is an error
+//   result  (n_leaves, n_values) float32 (sums) or (n_values, n_rows)
+//           float32 (rows of leaves)
 
 #include <algorithm>
 #include <cstdint>
@@ -26,6 +32,14 @@ namespace {
 
 constexpr int64_t kLanes = 4;
 
+// The leaf, or 0 with *out_of_range set where it lies outside [0, n_leaves):
+// no branch in the row loops, one error after them.
+inline int64_t CheckedLeaf(int32_t leaf, int64_t n_leaves, int32_t* out_of_range) {
+  const bool bad = leaf < 0 || leaf >= n_leaves;
+  *out_of_range |= static_cast<int32_t>(bad);
+  return bad ? 0 : leaf;
+}
+
 // Row i's values go to the partial sums of lane i % kLanes, so that
 // neighbouring rows in the same leaf do not wait on each other's additions;
 // kValues > 0 fixes the number of values at compile time (the inner loop
@@ -37,10 +51,8 @@ bool SumRows(const float* data, const int32_t* leaf_of_row, int64_t n_rows, int6
   const int64_t values_per_row = kValues > 0 ? kValues : n_values;
   int32_t out_of_range = 0;
   for (int64_t i = 0; i < n_rows; ++i) {
-    const int32_t l = leaf_of_row[i];
-    const bool bad = l < 0 || l >= n_leaves;
-    out_of_range |= static_cast<int32_t>(bad);
-    double* sums = partial + ((i % kLanes) * n_leaves + (bad ? 0 : l)) * values_per_row;
+    const int64_t l = CheckedLeaf(leaf_of_row[i], n_leaves, &out_of_range);
+    double* sums = partial + ((i % kLanes) * n_leaves + l) * values_per_row;
     for (int64_t v = 0; v < values_per_row; ++v) sums[v] += data[v * n_rows + i];
   }
   return out_of_range == 0;
@@ -76,16 +88,14 @@ ffi::Error LeafSumsImpl(ffi::Buffer<ffi::F32> values, ffi::Buffer<ffi::S32> leaf
   return ffi::Error::Success();
 }
 
+// out[v][i] = by_leaf[leaf_of_row[i]][v]; kValues as in SumRows.
 template <int64_t kValues>
 bool SpreadRows(const float* by_leaf, const int32_t* leaf_of_row, int64_t n_rows,
                 int64_t n_leaves, int64_t n_values, float* out) {
   const int64_t values_per_row = kValues > 0 ? kValues : n_values;
   int32_t out_of_range = 0;
   for (int64_t i = 0; i < n_rows; ++i) {
-    const int32_t l = leaf_of_row[i];
-    const bool bad = l < 0 || l >= n_leaves;
-    out_of_range |= static_cast<int32_t>(bad);
-    const float* row = by_leaf + (bad ? 0 : l) * values_per_row;
+    const float* row = by_leaf + CheckedLeaf(leaf_of_row[i], n_leaves, &out_of_range) * values_per_row;
     for (int64_t v = 0; v < values_per_row; ++v) out[v * n_rows + i] = row[v];
   }
   return out_of_range == 0;
