@@ -311,11 +311,11 @@ def print_table(
 
 
 def jaxboost_booster(
-    loss: Any, rounds: int, devices: Sequence[jax.Device] | None = None
+    loss: Any, rounds: int, devices: Sequence[jax.Device] | None = None, **extra: Any
 ) -> jb.Booster:
     """An unfitted jaxboost ``Booster`` with ``bench_fit.py``'s settings: depth
     6, learning rate 0.1, 255 bins, L2 1 (its default least child hessian 1e-3),
-    on ``devices`` (default: all)."""
+    on ``devices`` (default: all); ``extra`` are further ``Booster`` arguments."""
     return jb.Booster(
         loss=loss,
         n_estimators=rounds,
@@ -324,6 +324,7 @@ def jaxboost_booster(
         max_bins=255,
         reg_lambda=1.0,
         devices=devices,
+        **extra,
     )
 
 

@@ -20,6 +20,9 @@ float64 on the raw scores, over held-out rows, the same code for all three.
 
     python benchmarks/bench_custom_loss.py                      # 1M rows, 100 rounds
     python benchmarks/bench_custom_loss.py --rows 50000 --rounds 20
+
+Both jaxboost and LightGBM are also timed with ``use_quantized_grad`` (split
+statistics rounded to 4 integer levels; ``--no-quantised`` leaves them out).
 """
 
 from __future__ import annotations
@@ -128,9 +131,10 @@ def lightgbm_objective(loss: CustomLoss) -> Callable:
     return objective
 
 
-def fit_jaxboost(loss: CustomLoss, X, y, rounds: int) -> jb.Booster:
-    """jaxboost with the plain JAX loss (its own initial score)."""
-    return jaxboost_booster(loss.jax_loss, rounds).fit(X, y)
+def fit_jaxboost(loss: CustomLoss, X, y, rounds: int, quantised: bool = False) -> jb.Booster:
+    """jaxboost with the plain JAX loss (its own initial score); ``quantised``:
+    with ``use_quantized_grad`` (4 levels, as LightGBM's default)."""
+    return jaxboost_booster(loss.jax_loss, rounds, use_quantized_grad=quantised).fit(X, y)
 
 
 def fit_xgboost(loss: CustomLoss, X, y, rounds: int, base: float, threads: int) -> xgb.Booster:
@@ -140,15 +144,20 @@ def fit_xgboost(loss: CustomLoss, X, y, rounds: int, base: float, threads: int) 
     return xgb.train(params, data, num_boost_round=rounds, obj=xgboost_objective(loss))
 
 
-def fit_lightgbm(loss: CustomLoss, X, y, rounds: int, base: float, threads: int) -> lgb.Booster:
-    """LightGBM with the numpy objective, starting from ``init_score = base``."""
+def fit_lightgbm(
+    loss: CustomLoss, X, y, rounds: int, base: float, threads: int, quantised: bool = False
+) -> lgb.Booster:
+    """LightGBM with the numpy objective, starting from ``init_score = base``;
+    ``quantised``: with ``use_quantized_grad`` (its default 4 levels)."""
     params = lightgbm_params(threads, lightgbm_objective(loss))
+    if quantised:
+        params["use_quantized_grad"] = True
     return lgb.train(params, lightgbm_dataset(X, y, base), num_boost_round=rounds)
 
 
 def raw_scores(name: str, model, X, base: float, threads: int) -> np.ndarray:
     """Raw scores F(x) of a fitted model, the initial constant included."""
-    if name == "jaxboost":
+    if name.startswith("jaxboost"):
         return model.predict_raw(X)
     if name == "XGBoost":
         return model.inplace_predict(X, predict_type="margin")  # base_score included
@@ -171,16 +180,22 @@ def run_loss(loss: CustomLoss, data: list[np.ndarray], args) -> list[list[str]]:
         f"  initial score (jaxboost's, given to the peers): {base:.6f}; jaxboost 'auto' "
         f"leaves: {'newton' if newton else 'line_search'}"
     )
-    best = best_of(
-        {
-            "jaxboost": lambda: fit_jaxboost(loss, X_train, y_train, args.rounds),
-            "XGBoost": lambda: fit_xgboost(loss, X_train, y_train, args.rounds, base, args.threads),
-            "LightGBM": lambda: fit_lightgbm(
-                loss, X_train, y_train, args.rounds, base, args.threads
-            ),
-        },
-        args.repeat,
-    )
+    fits = {
+        "jaxboost": lambda: fit_jaxboost(loss, X_train, y_train, args.rounds),
+        "XGBoost": lambda: fit_xgboost(loss, X_train, y_train, args.rounds, base, args.threads),
+        "LightGBM": lambda: fit_lightgbm(loss, X_train, y_train, args.rounds, base, args.threads),
+    }
+    if args.quantised:
+        timed_report(  # compiles the quantised program
+            "jaxboost quantised first fit", fit_jaxboost, loss, X_train, y_train, 1, True
+        )
+        fits["jaxboost quantised"] = lambda: fit_jaxboost(
+            loss, X_train, y_train, args.rounds, quantised=True
+        )
+        fits["LightGBM quantised"] = lambda: fit_lightgbm(
+            loss, X_train, y_train, args.rounds, base, args.threads, quantised=True
+        )
+    best = best_of(fits, args.repeat)
     print("  " + compile_summary("jaxboost", first, best["jaxboost"]))
     return [
         table_row(loss, name, timing, best["XGBoost"], X_test, y_test, base, args)
@@ -216,6 +231,12 @@ def main(argv=None) -> None:
         "--repeat", type=int, default=1, help="timed fits of each (alternating); fastest kept"
     )
     parser.add_argument("--seed", type=int, default=0, help="data seed")
+    parser.add_argument(
+        "--no-quantised",
+        dest="quantised",
+        action="store_false",
+        help="leave out the fits with use_quantized_grad (jaxboost's and LightGBM's)",
+    )
     args = parser.parse_args(argv)
 
     print_header(argv, ["xgboost", "lightgbm"])

@@ -29,6 +29,7 @@ from .devices import ROWS
 from .init_score import initial_score
 from .leaf_sums import LEAF_KERNELS
 from .leaves import armijo_backtrack, line_search_leaf_values, newton_leaf_values
+from .quantise import quantise_stats
 from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
 
@@ -59,6 +60,10 @@ class BoostConfig:
     # a name in jaxboost.leaf_sums.LEAF_KERNELS, for the line search: "native"
     # on CPU when the native kernels build, "reference" elsewhere
     leaf_kernels: str = "reference"
+    # 0: split statistics in float32; else the integer levels they are
+    # quantised to each round (jaxboost.quantise, LightGBM's
+    # num_grad_quant_bins)
+    grad_quant_bins: int = 0
 
     @property
     def trees_per_round(self) -> int:
@@ -171,7 +176,9 @@ def _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, ax
     )
 
 
-def _grow_one(cfg, hyper, data, raw, grad, hess, output_mask, edges, features, axis_name):
+def _grow_one(
+    cfg, hyper, data, raw, grad, hess, output_mask, edges, features, round_index, seed, axis_name
+):
     """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
     if cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1:
@@ -181,6 +188,11 @@ def _grow_one(cfg, hyper, data, raw, grad, hess, output_mask, edges, features, a
     else:
         grad_split, hess_split = grad, hess_diag
     stats = _split_stats(cfg, grad_split, hess_split, data.weight)
+    scale = None
+    if cfg.grad_quant_bins:
+        stats, scale = quantise_stats(
+            stats, data.row_id, round_index, seed, cfg.grad_quant_bins, axis_name
+        )
     params = TreeParams(
         cfg.max_depth,
         hyper.reg_lambda,
@@ -188,7 +200,9 @@ def _grow_one(cfg, hyper, data, raw, grad, hess, output_mask, edges, features, a
         hyper.min_split_gain,
         cfg.histogram_kernel,
     )
-    structure, leaf_of_row = grow_tree(data.bins, stats, edges, params, axis_name, features)
+    structure, leaf_of_row = grow_tree(
+        data.bins, stats, edges, params, axis_name, features, stats_scale=scale
+    )
     values = hyper.learning_rate * _leaf_values(
         cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
     )
@@ -252,6 +266,8 @@ def boost_round(
         hess,
         edges=edges,
         features=features,
+        round_index=round_index,
+        seed=seed,
         axis_name=axis_name,
     )
     if cfg.trees_per_round == 1:

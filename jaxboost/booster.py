@@ -48,6 +48,7 @@ from .metrics import resolve_metric
 from .monitor import EvalSet, Monitor
 from .native_library import native_for
 from .predict import predict_on_devices, round_increments
+from .quantise import check_quantisation
 from .shapes import bucket_size, pad_rows
 from .tree import Tree, default_histogram_kernel
 from .validation import (
@@ -132,7 +133,16 @@ class Booster:
       armijo: shrink each leaf's (learning-rate scaled) value until it lowers
         that leaf's training loss, so no round increases the training loss;
         None: on for line-search leaves, off for Newton leaves.
-      random_state: seed of the subsamples and of the binning sample.
+      use_quantized_grad: quantise the split statistics (gradients and
+        hessians) to a few integer levels each round, with unbiased stochastic
+        rounding, and build the histograms from the integers (LightGBM 4's
+        quantised training): faster histograms on CPU, splits chosen from
+        slightly noisier sums.  Leaf values still use the exact gradients.
+      num_grad_quant_bins: the levels of ``use_quantized_grad``: gradients
+        are rounded to integers in ``[-bins / 2, bins / 2]`` times a per-round
+        scale, hessians to ``[0, bins]`` (``[-bins, bins]`` when negative).
+      random_state: seed of the subsamples, of the binning sample and of the
+        quantisation's rounding.
       devices: devices to shard rows over (default: all devices; in a single
         process, fewer for small data, so that each has at least 16,384 rows).
       rounds_per_chunk: rounds run in one device program (default 50, whatever
@@ -160,6 +170,8 @@ class Booster:
         hessian_mode: str = "raw",
         hessian_floor: float = 0.0,
         armijo: bool | None = None,
+        use_quantized_grad: bool = False,
+        num_grad_quant_bins: int = 4,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
@@ -182,6 +194,8 @@ class Booster:
         self.hessian_mode = hessian_mode
         self.hessian_floor = hessian_floor
         self.armijo = armijo
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
@@ -212,6 +226,7 @@ class Booster:
         monitored: bool,
         hessian_informative: bool,
         platform: str,
+        rows_per_shard: int,
     ) -> tuple[BoostConfig, Hyper]:
         """The static program settings, and the numeric ones passed as values."""
         if int(self.max_depth) < 1:
@@ -248,6 +263,11 @@ class Booster:
             armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
             histogram_kernel=default_histogram_kernel(platform),
             leaf_kernels=default_leaf_kernels(platform),
+            grad_quant_bins=(
+                check_quantisation(self.num_grad_quant_bins, rows_per_shard)
+                if self.use_quantized_grad
+                else 0
+            ),
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 
@@ -404,7 +424,8 @@ class Booster:
         )
         # every process must run the same programs: process 0 decides
         informative = bool(first_process_value(informative))
-        cfg, hyper = self._config(loss, n_outputs, monitored, informative, platform)
+        rows_per_shard = layout.n_padded // mesh.local_mesh.size
+        cfg, hyper = self._config(loss, n_outputs, monitored, informative, platform, rows_per_shard)
         raw = global_rows(
             mesh, np.broadcast_to(init_score, (layout.n_padded, n_outputs)).astype(np.float32)
         )

@@ -213,6 +213,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         hessian_mode: str = "raw",
         hessian_floor: float = 0.0,
         armijo: bool | None = None,
+        use_quantized_grad: bool = False,
+        num_grad_quant_bins: int = 4,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
@@ -235,6 +237,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.hessian_mode = hessian_mode
         self.hessian_floor = hessian_floor
         self.armijo = armijo
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
@@ -338,6 +342,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         hessian_mode: str = "raw",
         hessian_floor: float = 0.0,
         armijo: bool | None = None,
+        use_quantized_grad: bool = False,
+        num_grad_quant_bins: int = 4,
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
@@ -359,6 +365,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.hessian_mode = hessian_mode
         self.hessian_floor = hessian_floor
         self.armijo = armijo
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk

@@ -54,3 +54,68 @@ def native_level_histograms(
         call = jax.ffi.ffi_call("jaxboost_histogram_children", results, vmap_method="sequential")
         exact, cumulative = call(bins, node_of_row, row_stats, parent, n_bins=np.int64(n_bins))
     return cumulative, exact
+
+
+def native_level_histograms_quantised(
+    bins: jax.Array,
+    node_of_row: jax.Array,
+    quantised_stats: jax.Array,
+    scale: jax.Array,
+    n_nodes: int,
+    n_bins: int,
+    parent: jax.Array | None,
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`native_level_histograms` for integer statistics (see
+    :mod:`jaxboost.quantise`): every (gradient, hessian) pair of a row is
+    packed into one int64 and summed exactly, with one integer add.
+
+    Args:
+      bins, node_of_row, n_nodes, n_bins: as :func:`native_level_histograms`.
+      quantised_stats: ``(n_rows, 2K)`` int32 ``[gradients, hessians]``,
+        each ``|value| < 2**31 / n_rows``.
+      scale: ``(2K,)`` float32, the worth of one unit of each column.
+      parent: ``(n_features, n_nodes // 2, n_bins, K)`` int64 packed sums,
+        the previous level's second result, or None at the root.
+    Returns:
+      ``(n_features, n_nodes, n_bins, 2K)`` float32 running sums of the
+      columns times ``scale`` (as :func:`native_level_histograms`), and the
+      exact packed sums ``(n_features, n_nodes, n_bins, K)`` int64.
+    """
+    load()
+    packed = packed_pairs(quantised_stats)
+    n_features, n_columns = bins.shape[0], quantised_stats.shape[1]
+    results = (
+        jax.ShapeDtypeStruct((n_features, n_nodes, n_bins, n_columns // 2), jnp.int64),
+        jax.ShapeDtypeStruct((n_features, n_nodes, n_bins, n_columns), jnp.float32),
+    )
+    if parent is None:
+        call = jax.ffi.ffi_call(
+            "jaxboost_histogram_root_quantised", results, vmap_method="sequential"
+        )
+        exact, cumulative = call(
+            bins,
+            node_of_row,
+            packed,
+            scale,
+            n_nodes=np.int64(n_nodes),
+            n_bins=np.int64(n_bins),
+        )
+    else:
+        call = jax.ffi.ffi_call(
+            "jaxboost_histogram_children_quantised", results, vmap_method="sequential"
+        )
+        exact, cumulative = call(bins, node_of_row, packed, scale, parent, n_bins=np.int64(n_bins))
+    return cumulative, exact
+
+
+def packed_pairs(quantised_stats: jax.Array) -> jax.Array:
+    """``(n_rows, 2K)`` int32 ``[gradients, hessians]`` as the native kernel
+    reads them: ``(n_rows, 2K)`` int32 words whose pairs ``(2j, 2j+1)``, read as
+    one little-endian int64, hold ``gradient_j * 2**32 + hessian_j`` (low
+    word: the hessian's bits; high word: the gradient minus the borrow of a
+    negative hessian).  Built inside the program, where XLA fuses it with the
+    rounding, so the kernel packs nothing."""
+    n_pairs = quantised_stats.shape[1] // 2
+    grad, hess = quantised_stats[:, :n_pairs], quantised_stats[:, n_pairs:]
+    high = grad - (hess < 0).astype(jnp.int32)
+    return jnp.stack([hess, high], axis=2).reshape(quantised_stats.shape)

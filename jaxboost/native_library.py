@@ -35,6 +35,8 @@ _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
 _TARGETS = {
     "jaxboost_histogram_root": "JaxboostHistogramRoot",
     "jaxboost_histogram_children": "JaxboostHistogramChildren",
+    "jaxboost_histogram_root_quantised": "JaxboostHistogramRootQuantised",
+    "jaxboost_histogram_children_quantised": "JaxboostHistogramChildrenQuantised",
     "jaxboost_predict_forest": "JaxboostPredictForest",
     "jaxboost_apply_bins": "JaxboostApplyBins",
     "jaxboost_leaf_sums": "JaxboostLeafSums",

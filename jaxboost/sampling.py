@@ -22,6 +22,14 @@ def _mix(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+def hash_bits(index: jax.Array, round_index: jax.Array, seed: jax.Array, stream: int) -> jax.Array:
+    """32 uniform random bits per ``index`` (any shape of integers), fixed by
+    ``(round, seed, stream)``; uint32 of ``index``'s shape."""
+    key = _mix(jnp.uint32(seed) * jnp.uint32(_GOLDEN) + jnp.uint32(stream))
+    key = _mix(key ^ _mix(jnp.uint32(round_index) + jnp.uint32(_GOLDEN)))
+    return _mix(index.astype(jnp.uint32) ^ key)
+
+
 def uniform_hash(
     index: jax.Array, round_index: jax.Array, seed: jax.Array, stream: int
 ) -> jax.Array:
@@ -32,9 +40,7 @@ def uniform_hash(
     Returns:
       ``(n,)`` float32.
     """
-    key = _mix(jnp.uint32(seed) * jnp.uint32(_GOLDEN) + jnp.uint32(stream))
-    key = _mix(key ^ _mix(jnp.uint32(round_index) + jnp.uint32(_GOLDEN)))
-    bits = _mix(index.astype(jnp.uint32) ^ key)
+    bits = hash_bits(index, round_index, seed, stream)
     return (bits >> 8).astype(jnp.float32) * jnp.float32(1.0 / (1 << 24))
 
 

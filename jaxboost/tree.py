@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .histogram import build_histograms
-from .histogram_native import native_level_histograms
+from .histogram_native import native_level_histograms, native_level_histograms_quantised
 from .histogram_packed import build_histograms_packed
 from .native_library import native_for
 from .split import find_best_splits, first_across_shards
@@ -34,20 +34,32 @@ class HistogramKernel(NamedTuple):
     ``carry`` what the next level gets as ``parent`` (None at the root).
     ``cumulative``: ``hist`` holds running sums over the value bins (see
     :func:`jaxboost.split.find_best_splits`).
+    ``level_quantised(bins, node_of_row, quantised_stats, scale, n_nodes,
+    n_bins, parent) -> (hist, carry)``: the same for ``(n_rows, n_stats)``
+    int32 statistics (:mod:`jaxboost.quantise`), summed exactly; ``hist`` is
+    the sums times ``scale`` ``(n_stats,)``, float32.
     """
 
     level: Callable
     cumulative: bool
+    level_quantised: Callable
+
+
+def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent):
+    """Integer histograms summed afresh by the reference kernel (int32 sums),
+    then scaled to float32."""
+    hist = build_histograms(bins, node_of_row, quantised_stats, n_nodes, n_bins)
+    return hist.astype(jnp.float32) * scale, None
 
 
 def _level_by_level(build) -> HistogramKernel:
     """A kernel that sums every level afresh, from ``build(bins, node_of_row,
-    row_stats, n_nodes, n_bins)``."""
+    row_stats, n_nodes, n_bins)`` (quantised statistics: the reference's)."""
 
     def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent):
         return build(bins, node_of_row, row_stats, n_nodes, n_bins), None
 
-    return HistogramKernel(level_histograms, cumulative=False)
+    return HistogramKernel(level_histograms, False, _reference_quantised)
 
 
 # histogram kernels by name: the plain reference, the packed CPU kernel (XLA)
@@ -55,7 +67,7 @@ def _level_by_level(build) -> HistogramKernel:
 HISTOGRAM_KERNELS = {
     "reference": _level_by_level(build_histograms),
     "packed": _level_by_level(build_histograms_packed),
-    "native": HistogramKernel(native_level_histograms, cumulative=True),
+    "native": HistogramKernel(native_level_histograms, True, native_level_histograms_quantised),
 }
 
 
@@ -200,6 +212,7 @@ def grow_tree(
     params: TreeParams,
     axis_name: str | None,
     feature_mask: jax.Array | None = None,
+    stats_scale: jax.Array | None = None,
 ) -> tuple[TreeStructure, jax.Array]:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
@@ -215,6 +228,9 @@ def grow_tree(
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
       feature_mask: ``(n_features,)`` bool, the features the tree may split on.
+      stats_scale: ``(n_stats,)`` float32 when ``row_stats`` are quantised
+        (int32, see :mod:`jaxboost.quantise`): what one unit of each column
+        is worth.
     Returns:
       The tree's internal nodes and ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``.
@@ -229,7 +245,13 @@ def grow_tree(
     levels = []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     for depth in range(params.max_depth):
-        hist, carry = kernel.level(bins, node_of_row, row_stats, 2**depth, max_bins + 1, carry)
+        n_nodes, n_bins = 2**depth, max_bins + 1
+        if stats_scale is None:
+            hist, carry = kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, carry)
+        else:
+            hist, carry = kernel.level_quantised(
+                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry
+            )
         choice = search(hist)
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)

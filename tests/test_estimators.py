@@ -124,6 +124,10 @@ def test_row_and_column_sampling_reach_the_booster(built_boosters):
         Regressor(subsample=0.5, colsample_bytree=0.25).fit(X, y)
     booster = built_boosters[-1]
     assert (booster.subsample, booster.colsample_bytree) == (0.5, 0.25)
+    with pytest.raises(_Stop):
+        Classifier(use_quantized_grad=True, num_grad_quant_bins=8).fit(X, y > 0)
+    booster = built_boosters[-1]
+    assert (booster.use_quantized_grad, booster.num_grad_quant_bins) == (True, 8)
 
 
 def test_fitted_attributes():

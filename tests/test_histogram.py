@@ -211,3 +211,85 @@ def test_native_kernel_rejects_nodes_out_of_range():
         jax.block_until_ready(
             HISTOGRAM_KERNELS["native"].level(bins, node_of_row, stats, 2, 3, None)
         )
+
+
+# -- quantised statistics (jaxboost.quantise): integer sums, scaled ----------------
+
+
+def _random_quantised(seed, n_features, n_rows, n_nodes, n_bins, n_pairs, top=4):
+    """A level with ``(n_rows, 2 n_pairs)`` int32 ``[gradients, hessians]``,
+    hessians negative too, and a ``(2 n_pairs,)`` scale."""
+    bins, node_of_row, _ = _random_level(seed, n_features, n_rows, n_nodes, n_bins, 1)
+    rng = np.random.default_rng(seed)
+    stats = rng.integers(-top, top + 1, size=(n_rows, 2 * n_pairs)).astype(np.int32)
+    scale = rng.uniform(0.01, 3.0, size=2 * n_pairs).astype(np.float32)
+    return bins, node_of_row, stats, scale
+
+
+def _unpacked(exact: np.ndarray) -> np.ndarray:
+    """The native kernel's packed int64 sums ``(..., K)`` as ``(..., 2K)``
+    integer ``[gradients, hessians]``."""
+    exact = np.asarray(exact, np.int64)
+    low = (exact & 0xFFFFFFFF).astype(np.uint32).astype(np.int32).astype(np.int64)
+    return np.concatenate([(exact - low) >> 32, low], axis=-1)
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "n_nodes", "n_bins", "parent_nodes"))
+def _quantised_level(kernel, bins, node_of_row, stats, scale, n_nodes, n_bins, parent_nodes):
+    """A quantised level: afresh, or (``parent_nodes``) from its parents' sums."""
+    level = HISTOGRAM_KERNELS[kernel].level_quantised
+    parent = None
+    if parent_nodes:
+        parent = level(bins, node_of_row // 2, stats, scale, parent_nodes, n_bins, None)[1]
+    return level(bins, node_of_row, stats, scale, n_nodes, n_bins, parent)
+
+
+@pytest.mark.parametrize(
+    "n_features, n_rows, n_nodes, n_bins, n_pairs, from_parents",
+    [
+        (1, 1, 1, 2, 1, False),
+        (5, 3000, 1, 256, 1, False),
+        (4, 2000, 4, 33, 1, False),
+        (6, 3000, 2, 256, 1, True),
+        (7, 2000, 16, 33, 1, True),
+        (3, 800, 8, 17, 3, True),
+    ],
+)
+def test_native_quantised_sums_are_exact(
+    n_features, n_rows, n_nodes, n_bins, n_pairs, from_parents
+):
+    bins, node_of_row, stats, scale = _random_quantised(
+        n_rows + n_nodes, n_features, n_rows, n_nodes, n_bins, n_pairs
+    )
+    hist, exact = _quantised_level(
+        "native", bins, node_of_row, stats, scale, n_nodes, n_bins, n_nodes // 2 * from_parents
+    )
+    reference = _reference_add_at(bins, node_of_row, stats.astype(np.int64), n_nodes, n_bins)
+    assert exact.shape == (n_features, n_nodes, n_bins, n_pairs) and exact.dtype == np.int64
+    np.testing.assert_array_equal(_unpacked(exact), reference)
+    assert hist.dtype == np.float32
+    np.testing.assert_allclose(
+        np.asarray(hist), _running_sums(reference) * scale, rtol=1e-6, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("kernel", ["reference", "packed"])
+def test_xla_quantised_sums_are_the_scaled_integer_sums(kernel):
+    bins, node_of_row, stats, scale = _random_quantised(21, 4, 2500, 8, 40, 2)
+    hist, _ = _quantised_level(kernel, bins, node_of_row, stats, scale, 8, 40, 0)
+    reference = _reference_add_at(bins, node_of_row, stats.astype(np.int64), 8, 40)
+    np.testing.assert_allclose(np.asarray(hist), reference * scale, rtol=1e-6, atol=1e-6)
+
+
+def test_native_quantised_sums_at_the_limits_of_the_packed_halves():
+    # gradient sums near -2^31 and hessian sums near 2^31 - 1 in one word, and
+    # hessians negative (the borrow from the gradient half): still exact
+    n_rows = 4096
+    bins = np.zeros((1, n_rows), np.uint8)
+    stats = np.empty((n_rows, 2), np.int32)
+    stats[:, 0] = -(2**31 // n_rows)
+    stats[:, 1] = 2**31 // n_rows - 1
+    stats[::2, 1] = -5  # half the hessians negative
+    node_of_row = np.zeros(n_rows, np.int32)
+    _, exact = _quantised_level("native", bins, node_of_row, stats, np.ones(2, np.float32), 1, 2, 0)
+    np.testing.assert_array_equal(_unpacked(exact)[0, 0, 0], stats.astype(np.int64).sum(axis=0))

@@ -83,7 +83,9 @@ def test_switched_off_falls_back_quietly(fits):
     assert off["cache"] == []
 
 
-@pytest.mark.parametrize("model", ["predictions", "line_search_predictions"])
+@pytest.mark.parametrize(
+    "model", ["predictions", "line_search_predictions", "quantised_predictions"]
+)
 def test_every_kernel_fits_the_same_model(fits, model):
     native = np.asarray(fits["built"][model])
     for name in ("broken compiler", "switched off"):

@@ -31,6 +31,11 @@ def main() -> int:
             {},
         ),
         "subsampled": (losses.squared_error, y, {"subsample": 0.6, "colsample_bytree": 0.8}),
+        "quantised": (
+            losses.binary_logloss,
+            (y > 0).astype(np.float32),
+            {"use_quantized_grad": True},
+        ),
     }
     failures = []
     for name, (loss, target, extra) in cases.items():

@@ -1,4 +1,5 @@
-"""Fit a small model twice on the CPU, and one with line-search leaves; print the
+"""Fit a small model twice on the CPU, one with line-search leaves and one with
+quantised statistics; print the
 histogram kernel a fit picks, the warnings raised, and the predictions (one
 line, for the test to parse)."""
 
@@ -22,6 +23,10 @@ with warnings.catch_warnings(record=True) as caught:
     searched = jb.Booster(
         loss=losses.quantile(0.7), n_estimators=10, max_depth=4, leaf_method="line_search"
     ).fit(X, X[:, 0] + rng.standard_t(3, 600).astype(np.float32))
+    # quantised statistics: the native integer kernel or the XLA fallback's
+    quantised = jb.Booster(
+        loss="binary_logloss", n_estimators=10, max_depth=4, use_quantized_grad=True
+    ).fit(X, y)
     kernel = default_histogram_kernel("cpu")
 print(
     json.dumps(
@@ -30,6 +35,7 @@ print(
             "warnings": [str(w.message) for w in caught if w.category is RuntimeWarning],
             "predictions": model.predict_raw(X).ravel().tolist(),
             "line_search_predictions": searched.predict_raw(X).ravel().tolist(),
+            "quantised_predictions": quantised.predict_raw(X).ravel().tolist(),
         }
     )
 )
