@@ -1,7 +1,7 @@
 """The native CPU kernels (C++ through XLA's FFI): building and loading them.
 
 ``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction,
-binning) are compiled on first use with the C++ compiler (``$CXX``, else
+binning, the line search's leaf sums, routing rows) are compiled on first use with the C++ compiler (``$CXX``, else
 ``g++``, ``c++`` or ``clang++``) against the FFI headers that ship with
 jaxlib, into one shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
 once per source and jaxlib version, and registered as XLA custom-call
@@ -27,7 +27,7 @@ import jax
 
 SOURCES = tuple(
     Path(__file__).with_name("native") / name
-    for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc")
+    for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc", "route.cc")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _ENV_CACHE = "JAXBOOST_CACHE_DIR"
@@ -41,6 +41,7 @@ _TARGETS = {
     "jaxboost_apply_bins": "JaxboostApplyBins",
     "jaxboost_leaf_sums": "JaxboostLeafSums",
     "jaxboost_rows_of_leaves": "JaxboostRowsOfLeaves",
+    "jaxboost_route_rows": "JaxboostRouteRows",
 }
 
 

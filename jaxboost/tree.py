@@ -23,11 +23,12 @@ from .histogram import build_histograms
 from .histogram_native import native_level_histograms, native_level_histograms_quantised
 from .histogram_packed import build_histograms_packed
 from .native_library import native_for
+from .route_native import native_route_rows
 from .split import find_best_splits, first_across_shards
 
 
 class HistogramKernel(NamedTuple):
-    """A way to build a level's histograms.
+    """A way to build a level's histograms, and to route its rows down.
 
     ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent) -> (hist,
     carry)``: ``hist`` ``(n_features, n_nodes, n_bins, n_stats)`` float32,
@@ -43,6 +44,8 @@ class HistogramKernel(NamedTuple):
     level: Callable
     cumulative: bool
     level_quantised: Callable
+    # sends the rows one level down, as route_rows (below) does; None: route_rows
+    route: Callable | None = None
 
 
 def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent):
@@ -67,7 +70,9 @@ def _level_by_level(build) -> HistogramKernel:
 HISTOGRAM_KERNELS = {
     "reference": _level_by_level(build_histograms),
     "packed": _level_by_level(build_histograms_packed),
-    "native": HistogramKernel(native_level_histograms, True, native_level_histograms_quantised),
+    "native": HistogramKernel(
+        native_level_histograms, True, native_level_histograms_quantised, native_route_rows
+    ),
 }
 
 
@@ -258,7 +263,7 @@ def grow_tree(
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
         threshold = jnp.where(choice.do_split, edges[feature, threshold_bin], jnp.inf)
         levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
-        node_of_row = route_rows(
+        node_of_row = (kernel.route or route_rows)(
             bins, node_of_row, feature, threshold_bin, missing_left, missing_bin=max_bins
         )
     structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)

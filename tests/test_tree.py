@@ -10,6 +10,7 @@ import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.binning import apply_bins, fit_bin_edges
+from jaxboost.route_native import native_route_rows
 from jaxboost.tree import TreeParams, grow_tree
 
 _grow = jax.jit(grow_tree, static_argnames=("params", "axis_name"))
@@ -240,27 +241,60 @@ def test_rows_of_zero_weight_are_never_split_off_without_a_weight_column():
         assert tree.split_gain[0] == 0.0 and np.isinf(tree.threshold[0])
 
 
-def test_routing_by_flat_index_equals_routing_by_feature_rows(monkeypatch):
-    # large shards (n_features * n_rows >= 2^31) route without the flat int32 index
+def _random_split(seed, n_features=5, n_rows=300, n_nodes=4, missing_bin=16):
+    rng = np.random.default_rng(seed)
+    bins = rng.integers(0, missing_bin + 1, (n_features, n_rows)).astype(np.uint8)
+    node_of_row = rng.integers(0, n_nodes, n_rows).astype(np.int32)
+    split = (
+        rng.integers(0, n_features, n_nodes).astype(np.int32),
+        rng.integers(0, missing_bin, n_nodes).astype(np.int32),
+        rng.uniform(size=n_nodes) < 0.5,
+    )
+    return bins, node_of_row, split
+
+
+def _routed_by_numpy(bins, node_of_row, split, missing_bin):
+    feature, threshold_bin, missing_left = (part[node_of_row] for part in split)
+    row_bin = bins[feature, np.arange(bins.shape[1])]
+    right = np.where(row_bin == missing_bin, ~missing_left, row_bin > threshold_bin)
+    return 2 * node_of_row + right
+
+
+def test_every_way_of_routing_rows_equals_numpy(monkeypatch):
+    # the flat int32 index; feature rows, for large shards (n_features * n_rows
+    # >= 2^31); the native kernel
     import jaxboost.tree as tree_module
 
-    rng = np.random.default_rng(2)
-    bins = jnp.asarray(rng.integers(0, 17, (5, 300)).astype(np.uint8))  # bin 16: missing
-    node_of_row = jnp.asarray(rng.integers(0, 4, 300).astype(np.int32))
-    split = (
-        jnp.asarray(rng.integers(0, 5, 4).astype(np.int32)),
-        jnp.asarray(rng.integers(0, 16, 4).astype(np.int32)),
-        jnp.asarray(np.array([True, False, True, False])),
-    )
-    flat = tree_module.route_rows(bins, node_of_row, *split, missing_bin=16)
+    bins, node_of_row, split = _random_split(2)
+    expected = _routed_by_numpy(bins, node_of_row, split, 16)
+    arguments = (jnp.asarray(bins), jnp.asarray(node_of_row), *map(jnp.asarray, split))
+    native = native_route_rows(*arguments, missing_bin=16)
+    flat = tree_module.route_rows(*arguments, missing_bin=16)
     monkeypatch.setattr(tree_module, "_FLAT_INDEX_LIMIT", 0)
-    by_rows = tree_module.route_rows(bins, node_of_row, *split, missing_bin=16)
-    np.testing.assert_array_equal(flat, by_rows)
-    feature = np.asarray(split[0])[np.asarray(node_of_row)]
-    row_bin = np.asarray(bins)[feature, np.arange(300)]
-    right = np.where(
-        row_bin == 16,
-        ~np.asarray(split[2])[np.asarray(node_of_row)],
-        row_bin > np.asarray(split[1])[np.asarray(node_of_row)],
+    by_rows = tree_module.route_rows(*arguments, missing_bin=16)
+    for routed in (native, flat, by_rows):
+        np.testing.assert_array_equal(np.asarray(routed), expected)
+
+
+@pytest.mark.parametrize("n_nodes", [1, 32])
+def test_native_routing_on_a_larger_level_jitted(n_nodes):
+    bins, node_of_row, split = _random_split(3, 9, 5000, n_nodes, missing_bin=255)
+    routed = jax.jit(native_route_rows, static_argnames="missing_bin")(
+        bins, node_of_row, *split, missing_bin=255
     )
-    np.testing.assert_array_equal(flat, 2 * np.asarray(node_of_row) + right)
+    np.testing.assert_array_equal(
+        np.asarray(routed), _routed_by_numpy(bins, node_of_row, split, 255)
+    )
+
+
+@pytest.mark.parametrize("bad", ["node", "feature"])
+def test_native_routing_rejects_indices_out_of_range(bad):
+    bins, node_of_row, (feature, threshold_bin, missing_left) = _random_split(4)
+    if bad == "node":
+        node_of_row[7] = 4
+    else:
+        feature[1] = 5
+    with pytest.raises(Exception, match=f"{bad}.* out of range"):
+        jax.block_until_ready(
+            native_route_rows(bins, node_of_row, feature, threshold_bin, missing_left, 16)
+        )
