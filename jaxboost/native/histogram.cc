@@ -2,7 +2,8 @@
 // Built on first use by jaxboost/native_library.py; the plain reference
 // these must equal is jaxboost/histogram.py.
 //
-// Two handlers, both on one shard of rows (one CPU device, one thread):
+// Two handlers for float32 statistics and two for quantised ones (below),
+// all on one shard of rows (one CPU device, one thread):
 //
 //   JaxboostHistogramRoot: every row's statistics summed by (feature, node,
 //     bin), as jaxboost.histogram.build_histograms does, in float64.
