@@ -1,11 +1,12 @@
 // A level below the root, alone: the smaller children's rows (a random half
-// of 500k rows, 28 features, 256 bins) summed from a row list grouped by node
-// (what the native kernel does for float statistics) or in row order with
-// each entry's node (what it does for quantised, packed statistics), for
-// float (gradient, hessian) pairs summed into doubles and for packed int64
-// words.  Also the bins' gather alone and the histogram updates alone (at
-// sequential, fake bins), which show what bounds the grouped pass.  Best of
-// 5 passes each.
+// of 500k rows, 28 features, 256 bins) summed from a row list grouped node by
+// node (what the native kernel does for float statistics), in row order with
+// each entry's node, or by groups of 4 or 8 consecutive nodes, in row order
+// within a group (what it does for quantised, packed statistics: groups of
+// 8), for float (gradient, hessian) pairs summed into doubles and for packed
+// int64 words.  Also the bins' gather alone and the histogram updates alone
+// (at sequential, fake bins), which show what bounds the pass node by node.
+// Best of 5 passes each.
 //
 //   g++ -O3 -std=c++17 benchmarks/micro/row_order.cc -o /tmp/row_order && /tmp/row_order
 #include <algorithm>
@@ -27,6 +28,21 @@ struct Level {
   std::vector<int32_t> ordered_rows;   // the same rows in row order
   std::vector<int32_t> ordered_node;   // and their nodes
 };
+
+// The listed rows by groups of 2^shift nodes, in row order within a group
+// (shift 5 or more: row order).
+void ListByGroups(Level* l, const std::vector<int32_t>& node, int shift) {
+  l->ordered_rows.clear();
+  l->ordered_node.clear();
+  for (int group = 0; group <= (l->n_nodes - 1) >> shift; ++group) {
+    for (int64_t r = 0; r < l->n_rows; ++r) {
+      if (node[r] % 2 == 0 && node[r] >> shift == group) {
+        l->ordered_rows.push_back(r);
+        l->ordered_node.push_back(node[r]);
+      }
+    }
+  }
+}
 
 // kMode 0: histogram updates; 1: the bins' gather only; 2: updates only
 template <typename Acc, typename Stat, int kStats, int kMode>
@@ -95,7 +111,7 @@ double BestMs(F f) {
 
 int main() {
   std::mt19937 rng(0);
-  for (int n_nodes : {2, 8, 32}) {
+  for (int n_nodes : {2, 8, 16, 32}) {
     Level l{500000, 28, n_nodes, {}, {}, std::vector<int64_t>(n_nodes + 1, 0), {}, {}};
     l.bins.resize(l.n_features * l.n_rows);
     for (auto& b : l.bins) b = rng() % 255;
@@ -109,12 +125,6 @@ int main() {
       }
     }
     l.start[n_nodes] = l.grouped_rows.size();
-    for (int64_t r = 0; r < l.n_rows; ++r) {
-      if (node[r] % 2 == 0) {
-        l.ordered_rows.push_back(r);
-        l.ordered_node.push_back(node[r]);
-      }
-    }
     const int64_t n_list = l.grouped_rows.size();
     std::vector<float> floats(n_list * 2, 0.5f);
     std::vector<int64_t> packed(n_list, (int64_t{-1} << 32) + 3);
@@ -122,14 +132,21 @@ int main() {
     std::vector<int64_t> packed_hist(l.n_features * n_nodes * kBins);
     int64_t sink = 0;
     const double fg = BestMs([&] { Grouped<double, float, 2, 0>(l, floats.data(), float_hist.data(), &sink); });
-    const double fo = BestMs([&] { Ordered<double, float, 2>(l, floats.data(), float_hist.data()); });
     const double pg = BestMs([&] { Grouped<int64_t, int64_t, 1, 0>(l, packed.data(), packed_hist.data(), &sink); });
-    const double po = BestMs([&] { Ordered<int64_t, int64_t, 1>(l, packed.data(), packed_hist.data()); });
+    double fo[3], po[3];  // row order, groups of 4 nodes, groups of 8
+    const int shifts[3] = {30, 2, 3};
+    for (int s = 0; s < 3; ++s) {
+      ListByGroups(&l, node, shifts[s]);
+      fo[s] = BestMs([&] { Ordered<double, float, 2>(l, floats.data(), float_hist.data()); });
+      po[s] = BestMs([&] { Ordered<int64_t, int64_t, 1>(l, packed.data(), packed_hist.data()); });
+    }
     const double gather = BestMs([&] { Grouped<double, float, 2, 1>(l, floats.data(), float_hist.data(), &sink); });
     const double updates = BestMs([&] { Grouped<double, float, 2, 2>(l, floats.data(), float_hist.data(), &sink); });
-    printf("%2d nodes, %lld rows listed: float grouped %.2f ms, in row order %.2f | packed grouped %.2f, "
-           "in row order %.2f | float grouped: gather only %.2f, updates only %.2f\n",
-           n_nodes, static_cast<long long>(n_list), fg, fo, pg, po, gather, updates);
+    printf("%2d nodes, %lld rows listed, ms | node by node: float %.2f, packed %.2f | row order: "
+           "float %.2f, packed %.2f | groups of 4 nodes: float %.2f, packed %.2f | groups of 8: "
+           "float %.2f, packed %.2f | node by node, float: gather only %.2f, updates only %.2f\n",
+           n_nodes, static_cast<long long>(n_list), fg, pg, fo[0], po[0], fo[1], po[1], fo[2], po[2],
+           gather, updates);
     if (sink == 42) printf(" ");  // keeps the gather-only pass from being optimised away
   }
   return 0;

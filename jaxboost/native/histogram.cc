@@ -51,33 +51,39 @@ namespace ffi = xla::ffi;
 namespace {
 
 // The rows a pass sums: row index and its statistics, contiguous.  Grouped
-// by node (ListRows): node k's rows are [start[k], start[k + 1]); or in row
-// order (ListRowsInOrder), with each entry's node.  Reused between calls (one
+// by node (ListRows): node k's rows are [start[k], start[k + 1]); or by
+// groups of nodes (ListRowsByGroup), with each entry's node.  Reused between calls (one
 // per thread) so that a level does not fault in fresh pages.
 template <typename Stat>
 struct RowList {
   std::vector<int32_t> row;
   std::vector<Stat> stats;
   std::vector<int64_t> start;
-  std::vector<int32_t> node;  // in-order lists: the node of every entry
-  int64_t size = 0;           // in-order lists: entries
+  std::vector<int32_t> node;  // lists by group: the node of every entry
+  int64_t size = 0;           // lists by group: entries
 };
 
 // How a kernel's statistics are stored and summed.
 //   FloatSums: float32 columns summed into float64, one per output column.
 //   PackedSums: int64 words each holding a (gradient j, hessian j) pair of
 //     integers; stored word j feeds output columns j and K + j, scaled.
-// kInOrder: whether a level below the root lists its rows in row order
-// (ListRowsInOrder) rather than grouped by node (ListRows).  Measured on
-// 500k rows x 28 features, a random half of the rows at 2 / 8 / 32 nodes:
-// packed sums 5.4 / 5.9 / 8.2 ms in row order against 5.4 / 6.0 / 10.9 ms
-// grouped; float sums 7.2 / 7.5 / 11.5 against 6.0 / 6.5 / 11.2 ms, so
-// they stay grouped.
+// kByGroup: a level below the root lists its rows by groups of
+// 2^kGroupShift nodes, in row order within a group (ListRowsByGroup), rather
+// than node by node (ListRows).  A group of 8 nodes has 4 summed children
+// (one per parent), 32 KiB of packed histograms per block of 4 features (4 x
+// 4 nodes x 256 bins x 8 bytes).  benchmarks/micro/row_order.cc measures the
+// passes alone; whole children levels on a random half of 500k rows x 28
+// features (kernel and list), packed, at 2 / 8 / 16 / 32 nodes: by groups of 8
+// 5.1 to 5.5 / 5.1 to 5.6 / 6.1 to 6.6 / 6.9 to 7.4 ms, in row order (one
+// group) 5.3 to 5.7 / 5.2 / 5.9 to 6.0 / 7.7 to 7.9.  Float sums by groups of
+// 4 nodes gained 0 to 0.8 ms at 32 nodes and lost up to 1 ms below: they stay
+// node by node.
 struct FloatSums {
   using Stat = float;
   using Acc = double;
   static constexpr int kParts = 1;
-  static constexpr bool kInOrder = false;
+  static constexpr bool kByGroup = false;
+  static constexpr int kGroupShift = 0;
   int64_t n_stored;
   void Split(double sum, double* parts) const { parts[0] = sum; }
   int64_t Column(int64_t j, int /*part*/) const { return j; }
@@ -88,7 +94,8 @@ struct PackedSums {
   using Stat = int64_t;
   using Acc = int64_t;
   static constexpr int kParts = 2;
-  static constexpr bool kInOrder = true;
+  static constexpr bool kByGroup = true;
+  static constexpr int kGroupShift = 3;
   int64_t n_stored;      // K
   const float* scale;    // (2 K,)
   // gradient * 2^32 + hessian: the hessian is the low word read as signed,
@@ -231,31 +238,58 @@ void ListRows(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_
   }
 }
 
-// Lists the rows whose node is kept, in row order, with their nodes (a
-// level then reads every cache line of the bins once, where a list grouped
-// by node reads it once per node).
+// Lists the rows whose node is kept by groups of 2^group_shift consecutive
+// nodes, in row order within a group, with their nodes.  A list grouped by
+// node reads every cache line of the bins once per node; in row order (one
+// group) once, but each block of features then updates the histograms of
+// every node; groups bound those to what stays in L1 (see PackedSums).
 template <typename Stat>
-void ListRowsInOrder(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_stats,
-                     const std::vector<uint8_t>& keep, RowList<Stat>* list) {
+void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_stats,
+                     const std::vector<int64_t>& count, const std::vector<uint8_t>& keep,
+                     int group_shift, RowList<Stat>* list) {
+  const int64_t n_nodes = static_cast<int64_t>(count.size());
+  const int64_t n_groups = ((n_nodes - 1) >> group_shift) + 1;
   list->row.resize(n_rows + 1);
   list->node.resize(n_rows + 1);
   list->stats.resize((n_rows + 1) * n_stats);
+  if (n_groups == 1) {  // row order: a dropped row is overwritten by the next
+    int64_t i = 0;
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const int32_t k = node[r];
+      list->row[i] = static_cast<int32_t>(r);
+      list->node[i] = k;
+      for (int64_t j = 0; j < n_stats; ++j) list->stats[i * n_stats + j] = stats[r * n_stats + j];
+      i += keep[k];
+    }
+    list->size = i;
+    return;
+  }
+  std::vector<int64_t> next(n_groups + 1, 0);  // the last: a spare slot for dropped rows
+  for (int64_t k = 0; k < n_nodes; ++k) {
+    if (keep[k]) next[(k >> group_shift) + 1] += count[k];
+  }
+  for (int64_t g = 0; g < n_groups; ++g) next[g + 1] += next[g];
+  const int64_t n_list = next[n_groups];
+  std::vector<int64_t> slot(n_nodes);  // where node k's rows go: its group, or the spare
+  for (int64_t k = 0; k < n_nodes; ++k) slot[k] = keep[k] ? k >> group_shift : n_groups;
   int32_t* row = list->row.data();
   int32_t* listed_node = list->node.data();
   Stat* listed = list->stats.data();
-  int64_t i = 0;
-  for (int64_t r = 0; r < n_rows; ++r) {  // no branch: a dropped row is overwritten
+  for (int64_t r = 0; r < n_rows; ++r) {  // no branch: dropped rows share the spare slot
     const int32_t k = node[r];
+    const int64_t i = next[slot[k]];
+    next[slot[k]] += keep[k];
     row[i] = static_cast<int32_t>(r);
     listed_node[i] = k;
     for (int64_t j = 0; j < n_stats; ++j) listed[i * n_stats + j] = stats[r * n_stats + j];
-    i += keep[k];
   }
-  list->size = i;
+  list->size = n_list;
 }
 
+// hist[f][node of entry][bin][s] += stats of list entries [t0, t1), for the
+// kBlock features from first_feature (a list by groups: entries of any node).
 template <typename Stat, typename Acc, int kStats, int kBlock>
-void AccumulateInOrderRun(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
+void AccumulateEntriesRun(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
                           const RowList<Stat>& list, int64_t stride, int64_t n_bins,
                           int64_t n_nodes, int64_t t0, int64_t t1, Acc* hist) {
   const int64_t node_size = n_bins * stride;
@@ -277,7 +311,7 @@ void AccumulateInOrderRun(const uint8_t* bins, int64_t n_rows, int64_t first_fea
 }
 
 template <int kUsual, typename Stat, typename Acc>
-void AccumulateInOrder(const uint8_t* bins, int64_t n_rows, int64_t n_features,
+void AccumulateEntries(const uint8_t* bins, int64_t n_rows, int64_t n_features,
                        const RowList<Stat>& list, int64_t n_stats, int64_t n_bins,
                        int64_t n_nodes, Acc* hist) {
   for (int64_t t0 = 0; t0 < list.size; t0 += kTileRows) {
@@ -285,15 +319,15 @@ void AccumulateInOrder(const uint8_t* bins, int64_t n_rows, int64_t n_features,
     int64_t f = 0;
     for (; f + 4 <= n_features; f += 4) {
       if (n_stats == kUsual) {
-        AccumulateInOrderRun<Stat, Acc, kUsual, 4>(bins, n_rows, f, list, n_stats, n_bins,
+        AccumulateEntriesRun<Stat, Acc, kUsual, 4>(bins, n_rows, f, list, n_stats, n_bins,
                                                    n_nodes, t0, t1, hist);
       } else {
-        AccumulateInOrderRun<Stat, Acc, 0, 4>(bins, n_rows, f, list, n_stats, n_bins, n_nodes,
+        AccumulateEntriesRun<Stat, Acc, 0, 4>(bins, n_rows, f, list, n_stats, n_bins, n_nodes,
                                               t0, t1, hist);
       }
     }
     for (; f < n_features; ++f) {
-      AccumulateInOrderRun<Stat, Acc, 0, 1>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, t0,
+      AccumulateEntriesRun<Stat, Acc, 0, 1>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, t0,
                                             t1, hist);
     }
   }
@@ -448,9 +482,9 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
       if (summed[k]) std::fill_n(hist + (f * n_nodes + k) * node_size, node_size, Acc(0));
     }
   }
-  if (Sums::kInOrder) {
-    ListRowsInOrder(node, stats, n_rows, n_stored, summed, list);
-    AccumulateInOrder<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
+  if (Sums::kByGroup) {
+    ListRowsByGroup(node, stats, n_rows, n_stored, count, summed, Sums::kGroupShift, list);
+    AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
   } else {
     ListRows(node, stats, n_rows, n_stored, count, summed, list);
     Accumulate<kUsual>(bins, n_rows, n_features, *list,
