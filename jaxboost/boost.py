@@ -28,7 +28,7 @@ from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS
 from .init_score import initial_score
 from .leaf_sums import LEAF_KERNELS
-from .leaves import armijo_backtrack, line_search_leaf_values, newton_leaf_values
+from .leaves import armijo_backtrack, leaf_totals, line_search_leaf_values, solve_newton
 from .quantise import quantise_stats
 from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
@@ -126,22 +126,15 @@ def _split_stats(cfg: BoostConfig, grad, hess_diag, weight) -> jax.Array:
     return jnp.concatenate([grad, hess_diag], axis=1)
 
 
-def _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, axis_name):
-    """``(2^D, K)`` leaf values (learning rate not applied).
+def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name):
+    """``(2^D, K)`` leaf values (learning rate not applied), from the leaves'
+    ``totals`` (:class:`jaxboost.leaves.LeafTotals` of the masked outputs).
 
     ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
     output) or is all ones.
     """
-    n_leaves = 2**cfg.max_depth
-    grad = grad * output_mask
-    if hess.ndim == 3:
-        hess = hess * output_mask[:, None] * output_mask[None, :]
-    else:
-        hess = hess * output_mask
-    newton = newton_leaf_values(grad, hess, leaf_of_row, n_leaves, hyper.reg_lambda, axis_name)
-    grad_sum = jax.ops.segment_sum(grad, leaf_of_row, num_segments=n_leaves)
-    if axis_name is not None:
-        grad_sum = lax.psum(grad_sum, axis_name)
+    newton = solve_newton(totals.grad, totals.hess, hyper.reg_lambda)
+    grad_sum = totals.grad
     if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
         direction = jnp.broadcast_to(output_mask, newton.shape)
     else:
@@ -203,15 +196,24 @@ def _grow_one(
     structure, leaf_of_row = grow_tree(
         data.bins, stats, edges, params, axis_name, features, stats_scale=scale
     )
+    # the sums of the outputs this tree fits (masked), in one pass and one psum
+    if hess.ndim == 3:
+        hess = hess * output_mask[:, None] * output_mask[None, :]
+    else:
+        hess = hess * output_mask
+    totals = leaf_totals(
+        LEAF_KERNELS[cfg.leaf_kernels],
+        grad * output_mask,
+        hess,
+        data.weight,
+        leaf_of_row,
+        2**cfg.max_depth,
+        axis_name,
+    )
     values = hyper.learning_rate * _leaf_values(
-        cfg, hyper, data, raw, grad, hess, leaf_of_row, output_mask, axis_name
+        cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name
     )
     if cfg.armijo:
-        grad_sum = jax.ops.segment_sum(
-            grad * output_mask, leaf_of_row, num_segments=values.shape[0]
-        )
-        if axis_name is not None:
-            grad_sum = lax.psum(grad_sum, axis_name)
         values = armijo_backtrack(
             cfg.loss,
             data.y,
@@ -219,14 +221,11 @@ def _grow_one(
             data.weight,
             leaf_of_row,
             values,
-            grad_sum,
+            totals.grad,
             axis_name,
             LEAF_KERNELS[cfg.leaf_kernels],
         )
-    leaf_weight = jax.ops.segment_sum(data.weight, leaf_of_row, num_segments=values.shape[0])
-    if axis_name is not None:
-        leaf_weight = lax.psum(leaf_weight, axis_name)
-    return Tree(*structure, leaf_value=values, leaf_weight=leaf_weight), values[leaf_of_row]
+    return Tree(*structure, leaf_value=values, leaf_weight=totals.weight), values[leaf_of_row]
 
 
 def boost_round(

@@ -8,6 +8,7 @@ also gives the initial score (one "leaf" holding every row).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +43,42 @@ def _sum_by_leaf(
     and every shard."""
     total = kernels.leaf_sums(values, leaf_of_row, n_leaves)
     return lax.psum(total, axis_name) if axis_name is not None else total
+
+
+class LeafTotals(NamedTuple):
+    """Sums over the rows of every leaf and every shard."""
+
+    grad: jax.Array  # (n_leaves, K) weighted gradients
+    hess: jax.Array  # (n_leaves, K) or (n_leaves, K, K) weighted hessians
+    weight: jax.Array  # (n_leaves,) sample weights
+
+
+def leaf_totals(
+    kernels: LeafKernels,
+    grad: jax.Array,
+    hess: jax.Array,
+    weight: jax.Array,
+    leaf_of_row: jax.Array,
+    n_leaves: int,
+    axis_name,
+) -> LeafTotals:
+    """Every leaf's gradient, hessian and weight sums in one pass over the rows
+    and one ``psum`` (with the native kernels: summed in float64).
+
+    Args:
+      grad: ``(n_rows, K)``; hess: ``(n_rows, K)`` or ``(n_rows, K, K)``;
+      weight: ``(n_rows,)``; leaf_of_row: ``(n_rows,)`` int32.
+    """
+    n_rows, n_outputs = grad.shape
+    hess_columns = hess.reshape(n_rows, -1)
+    values = jnp.concatenate([grad, hess_columns, weight[:, None]], axis=1).T  # (V, n_rows)
+    total = _sum_by_leaf(kernels, values, leaf_of_row, n_leaves, axis_name)
+    hess_sum = total[:, n_outputs : n_outputs + hess_columns.shape[1]]
+    return LeafTotals(
+        grad=total[:, :n_outputs],
+        hess=hess_sum.reshape(n_leaves, *hess.shape[1:]),
+        weight=total[:, -1],
+    )
 
 
 def solve_newton(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) -> jax.Array:

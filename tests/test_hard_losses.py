@@ -101,6 +101,8 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
 
     from jaxboost.boost import BoostConfig, Hyper, ShardData, _leaf_values
     from jaxboost.derivatives import grad_hess
+    from jaxboost.leaf_sums import LEAF_KERNELS
+    from jaxboost.leaves import leaf_totals
 
     y = jnp.full(8, 1.5)
     raw = jnp.zeros((8, 1))
@@ -112,5 +114,6 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
         bins=jnp.zeros((1, 8), jnp.uint8), y=y, weight=jnp.ones(8), row_id=jnp.arange(8)
     )
     leaf_of_row = jnp.zeros(8, jnp.int32)  # every row in leaf 0; leaf 1 is empty
-    values = _leaf_values(cfg, hyper, data, raw, grad, hess, leaf_of_row, jnp.ones(1), None)
+    totals = leaf_totals(LEAF_KERNELS["reference"], grad, hess, data.weight, leaf_of_row, 2, None)
+    values = _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, jnp.ones(1), None)
     np.testing.assert_allclose(np.asarray(values)[:, 0], [1.5, 0.0], atol=1e-5)

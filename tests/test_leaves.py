@@ -8,7 +8,13 @@ import pytest
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 import losses
 from jaxboost.derivatives import grad_hess
-from jaxboost.leaves import line_search_leaf_values, newton_leaf_values, solve_newton
+from jaxboost.leaf_sums import LEAF_KERNELS
+from jaxboost.leaves import (
+    leaf_totals,
+    line_search_leaf_values,
+    newton_leaf_values,
+    solve_newton,
+)
 
 
 def _leaf_data(seed, n_rows=400, n_leaves=5):
@@ -212,3 +218,24 @@ def test_line_search_converges_in_few_sums(monkeypatch, loss_name, most_sums):
 
             expected = brentq(leaf_slope, -50, 50)
         np.testing.assert_allclose(values[leaf], expected, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernels", sorted(LEAF_KERNELS))
+@pytest.mark.parametrize("hessian_shape", [(3,), (3, 3)])
+def test_leaf_totals_sum_gradients_hessians_and_weights_by_leaf(kernels, hessian_shape):
+    rng = np.random.default_rng(3)
+    n_rows, n_leaves = 500, 8
+    grad = rng.normal(size=(n_rows, 3)).astype(np.float32)
+    hess = rng.uniform(size=(n_rows, *hessian_shape)).astype(np.float32)
+    weight = rng.uniform(size=n_rows).astype(np.float32)
+    leaf_of_row = rng.integers(0, n_leaves - 1, n_rows).astype(np.int32)  # the last leaf empty
+    totals = jax.jit(leaf_totals, static_argnums=(0, 5, 6))(
+        LEAF_KERNELS[kernels], grad, hess, weight, leaf_of_row, n_leaves, None
+    )
+    one_hot = np.eye(n_leaves)[leaf_of_row]  # (n_rows, n_leaves)
+    np.testing.assert_allclose(totals.grad, one_hot.T @ grad, rtol=1e-5, atol=1e-5)
+    expected_hess = np.einsum("rl,r...->l...", one_hot, hess.astype(np.float64))
+    assert totals.hess.shape == (n_leaves, *hessian_shape)
+    np.testing.assert_allclose(totals.hess, expected_hess, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(totals.weight, one_hot.T @ weight, rtol=1e-5, atol=1e-5)
+    assert np.all(np.asarray(totals.grad)[-1] == 0) and totals.weight[-1] == 0
