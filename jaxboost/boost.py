@@ -285,22 +285,37 @@ def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Arr
 
 
 def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_active, seed, hyper):
+    """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
+    at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,))``.
+
+    Each round's training loss is evaluated at the start of the next round,
+    on the scores its gradients are taken at, so that XLA can share the
+    loss's forward pass with the derivatives'; the last active round's loss is
+    evaluated once after the scan.
+    """
+
     def one_round(raw, chunk_round):
         def boost(raw):
+            loss_before = mean_loss(cfg.loss, data, raw, ROWS)
             trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, ROWS)
-            return trees, new_raw, mean_loss(cfg.loss, data, new_raw, ROWS)
+            return trees, new_raw, loss_before
 
         def skip(raw):  # a round past n_active: no work, zeros (discarded)
             shapes = jax.eval_shape(boost, raw)
-            trees, _, train_loss = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-            return trees, raw, train_loss
+            trees, _, loss_before = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+            return trees, raw, loss_before
 
         round_index = first_round + chunk_round
         # every shard takes the same branch: n_active is the same everywhere
-        trees, raw, train_loss = lax.cond(chunk_round < n_active, boost, skip, raw)
-        return raw, (trees, train_loss)
+        trees, raw, loss_before = lax.cond(chunk_round < n_active, boost, skip, raw)
+        return raw, (trees, loss_before)
 
-    raw, (trees, train_loss) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
+    raw, (trees, loss_before) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
+    # round i's loss is the one before round i + 1; the last active round's, now
+    last_loss = mean_loss(cfg.loss, data, raw, ROWS)
+    loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
+    rounds = jnp.arange(cfg.rounds_per_chunk)
+    train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
     return raw, trees, train_loss
 
 
