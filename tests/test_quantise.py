@@ -12,6 +12,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 import jaxboost as jb
+import losses
 from jaxboost.devices import ROWS, make_mesh
 from jaxboost.quantise import check_quantisation, quantise_stats
 
@@ -166,3 +167,24 @@ def test_bad_quantisation_settings_are_named():
         jb.Booster(use_quantized_grad=True, num_grad_quant_bins=1, n_estimators=2).fit(X, y)
     # ignored unless quantisation is on, as in LightGBM
     jb.Booster(num_grad_quant_bins=1, n_estimators=2).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"loss": "quantile", "split_criterion": "first_order"},  # line-search leaves
+        {"loss": "softmax_cross_entropy", "multi_strategy": "one_output_per_tree"},
+    ],
+    ids=["quantile", "one_output_per_tree"],
+)
+def test_quantised_training_with_other_algorithms(settings):
+    X, _ = _data(2000)
+    target = np.digitize(X[:, 0] + X[:, 1], [-1, 0, 1]).astype(np.float32)
+    if settings["loss"] == "quantile":
+        settings = {**settings, "loss": losses.quantile(0.8)}
+        target = X[:, 0] + 0.3 * X[:, 1] ** 2
+    common = {"n_estimators": 15, "max_depth": 3, **settings}
+    exact = jb.Booster(**common).fit(X, target)
+    quantised = jb.Booster(use_quantized_grad=True, num_grad_quant_bins=16, **common).fit(X, target)
+    assert quantised.train_loss_[-1] < 0.8 * quantised.train_loss_[0]
+    assert quantised.train_loss_[-1] < 1.02 * exact.train_loss_[-1]
