@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec as P
 
 from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
-from .devices import ROWS
+from .devices import ROWS, collective_axis
 from .init_score import initial_score
 from .leaf_sums import LEAF_KERNELS
 from .leaves import armijo_backtrack, leaf_totals, line_search_leaf_values, solve_newton
@@ -284,7 +284,9 @@ def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Arr
     return sums[0] / sums[1]
 
 
-def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_active, seed, hyper):
+def _train_chunk(
+    cfg: BoostConfig, axis_name, data: ShardData, edges, raw, first_round, n_active, seed, hyper
+):
     """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
     at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,))``.
 
@@ -296,8 +298,8 @@ def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_a
 
     def one_round(raw, chunk_round):
         def boost(raw):
-            loss_before = mean_loss(cfg.loss, data, raw, ROWS)
-            trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, ROWS)
+            loss_before = mean_loss(cfg.loss, data, raw, axis_name)
+            trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, axis_name)
             return trees, new_raw, loss_before
 
         def skip(raw):  # a round past n_active: no work, zeros (discarded)
@@ -312,7 +314,7 @@ def _train_chunk(cfg: BoostConfig, data: ShardData, edges, raw, first_round, n_a
 
     raw, (trees, loss_before) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
     # round i's loss is the one before round i + 1; the last active round's, now
-    last_loss = mean_loss(cfg.loss, data, raw, ROWS)
+    last_loss = mean_loss(cfg.loss, data, raw, axis_name)
     loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
     rounds = jnp.arange(cfg.rounds_per_chunk)
     train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
@@ -331,7 +333,7 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
     work; zeros the caller discards), so the last, partial chunk reuses the
     program, and so does a fit with another ``n_estimators``."""
     sharded = jax.shard_map(
-        functools.partial(_train_chunk, cfg),
+        functools.partial(_train_chunk, cfg, collective_axis(mesh)),
         mesh=mesh,
         in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P(), P()),
         out_specs=(P(ROWS), P(), P()),
@@ -346,12 +348,13 @@ def init_score_program(
 ) -> Callable:
     """``(data) -> (F0 (K,), train_loss at F0)``, jitted and sharded;
     ``leaf_kernels`` names the line search's kernels, as in :class:`BoostConfig`."""
+    axis_name = collective_axis(mesh)
 
     def local(data: ShardData):
         kernels = LEAF_KERNELS[leaf_kernels]
-        score = initial_score(loss, data.y, data.weight, n_outputs, ROWS, kernels)
+        score = initial_score(loss, data.y, data.weight, n_outputs, axis_name, kernels)
         raw = jnp.broadcast_to(score, (data.weight.shape[0], n_outputs))
-        return score, mean_loss(loss, data, raw, ROWS)
+        return score, mean_loss(loss, data, raw, axis_name)
 
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(_DATA_SPECS,), out_specs=(P(), P()), check_vma=False

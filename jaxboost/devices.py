@@ -79,6 +79,14 @@ def default_training_devices(n_rows: int) -> list[jax.Device]:
     return devices[: max(1, min(len(devices), n_rows // MIN_ROWS_PER_DEVICE))]
 
 
+def collective_axis(mesh: Mesh) -> str | None:
+    """The axis the programs on ``mesh`` sum over: ``ROWS``, or None on a mesh
+    of one device, where every ``psum`` would still copy its operand (XLA
+    keeps an all-reduce over one device: 0.13 ms per 32-node level's
+    histograms)."""
+    return ROWS if mesh.size > 1 else None
+
+
 def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     """A 1-D mesh named ``"rows"`` over ``devices`` (default: all devices of the
     default backend)."""

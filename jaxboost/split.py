@@ -108,14 +108,9 @@ def find_best_splits(
         left_values = jnp.cumsum(left_values, axis=2)
     missing = hist[:, :, -1:, :]  # (F, N, 1, C)
     total = left_values[:, :, -1:, :] + missing
-    # axis 3: 0 = missing values go right, 1 = missing values go left
-    left = jnp.stack([left_values, left_values + missing], axis=3)  # (F, N, Bv, 2, C)
-    right = total[:, :, :, None, :] - left
 
     def score(stats):
         return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
-
-    gain = 0.5 * (score(left) + score(right) - score(total)[:, :, :, None])
 
     def child_ok(stats):
         hess_sum = jnp.sum(stats[..., n_outputs : 2 * n_outputs], axis=-1)
@@ -124,10 +119,17 @@ def find_best_splits(
             return heavy_enough
         return heavy_enough & (stats[..., -1] > 0)
 
-    allowed = child_ok(left) & child_ok(right)
+    def split_gain(left):  # (F, N, Bv, C) -> (F, N, Bv), -inf where refused
+        right = total - left
+        gain = 0.5 * (score(left) + score(right) - score(total))
+        return jnp.where(child_ok(left) & child_ok(right), gain, -jnp.inf)
+
+    # axis 3: 0 = missing values go right, 1 = missing values go left.  Each
+    # direction's gains straight from the running sums, so that XLA computes
+    # both in one pass and never writes out the children's sums
+    gain = jnp.stack([split_gain(left_values), split_gain(left_values + missing)], axis=3)
     if feature_mask is not None:
-        allowed = allowed & feature_mask[:, None, None, None]
-    gain = jnp.where(allowed, gain, -jnp.inf)
+        gain = jnp.where(feature_mask[:, None, None, None], gain, -jnp.inf)
     # every real feature's total is the node's: padding features' are 0
     candidate_axes = (0, 2, 3)  # (feature, threshold, missing direction)
     parent_score, top_gain = reduce_max(
