@@ -4,9 +4,11 @@ Many tests fit small models whose programs are the same HLO built from
 different loss objects (a fresh lambda, a catalogue factory called again);
 jaxboost's in-memory cache is keyed on the loss object, XLA's persistent cache
 on the program, so with it each such program compiles once per run instead of
-once per test and per worker.  The directory is made by the controlling
-process and inherited by the xdist workers; subprocess tests set their own
-caches (or none) and are not affected.
+once per test.  The directory is made by the controlling process and
+inherited by the xdist workers, each of which keeps its own subdirectory: JAX
+writes cache entries in place, without a lock, so a worker must never read an
+entry another is still writing.  Subprocess tests set their own caches (or
+none) and are not affected.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ def pytest_configure(config):
         config._jaxboost_owns_cache = True
     import jaxboost
 
-    jaxboost.enable_compilation_cache(os.environ[_DIRECTORY_VARIABLE])
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    jaxboost.enable_compilation_cache(os.path.join(os.environ[_DIRECTORY_VARIABLE], worker))
 
 
 def pytest_unconfigure(config):
