@@ -154,6 +154,7 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
             direction,
             axis_name,
             LEAF_KERNELS[cfg.leaf_kernels],
+            leaf_weight=totals.weight,
         )
 
     if cfg.leaf_method == "line_search":

@@ -237,6 +237,7 @@ def line_search_leaf_values(
     direction: jax.Array,
     axis_name: str | None = None,
     kernels: LeafKernels = LEAF_KERNELS["reference"],
+    leaf_weight: jax.Array | None = None,
 ) -> jax.Array:
     """``t_j = argmin_t sum_{i in leaf j} w_i loss(y_i, raw_i + t d_j)`` for all leaves.
 
@@ -251,6 +252,9 @@ def line_search_leaf_values(
       direction: ``(n_leaves, K)`` search direction of each leaf.
       kernels: how values go from leaves to rows and are summed back
         (:data:`jaxboost.leaf_sums.LEAF_KERNELS`).
+      leaf_weight: ``(n_leaves,)`` each leaf's summed ``weight`` where the
+        caller has it (:class:`LeafTotals`); else summed here (one more pass
+        over the rows and one more collective).
     Returns:
       ``(n_leaves, K)`` leaf values ``t_j d_j``.
     """
@@ -279,7 +283,8 @@ def line_search_leaf_values(
         rising = (slope_sum >= 0) | (settled & (curvature_sum <= 0))
         return slope_sum, curvature_sum, rising, settled
 
-    leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
+    if leaf_weight is None:
+        leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
     slope, curvature, _, _ = derivatives(jnp.zeros((n_leaves, 1), raw.dtype))
     slope, curvature = slope[:, 0], curvature[:, 0]
     newton = jnp.abs(slope) / jnp.where(curvature > 0, curvature, 1.0)
