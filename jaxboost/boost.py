@@ -64,6 +64,9 @@ class BoostConfig:
     # quantised to each round (jaxboost.quantise, LightGBM's
     # num_grad_quant_bins)
     grad_quant_bins: int = 0
+    # the loss has no curvature on most rows (pinball): its line searches
+    # narrow to the rows whose slope still changes (jaxboost.leaves)
+    narrow_line_search: bool = False
 
     @property
     def trees_per_round(self) -> int:
@@ -155,6 +158,7 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
             axis_name,
             LEAF_KERNELS[cfg.leaf_kernels],
             leaf_weight=totals.weight,
+            narrow=cfg.narrow_line_search,
         )
 
     if cfg.leaf_method == "line_search":

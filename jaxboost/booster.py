@@ -268,6 +268,7 @@ class Booster:
                 if self.use_quantized_grad
                 else 0
             ),
+            narrow_line_search=not hessian_informative,
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 

@@ -7,6 +7,7 @@ also gives the initial score (one "leaf" holding every row).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -21,6 +22,12 @@ _BRACKET_STEPS = 64
 _SEARCH_STEPS = 64
 # points evaluated per search iteration (one sum over rows and shards)
 _SEARCH_POINTS = 2
+# search iterations over all rows before a curvature-free search narrows to the
+# rows whose slope still changes inside the bracket, at most 1/_NARROW_FRACTION
+# of a shard's rows (and at least _NARROW_MIN_ROWS)
+_NARROW_AFTER = 2
+_NARROW_FRACTION = 16
+_NARROW_MIN_ROWS = 64
 _RELATIVE_TOLERANCE = 1e-7
 _FLAT_SLOPE = 1e-5
 _ARMIJO_C = 1e-4
@@ -128,10 +135,100 @@ def newton_leaf_values(
     return solve_newton(grad_sum, hess_sum, reg_lambda)
 
 
+class _SearchState(NamedTuple):
+    """The shrinking search of :func:`minimise_scalar`, each ``(m,)`` but ``step``."""
+
+    lower: jax.Array  # the bracket's ends
+    upper: jax.Array
+    newton: jax.Array  # the next Newton point (where use_newton)
+    step_size: jax.Array  # the last step's size (or the bracket's width)
+    use_newton: jax.Array  # bool
+    step: jax.Array  # iterations so far (scalar int32)
+
+
+def _bracket(derivatives, active, initial_scale):
+    """``(lower, upper, solvable)``: brackets of each root of the slope, by
+    doubling steps from ``[-initial_scale, initial_scale]``."""
+
+    def unbracketed(state):
+        _, _, lower_rising, upper_rising, _ = state
+        return active & (lower_rising | ~upper_rising)
+
+    def bracket_cond(state):
+        evaluations = state[-1]
+        return (evaluations == 0) | (jnp.any(unbracketed(state)) & (evaluations <= _BRACKET_STEPS))
+
+    def bracket_step(state):
+        # move the ends the last evaluation found on the wrong side (none
+        # before the first), then evaluate the slope there
+        lower, upper, lower_rising, upper_rising, evaluations = state
+        lower_bad = active & lower_rising
+        upper_bad = active & ~upper_rising
+        width = upper - lower
+        # an end with the wrong slope lies beyond the root: it becomes the other end
+        lower, upper = (
+            jnp.where(lower_bad, lower - 2 * width, jnp.where(upper_bad, upper, lower)),
+            jnp.where(upper_bad, upper + 2 * width, jnp.where(lower_bad, lower, upper)),
+        )
+        ends_rising = derivatives(jnp.stack([lower, upper], axis=1))[2]
+        return lower, upper, ends_rising[:, 0], ends_rising[:, 1], evaluations + 1
+
+    # (slopes that need no move before the first evaluation)
+    start = (-initial_scale, initial_scale, jnp.zeros_like(active), jnp.ones_like(active), 0)
+    lower, upper, lower_rising, upper_rising, _ = lax.while_loop(bracket_cond, bracket_step, start)
+    return lower, upper, active & ~lower_rising & upper_rising
+
+
+def _unconverged(state: _SearchState, solvable, width_tolerance) -> jax.Array:
+    """``(m,)`` bool: problems whose bracket and step are above tolerance (a
+    fraction of the first bracket, or float32 resolution of the ends)."""
+    resolution = _FLOAT32_EPS * jnp.maximum(jnp.abs(state.lower), jnp.abs(state.upper))
+    tolerance = jnp.maximum(width_tolerance, resolution)
+    return solvable & (state.upper - state.lower > tolerance) & (state.step_size > tolerance)
+
+
+def _search(derivatives, state: _SearchState, unconverged, stop_at=None) -> _SearchState:
+    """Shrink the brackets until every problem converges, or (``stop_at``) until
+    that many iterations have run and no unconverged problem takes Newton steps."""
+    fractions = jnp.arange(1, _SEARCH_POINTS + 1, dtype=state.lower.dtype) / (_SEARCH_POINTS + 1)
+
+    def search_cond(state):
+        running = unconverged(state)
+        go_on = jnp.any(running) & (state.step < _SEARCH_STEPS)
+        if stop_at is None:
+            return go_on
+        return go_on & ((state.step < stop_at) | jnp.any(running & state.use_newton))
+
+    def search_step(state):
+        lower, upper = state.lower, state.upper
+        grid = lower[:, None] + (upper - lower)[:, None] * fractions
+        points = grid.at[:, 0].set(jnp.where(state.use_newton, state.newton, grid[:, 0]))
+        slope, curvature, is_rising, settled = derivatives(points)
+        upper = jnp.minimum(upper, jnp.min(jnp.where(is_rising, points, jnp.inf), axis=1))
+        # (a non-monotone rounding of the sums must not cross the ends)
+        below = ~is_rising & (points < upper[:, None])
+        lower = jnp.maximum(lower, jnp.max(jnp.where(below, points, -jnp.inf), axis=1))
+        start, curved = points[:, 0], curvature[:, 0] > 0
+        next_newton = start - slope[:, 0] / jnp.where(curved, curvature[:, 0], 1.0)
+        # (a Newton step onto an end of the bracket is kept: the other points
+        # still shrink the bracket, and a vanishing step ends the search)
+        inside = (next_newton >= lower) & (next_newton <= upper)
+        # a slope that is zero up to the rounding of its sum: this last step
+        # (within that rounding) ends the search
+        next_use_newton = curved & (inside | settled[:, 0])
+        next_newton = jnp.clip(next_newton, lower, upper)
+        step_size = jnp.where(next_use_newton, jnp.abs(next_newton - start), upper - lower)
+        step_size = jnp.where(next_use_newton & settled[:, 0], 0.0, step_size)
+        return _SearchState(lower, upper, next_newton, step_size, next_use_newton, state.step + 1)
+
+    return lax.while_loop(search_cond, search_step, state)
+
+
 def minimise_scalar(
-    derivatives: Callable[[jax.Array], tuple[jax.Array, jax.Array, jax.Array]],
+    derivatives: Callable[[jax.Array], tuple[jax.Array, jax.Array, jax.Array, jax.Array]],
     active: jax.Array,
     initial_scale: jax.Array,
+    narrow: Callable[[jax.Array, jax.Array], tuple[jax.Array, Callable]] | None = None,
 ) -> jax.Array:
     """Minimise many convex one-dimensional functions at once.
 
@@ -151,6 +248,14 @@ def minimise_scalar(
     points) it converges to the smallest minimiser, i.e. the inverted-CDF
     weighted quantile for pinball losses.
 
+    With ``narrow``, a search still running after ``_NARROW_AFTER``
+    iterations without Newton steps (a piecewise-linear loss) asks
+    ``narrow(lower, upper)`` for ``(fits, derivatives)``: where ``fits`` (a
+    scalar bool, the same on every shard), the rest of the search uses the
+    returned ``derivatives``, which must agree with ``derivatives`` inside the
+    brackets (see :func:`line_search_leaf_values`: the rows whose slope cannot
+    change there are summed once).
+
     Args:
       derivatives: ``t (m, P) -> (phi'(t), phi''(t), rising, settled)``, each
         ``(m, P)``, summed over rows and shards; ``rising`` is ``phi'(t) >= 0``
@@ -159,73 +264,37 @@ def minimise_scalar(
         it ends the search at ``t``).
       active: ``(m,)`` bool; inactive problems (empty leaves) return 0.
       initial_scale: ``(m,)`` positive first bracket half-width.
+      narrow: optional, as above.
     Returns:
       ``(m,)`` float32 minimisers; 0 where inactive or where no bracket was
       found (a function that is flat or decreasing everywhere).
     """
-
-    def rising_at_ends(lower, upper):
-        ends_rising = derivatives(jnp.stack([lower, upper], axis=1))[2]
-        return ends_rising[:, 0], ends_rising[:, 1]
-
-    def bracket_cond(state):
-        _, _, lower_rising, upper_rising, step = state
-        unbracketed = active & (lower_rising | ~upper_rising)
-        return jnp.any(unbracketed) & (step < _BRACKET_STEPS)
-
-    def bracket_step(state):
-        lower, upper, lower_rising, upper_rising, step = state
-        lower_bad = active & lower_rising
-        upper_bad = active & ~upper_rising
-        width = upper - lower
-        # an end with the wrong slope lies beyond the root: it becomes the other end
-        new_lower = jnp.where(lower_bad, lower - 2 * width, jnp.where(upper_bad, upper, lower))
-        new_upper = jnp.where(upper_bad, upper + 2 * width, jnp.where(lower_bad, lower, upper))
-        return new_lower, new_upper, *rising_at_ends(new_lower, new_upper), step + 1
-
-    lower, upper = -initial_scale, initial_scale
-    state = (lower, upper, *rising_at_ends(lower, upper), 0)
-    lower, upper, lower_rising, upper_rising, _ = lax.while_loop(bracket_cond, bracket_step, state)
-    solvable = active & ~lower_rising & upper_rising
+    lower, upper, solvable = _bracket(derivatives, active, initial_scale)
     width_tolerance = _RELATIVE_TOLERANCE * jnp.maximum(upper - lower, 1e-3 * initial_scale)
-    fractions = jnp.arange(1, _SEARCH_POINTS + 1, dtype=lower.dtype) / (_SEARCH_POINTS + 1)
+    unconverged = functools.partial(
+        _unconverged, solvable=solvable, width_tolerance=width_tolerance
+    )
+    no_newton = jnp.zeros_like(active)
+    state = _SearchState(lower, upper, lower, jnp.full_like(lower, jnp.inf), no_newton, 0)
+    if narrow is None:
+        state = _search(derivatives, state, unconverged)
+    else:
+        state = _search(derivatives, state, unconverged, stop_at=_NARROW_AFTER)
 
-    def search_cond(state):
-        lower, upper, _, step_size, _, step = state
-        # stop at a fraction of the first bracket, or at float32 resolution
-        resolution = _FLOAT32_EPS * jnp.maximum(jnp.abs(lower), jnp.abs(upper))
-        tolerance = jnp.maximum(width_tolerance, resolution)
-        unconverged = solvable & (upper - lower > tolerance) & (step_size > tolerance)
-        return jnp.any(unconverged) & (step < _SEARCH_STEPS)
+        def narrowed_search(state):
+            fits, narrowed = narrow(state.lower, state.upper)
+            return lax.cond(
+                fits,
+                lambda state: _search(narrowed, state, unconverged),
+                lambda state: _search(derivatives, state, unconverged),
+                state,
+            )
 
-    def search_step(state):
-        lower, upper, newton, _, use_newton, step = state
-        grid = lower[:, None] + (upper - lower)[:, None] * fractions
-        points = grid.at[:, 0].set(jnp.where(use_newton, newton, grid[:, 0]))
-        slope, curvature, is_rising, settled = derivatives(points)
-        upper = jnp.minimum(upper, jnp.min(jnp.where(is_rising, points, jnp.inf), axis=1))
-        # (a non-monotone rounding of the sums must not cross the ends)
-        below = ~is_rising & (points < upper[:, None])
-        lower = jnp.maximum(lower, jnp.max(jnp.where(below, points, -jnp.inf), axis=1))
-        start, curved = points[:, 0], curvature[:, 0] > 0
-        next_newton = start - slope[:, 0] / jnp.where(curved, curvature[:, 0], 1.0)
-        # (a Newton step onto an end of the bracket is kept: the other points
-        # still shrink the bracket, and a vanishing step ends the search)
-        inside = (next_newton >= lower) & (next_newton <= upper)
-        # a slope that is zero up to the rounding of its sum: this last step
-        # (within that rounding) ends the search
-        next_use_newton = curved & (inside | settled[:, 0])
-        next_newton = jnp.clip(next_newton, lower, upper)
-        step_size = jnp.where(next_use_newton, jnp.abs(next_newton - start), upper - lower)
-        step_size = jnp.where(next_use_newton & settled[:, 0], 0.0, step_size)
-        return lower, upper, next_newton, step_size, next_use_newton, step + 1
-
-    state = (lower, upper, lower, jnp.full_like(lower, jnp.inf), jnp.zeros_like(active), 0)
-    lower, _, newton, _, use_newton, _ = lax.while_loop(search_cond, search_step, state)
+        state = lax.cond(jnp.any(unconverged(state)), narrowed_search, lambda state: state, state)
     # Bisection (a piecewise-linear function) returns the bracket's lower end:
     # within float32 rounding of the minimising data point and below it, so
     # that point's residual keeps the sign scikit-learn gives a tie.
-    return jnp.where(solvable, jnp.where(use_newton, newton, lower), 0.0)
+    return jnp.where(solvable, jnp.where(state.use_newton, state.newton, state.lower), 0.0)
 
 
 def line_search_leaf_values(
@@ -238,11 +307,18 @@ def line_search_leaf_values(
     axis_name: str | None = None,
     kernels: LeafKernels = LEAF_KERNELS["reference"],
     leaf_weight: jax.Array | None = None,
+    narrow: bool = False,
 ) -> jax.Array:
     """``t_j = argmin_t sum_{i in leaf j} w_i loss(y_i, raw_i + t d_j)`` for all leaves.
 
     With one output and ``d_j = 1`` this is Friedman's line search: the exact
     weighted median / quantile of the leaf for absolute and pinball losses.
+    Such a piecewise-linear search needs about 15 sums; with ``narrow``, after
+    the first few over all rows it sums only the rows whose slope still
+    changes inside their leaf's bracket (gathered from every shard, so the
+    rest of the search runs without collectives) plus a constant for the
+    others (:func:`_rows_changing_in_brackets`).  That is more code to
+    compile, and pays only for losses without curvature.
 
     Args:
       y: ``(n_rows,)`` or ``(n_rows, n_targets)``.
@@ -255,26 +331,19 @@ def line_search_leaf_values(
       leaf_weight: ``(n_leaves,)`` each leaf's summed ``weight`` where the
         caller has it (:class:`LeafTotals`); else summed here (one more pass
         over the rows and one more collective).
+      narrow: narrow the search to the rows whose slope changes, as above
+        (static).
     Returns:
       ``(n_leaves, K)`` leaf values ``t_j d_j``.
     """
     n_leaves = direction.shape[0]
-    row_direction = kernels.rows_of_leaves(direction, leaf_of_row).T
+    rows = _LeafRows(y, raw, weight, leaf_of_row)
+    slope_sums = functools.partial(_slope_sums, loss, kernels, direction, n_leaves)
 
-    def derivatives(steps: jax.Array) -> tuple[jax.Array, ...]:
+    def derivatives(steps, rows=rows, axis_name=axis_name, offset=0.0):
         """``steps (n_leaves, P)`` -> slope, curvature, rising, settled, each
-        ``(n_leaves, P)``."""
-        n_points = steps.shape[1]
-
-        def at(row_step):  # (n_rows,) -> two (n_rows,)
-            moved = raw + row_step[:, None] * row_direction
-            return directional_derivatives(loss, y, moved, row_direction)
-
-        # points lead, rows follow: each point's rows are contiguous for the loss
-        slope, curvature = jax.vmap(at)(kernels.rows_of_leaves(steps, leaf_of_row))
-        terms = jnp.concatenate([slope, curvature, jnp.abs(slope)], axis=0) * weight
-        sums = _sum_by_leaf(kernels, terms, leaf_of_row, n_leaves, axis_name)
-        sums = sums.reshape(n_leaves, 3, n_points)
+        ``(n_leaves, P)``; ``offset`` ``(n_leaves, 3, 1)`` is added to the sums."""
+        sums = slope_sums(rows, steps, axis_name) + offset
         slope_sum, curvature_sum, abs_slope_sum = sums[:, 0], sums[:, 1], sums[:, 2]
         # a slope that is zero up to float32 rounding of the sum is zero; where
         # the function is piecewise linear (no curvature), that flat stretch
@@ -282,6 +351,13 @@ def line_search_leaf_values(
         settled = jnp.abs(slope_sum) <= _FLAT_SLOPE * abs_slope_sum
         rising = (slope_sum >= 0) | (settled & (curvature_sum <= 0))
         return slope_sum, curvature_sum, rising, settled
+
+    def narrow_rows(lower, upper):
+        fits, changing, constant_sums = _rows_changing_in_brackets(
+            loss, kernels, direction, rows, axis_name, lower, upper
+        )
+        offset = constant_sums[:, :, None]
+        return fits, functools.partial(derivatives, rows=changing, axis_name=None, offset=offset)
 
     if leaf_weight is None:
         leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
@@ -293,8 +369,82 @@ def line_search_leaf_values(
     # bracket grows geometrically anyway
     initial_scale = jnp.where(curvature > 0, jnp.clip(2.0 * newton, 1e-4, 1.0), 1.0)
     active = (leaf_weight > 0) & jnp.any(direction != 0, axis=1)
-    step = minimise_scalar(derivatives, active, initial_scale)
+    step = minimise_scalar(derivatives, active, initial_scale, narrow_rows if narrow else None)
     return step[:, None] * direction
+
+
+class _LeafRows(NamedTuple):
+    """The rows a line search sums over: ``y (n, ...)``, ``raw (n, K)``,
+    ``weight (n,)``, ``leaf_of_row (n,)`` int32."""
+
+    y: jax.Array
+    raw: jax.Array
+    weight: jax.Array
+    leaf_of_row: jax.Array
+
+
+def _row_derivatives(loss, kernels, direction, rows: _LeafRows, steps):
+    """Each row's first and second derivative along its leaf's ``direction``
+    ``(n_leaves, K)`` at its leaf's ``steps (n_leaves, P)``: two ``(P, n)``."""
+    row_direction = kernels.rows_of_leaves(direction, rows.leaf_of_row).T
+
+    def at(row_step):  # (n,) -> two (n,)
+        moved = rows.raw + row_step[:, None] * row_direction
+        return directional_derivatives(loss, rows.y, moved, row_direction)
+
+    # points lead, rows follow: each point's rows are contiguous for the loss
+    return jax.vmap(at)(kernels.rows_of_leaves(steps, rows.leaf_of_row))
+
+
+def _rows_changing_in_brackets(loss, kernels, direction, rows: _LeafRows, axis_name, lower, upper):
+    """Split the rows at the brackets ``[lower, upper]`` ``(n_leaves,)`` of their
+    leaves' steps.
+
+    A row whose slope is the same at both ends of its bracket and whose
+    curvature is zero at both adds a constant to its leaf's sums inside the
+    bracket (for a convex loss its slope cannot change in between): a pinball
+    row whose kink lies outside.  Those constants are summed once; the other
+    rows of every shard are gathered, at most ``1 / _NARROW_FRACTION`` of the
+    shard's rows (at least ``_NARROW_MIN_ROWS``).
+
+    Returns:
+      ``fits`` (scalar bool, the same on every shard: no shard had more
+      changing rows than that); the changing rows of all shards, ``shards x
+      capacity`` rows (unused ones with weight 0); ``(n_leaves, 3)`` the
+      constant rows' slope, curvature (0) and absolute slope sums.
+    """
+    n_leaves = direction.shape[0]
+    ends = jnp.stack([lower, upper], axis=1)
+    slope, curvature = _row_derivatives(loss, kernels, direction, rows, ends)
+    constant = (slope[0] == slope[1]) & (curvature[0] == 0) & (curvature[1] == 0)
+    constant = constant | (rows.weight == 0)
+    terms = jnp.stack([slope[0], jnp.zeros_like(rows.weight), jnp.abs(slope[0])])
+    constant_terms = jnp.where(constant, terms * rows.weight, 0.0)
+    # (summed over shards below, with the overflow flag: one collective)
+    constant_sums = _sum_by_leaf(kernels, constant_terms, rows.leaf_of_row, n_leaves, None)
+    capacity = max(_NARROW_MIN_ROWS, rows.weight.shape[0] // _NARROW_FRACTION)
+    n_changing = jnp.sum(~constant)
+    overflow = (n_changing > capacity).astype(jnp.int32)
+    (kept,) = jnp.nonzero(~constant, size=capacity, fill_value=0)
+    changing = _LeafRows(
+        rows.y[kept],
+        rows.raw[kept],
+        jnp.where(jnp.arange(capacity) < n_changing, rows.weight[kept], 0.0),
+        rows.leaf_of_row[kept],
+    )
+    if axis_name is not None:
+        constant_sums, overflow = lax.psum((constant_sums, overflow), axis_name)
+        changing = jax.tree.map(lambda part: lax.all_gather(part, axis_name, tiled=True), changing)
+    return overflow == 0, changing, constant_sums
+
+
+def _slope_sums(loss, kernels, direction, n_leaves, rows: _LeafRows, steps, axis_name):
+    """``(n_leaves, 3, P)``: every leaf's weighted slope, curvature and absolute
+    slope sums at its ``steps (n_leaves, P)``, over its rows and shards."""
+    slope, curvature = _row_derivatives(loss, kernels, direction, rows, steps)
+    terms = jnp.concatenate([slope, curvature, jnp.abs(slope)], axis=0) * rows.weight
+    sums = _sum_by_leaf(kernels, terms, rows.leaf_of_row, n_leaves, axis_name)
+    return sums.reshape(n_leaves, 3, steps.shape[1])
 
 
 def armijo_backtrack(

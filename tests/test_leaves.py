@@ -1,5 +1,7 @@
 """Leaf values: Newton steps and line searches against closed forms and numpy."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -162,14 +164,16 @@ def test_line_search_along_a_vector_direction():
 
 
 def _count_row_sums(monkeypatch):
-    """Count the sums over rows a line search runs (each is one collective when sharded)."""
+    """The number of rows of every sum over rows a line search runs (each sum
+    is one collective when sharded)."""
     from jaxboost import leaves
 
     calls = []
     summed = leaves._sum_by_leaf
 
     def counting(kernels, values, leaf_of_row, n_leaves, axis_name):
-        jax.debug.callback(lambda: calls.append(1))
+        n_rows = values.shape[1]
+        jax.debug.callback(lambda: calls.append(n_rows))
         return summed(kernels, values, leaf_of_row, n_leaves, axis_name)
 
     monkeypatch.setattr(leaves, "_sum_by_leaf", counting)
@@ -177,13 +181,17 @@ def _count_row_sums(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "loss_name, most_sums",
-    [("squared_error", 8), ("log_cosh", 8), ("quantile", 22)],
+    "loss_name, most_sums, most_sums_over_all_rows",
+    [("squared_error", 8, 8), ("log_cosh", 8, 8), ("quantile", 22, 7)],
 )
-def test_line_search_converges_in_few_sums(monkeypatch, loss_name, most_sums):
+def test_line_search_converges_in_few_sums(
+    monkeypatch, loss_name, most_sums, most_sums_over_all_rows
+):
     """Curved losses stop once Newton's step is within the rounding of the slope's
     sum (a quadratic: at once); curvature-free ones shrink the bracket threefold
-    per sum.  Every value is the float64 minimiser of its leaf."""
+    per sum, and after a few sums over all rows sum only the rows whose slope
+    still changes in the bracket.  Every value is the float64 minimiser of its
+    leaf."""
     from scipy.optimize import brentq
 
     calls = _count_row_sums(monkeypatch)
@@ -195,7 +203,8 @@ def test_line_search_converges_in_few_sums(monkeypatch, loss_name, most_sums):
         "squared_error": lambda t, r: 2 * (t - r),
         "log_cosh": lambda t, r: np.tanh(t - r),
     }
-    values = jax.jit(line_search_leaf_values, static_argnums=0)(
+    search = functools.partial(line_search_leaf_values, narrow=True)
+    values = jax.jit(search, static_argnums=0)(
         loss,
         jnp.asarray(y),
         jnp.asarray(raw),
@@ -205,6 +214,7 @@ def test_line_search_converges_in_few_sums(monkeypatch, loss_name, most_sums):
     )
     values = np.asarray(values)[:, 0]
     assert len(calls) <= most_sums
+    assert sum(n_rows == leaf_of_row.size for n_rows in calls) <= most_sums_over_all_rows
     for leaf in range(8):
         rows = leaf_of_row == leaf
         residual = (y[rows] - raw[rows, 0]).astype(np.float64)
@@ -218,6 +228,70 @@ def test_line_search_converges_in_few_sums(monkeypatch, loss_name, most_sums):
 
             expected = brentq(leaf_slope, -50, 50)
         np.testing.assert_allclose(values[leaf], expected, rtol=2e-6, atol=1e-6)
+
+
+def _pinball_problem(seed, n_rows, alpha):
+    """Leaves of Student-t targets with weights (a tenth of them 0, as padding
+    rows): ``(loss, y, raw (n_rows, 1), weight, leaf_of_row)`` and each of the 8
+    leaves' exact weighted quantile."""
+    rng, leaf_of_row, weight = _leaf_data(seed, n_rows=n_rows, n_leaves=8)
+    weight[rng.uniform(size=n_rows) < 0.1] = 0.0
+    y = (3 * rng.standard_t(2, n_rows) + leaf_of_row).astype(np.float32)
+    raw = rng.normal(size=(n_rows, 1)).astype(np.float32)
+    expected = [
+        inverted_cdf_quantile(
+            (y - raw[:, 0]).astype(np.float64)[rows], weight[rows].astype(np.float64), alpha
+        )
+        for rows in (leaf_of_row == leaf for leaf in range(8))
+    ]
+    problem = (losses.quantile(alpha), y, raw, weight, leaf_of_row)
+    return problem, np.array(expected)
+
+
+def test_a_pinball_search_that_cannot_narrow_goes_on_over_all_rows(monkeypatch):
+    """More rows changing slope in the brackets than the search may gather
+    (here at most 64): every sum runs over all rows, to the same quantiles."""
+    from jaxboost import leaves
+
+    monkeypatch.setattr(leaves, "_NARROW_FRACTION", 10**9)
+    calls = _count_row_sums(monkeypatch)
+    (loss, *arrays), expected = _pinball_problem(8, 20_000, 0.8)
+    search = functools.partial(line_search_leaf_values, narrow=True)
+    values = jax.jit(search, static_argnums=0)(loss, *map(jnp.asarray, arrays), jnp.ones((8, 1)))
+    assert len(calls) > 10 and set(calls) == {20_000}
+    np.testing.assert_allclose(np.asarray(values)[:, 0], expected, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernels", sorted(LEAF_KERNELS))
+def test_a_sharded_pinball_search_narrows_to_the_exact_quantiles(monkeypatch, kernels):
+    """Sharded rows: after a few sums over all of a shard's rows, the search
+    gathers every shard's rows whose slope still changes and finishes on them."""
+    from jax.sharding import Mesh, PartitionSpec
+
+    devices = jax.devices()[:2]
+    n_rows = 12_000
+    calls = _count_row_sums(monkeypatch)
+    (loss, *arrays), expected = _pinball_problem(10, n_rows, 0.3)
+
+    def local(y, raw, weight, leaf_of_row):
+        direction = jnp.ones((8, 1))
+        leaf_kernels = LEAF_KERNELS[kernels]
+        return line_search_leaf_values(
+            loss, y, raw, weight, leaf_of_row, direction, "rows", leaf_kernels, narrow=True
+        )
+
+    mesh = Mesh(np.array(devices), ("rows",))
+    rows = PartitionSpec("rows")
+    search = jax.shard_map(
+        local, mesh=mesh, in_specs=(rows,) * 4, out_specs=PartitionSpec(), check_vma=False
+    )
+    values = jax.jit(search)(*map(jnp.asarray, arrays))
+    jax.effects_barrier()  # every shard's callbacks have run
+    shard_rows = n_rows // len(devices)
+    sums_over_shards = [n for n in calls if n == shard_rows]
+    assert len(sums_over_shards) <= 7 * len(devices)
+    assert len(calls) - len(sums_over_shards) >= 5 * len(devices)
+    np.testing.assert_allclose(np.asarray(values)[:, 0], expected, rtol=2e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("kernels", sorted(LEAF_KERNELS))
