@@ -28,7 +28,13 @@ from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS, collective_axis
 from .init_score import initial_score
 from .leaf_sums import LEAF_KERNELS
-from .leaves import armijo_backtrack, leaf_totals, line_search_leaf_values, solve_newton
+from .leaves import (
+    LeafTotals,
+    armijo_backtrack,
+    leaf_totals,
+    line_search_leaf_values,
+    solve_newton,
+)
 from .quantise import quantise_stats
 from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
@@ -159,6 +165,7 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
             LEAF_KERNELS[cfg.leaf_kernels],
             leaf_weight=totals.weight,
             narrow=cfg.narrow_line_search,
+            start=_derivatives_along(totals, direction),
         )
 
     if cfg.leaf_method == "line_search":
@@ -172,6 +179,16 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
         lambda: jnp.where(stuck[:, None], line_search(), newton),
         lambda: newton,
     )
+
+
+def _derivatives_along(totals: LeafTotals, direction: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Every leaf's first and second derivative along its ``direction``
+    ``(n_leaves, K)`` from its gradient and hessian sums: two ``(n_leaves,)``
+    (a diagonal hessian counts as the full one)."""
+    slope = jnp.sum(totals.grad * direction, axis=1)
+    if totals.hess.ndim == 3:
+        return slope, jnp.einsum("lk,lkj,lj->l", direction, totals.hess, direction)
+    return slope, jnp.sum(totals.hess * jnp.square(direction), axis=1)
 
 
 def _grow_one(
@@ -214,6 +231,8 @@ def _grow_one(
         leaf_of_row,
         2**cfg.max_depth,
         axis_name,
+        # (the Armijo check's losses at the start, in the same pass)
+        row_loss=sample_loss(cfg.loss, data.y, raw) if cfg.armijo else None,
     )
     values = hyper.learning_rate * _leaf_values(
         cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name
@@ -229,6 +248,7 @@ def _grow_one(
             totals.grad,
             axis_name,
             LEAF_KERNELS[cfg.leaf_kernels],
+            base=totals.loss,
         )
     return Tree(*structure, leaf_value=values, leaf_weight=totals.weight), values[leaf_of_row]
 

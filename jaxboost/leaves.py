@@ -58,6 +58,8 @@ class LeafTotals(NamedTuple):
     grad: jax.Array  # (n_leaves, K) weighted gradients
     hess: jax.Array  # (n_leaves, K) or (n_leaves, K, K) weighted hessians
     weight: jax.Array  # (n_leaves,) sample weights
+    # (n_leaves,) weighted losses at the scores of the gradients, where asked for
+    loss: jax.Array | None = None
 
 
 def leaf_totals(
@@ -68,23 +70,31 @@ def leaf_totals(
     leaf_of_row: jax.Array,
     n_leaves: int,
     axis_name,
+    row_loss: jax.Array | None = None,
 ) -> LeafTotals:
-    """Every leaf's gradient, hessian and weight sums in one pass over the rows
-    and one ``psum`` (with the native kernels: summed in float64).
+    """Every leaf's gradient, hessian and weight sums (and weighted loss, with
+    ``row_loss``) in one pass over the rows and one ``psum`` (with the native
+    kernels: summed in float64).
 
     Args:
       grad: ``(n_rows, K)``; hess: ``(n_rows, K)`` or ``(n_rows, K, K)``;
-      weight: ``(n_rows,)``; leaf_of_row: ``(n_rows,)`` int32.
+      weight: ``(n_rows,)``; leaf_of_row: ``(n_rows,)`` int32;
+      row_loss: ``(n_rows,)`` unweighted per-row losses, or None.
     """
     n_rows, n_outputs = grad.shape
     hess_columns = hess.reshape(n_rows, -1)
-    values = jnp.concatenate([grad, hess_columns, weight[:, None]], axis=1).T  # (V, n_rows)
+    columns = [grad, hess_columns, weight[:, None]]
+    if row_loss is not None:
+        columns.append((weight * row_loss)[:, None])
+    values = jnp.concatenate(columns, axis=1).T  # (V, n_rows)
     total = _sum_by_leaf(kernels, values, leaf_of_row, n_leaves, axis_name)
     hess_sum = total[:, n_outputs : n_outputs + hess_columns.shape[1]]
+    weight_column = n_outputs + hess_columns.shape[1]
     return LeafTotals(
         grad=total[:, :n_outputs],
         hess=hess_sum.reshape(n_leaves, *hess.shape[1:]),
-        weight=total[:, -1],
+        weight=total[:, weight_column],
+        loss=None if row_loss is None else total[:, weight_column + 1],
     )
 
 
@@ -308,6 +318,7 @@ def line_search_leaf_values(
     kernels: LeafKernels = LEAF_KERNELS["reference"],
     leaf_weight: jax.Array | None = None,
     narrow: bool = False,
+    start: tuple[jax.Array, jax.Array] | None = None,
 ) -> jax.Array:
     """``t_j = argmin_t sum_{i in leaf j} w_i loss(y_i, raw_i + t d_j)`` for all leaves.
 
@@ -333,6 +344,10 @@ def line_search_leaf_values(
         over the rows and one more collective).
       narrow: narrow the search to the rows whose slope changes, as above
         (static).
+      start: ``(slope, curvature)``, each ``(n_leaves,)``: every leaf's first
+        and second derivative at step 0 where the caller has them (the leaf
+        totals' gradient and hessian along ``direction``); they only set the
+        first bracket.  Else computed here (one more pass and collective).
     Returns:
       ``(n_leaves, K)`` leaf values ``t_j d_j``.
     """
@@ -361,8 +376,10 @@ def line_search_leaf_values(
 
     if leaf_weight is None:
         leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
-    slope, curvature, _, _ = derivatives(jnp.zeros((n_leaves, 1), raw.dtype))
-    slope, curvature = slope[:, 0], curvature[:, 0]
+    if start is None:
+        slope, curvature, _, _ = derivatives(jnp.zeros((n_leaves, 1), raw.dtype))
+        start = slope[:, 0], curvature[:, 0]
+    slope, curvature = start
     newton = jnp.abs(slope) / jnp.where(curvature > 0, curvature, 1.0)
     # start from the Newton step's scale, capped: a vanishing curvature (a loss
     # that saturates far from its minimum) gives absurd Newton steps, and the
@@ -420,11 +437,9 @@ def _rows_changing_in_brackets(loss, kernels, direction, rows: _LeafRows, axis_n
     constant = constant | (rows.weight == 0)
     terms = jnp.stack([slope[0], jnp.zeros_like(rows.weight), jnp.abs(slope[0])])
     constant_terms = jnp.where(constant, terms * rows.weight, 0.0)
-    # (summed over shards below, with the overflow flag: one collective)
     constant_sums = _sum_by_leaf(kernels, constant_terms, rows.leaf_of_row, n_leaves, None)
     capacity = max(_NARROW_MIN_ROWS, rows.weight.shape[0] // _NARROW_FRACTION)
     n_changing = jnp.sum(~constant)
-    overflow = (n_changing > capacity).astype(jnp.int32)
     (kept,) = jnp.nonzero(~constant, size=capacity, fill_value=0)
     changing = _LeafRows(
         rows.y[kept],
@@ -432,10 +447,29 @@ def _rows_changing_in_brackets(loss, kernels, direction, rows: _LeafRows, axis_n
         jnp.where(jnp.arange(capacity) < n_changing, rows.weight[kept], 0.0),
         rows.leaf_of_row[kept],
     )
+    # the shards that overflow ride in an extra row of the sums: one collective
+    overflow = jnp.zeros((1, 3), constant_sums.dtype).at[0, 0].set(n_changing > capacity)
+    constant_sums = jnp.concatenate([constant_sums, overflow])
     if axis_name is not None:
-        constant_sums, overflow = lax.psum((constant_sums, overflow), axis_name)
-        changing = jax.tree.map(lambda part: lax.all_gather(part, axis_name, tiled=True), changing)
-    return overflow == 0, changing, constant_sums
+        constant_sums = lax.psum(constant_sums, axis_name)
+        changing = _gather_rows(changing, axis_name)
+    return constant_sums[-1, 0] == 0, changing, constant_sums[:-1]
+
+
+def _gather_rows(rows, axis_name):
+    """Every shard's ``rows`` (a pytree of ``(n, ...)`` arrays of 32-bit types),
+    concatenated in shard order: one ``all_gather`` of their bits as columns."""
+    parts, structure = jax.tree.flatten(rows)
+    columns = [
+        lax.bitcast_convert_type(part, jnp.uint32).reshape(part.shape[0], -1) for part in parts
+    ]
+    every = lax.all_gather(jnp.concatenate(columns, axis=1), axis_name, tiled=True)
+    gathered, start = [], 0
+    for part, column in zip(parts, columns, strict=True):
+        bits = every[:, start : start + column.shape[1]].reshape(-1, *part.shape[1:])
+        gathered.append(lax.bitcast_convert_type(bits, part.dtype))
+        start += column.shape[1]
+    return jax.tree.unflatten(structure, gathered)
 
 
 def _slope_sums(loss, kernels, direction, n_leaves, rows: _LeafRows, steps, axis_name):
@@ -457,6 +491,7 @@ def armijo_backtrack(
     grad_sum: jax.Array,
     axis_name: str | None = None,
     kernels: LeafKernels = LEAF_KERNELS["reference"],
+    base: jax.Array | None = None,
 ) -> jax.Array:
     """Shrink each leaf's step until it decreases that leaf's loss (Armijo).
 
@@ -467,6 +502,8 @@ def armijo_backtrack(
     Args:
       raw: ``(n_rows, K)``; step: ``(n_leaves, K)`` proposed leaf values;
       grad_sum: ``(n_leaves, K)`` weighted gradient sums at ``raw``.
+      base: ``(n_leaves,)`` each leaf's weighted loss at ``raw`` where the
+        caller has it (:class:`LeafTotals`); else summed here.
     Returns:
       ``(n_leaves, K)`` accepted leaf values.
     """
@@ -477,7 +514,8 @@ def armijo_backtrack(
         row_loss = weight * sample_loss(loss, y, moved)
         return _sum_by_leaf(kernels, row_loss[None, :], leaf_of_row, n_leaves, axis_name)[:, 0]
 
-    base = leaf_loss(jnp.zeros(n_leaves))
+    if base is None:
+        base = leaf_loss(jnp.zeros(n_leaves))
     slope = jnp.minimum(jnp.sum(grad_sum * step, axis=1), 0.0)
 
     def accepted(scale):

@@ -313,3 +313,39 @@ def test_leaf_totals_sum_gradients_hessians_and_weights_by_leaf(kernels, hessian
     np.testing.assert_allclose(totals.hess, expected_hess, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(totals.weight, one_hot.T @ weight, rtol=1e-5, atol=1e-5)
     assert np.all(np.asarray(totals.grad)[-1] == 0) and totals.weight[-1] == 0
+
+
+@pytest.mark.parametrize("loss_name", ["log_cosh", "quantile"])
+def test_leaf_totals_give_the_search_its_start_and_armijo_its_base(loss_name):
+    """The training program hands the line search each leaf's slope and
+    curvature at 0, and the Armijo check each leaf's loss, from the leaf
+    totals' one pass (the loss as an extra column): the same leaf values as
+    when both compute them with passes of their own."""
+    from jaxboost.derivatives import sample_loss
+    from jaxboost.leaves import armijo_backtrack
+
+    rng, leaf_of_row, weight = _leaf_data(11, n_rows=3000, n_leaves=8)
+    y = jnp.asarray((3 * rng.standard_t(3, leaf_of_row.size)).astype(np.float32))
+    raw = jnp.asarray(rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32))
+    loss = losses.quantile(0.7) if loss_name == "quantile" else losses.log_cosh
+    grad, hess = grad_hess(loss, y, raw)
+    kernels = LEAF_KERNELS["native"]
+    leaf, w = jnp.asarray(leaf_of_row), jnp.asarray(weight)
+    row_loss = sample_loss(loss, y, raw)
+    totals = leaf_totals(
+        kernels, grad * w[:, None], hess * w[:, None], w, leaf, 8, None, row_loss=row_loss
+    )
+    one_hot = np.eye(8)[leaf_of_row]
+    expected_loss = one_hot.T @ (weight * np.asarray(row_loss)).astype(np.float64)
+    np.testing.assert_allclose(totals.loss, expected_loss, rtol=1e-5)
+
+    direction = jnp.ones((8, 1))
+    args = (loss, y, raw, w, leaf, direction, None, kernels)
+    started = line_search_leaf_values(*args, start=(totals.grad[:, 0], totals.hess[:, 0]))
+    np.testing.assert_allclose(started, line_search_leaf_values(*args), rtol=1e-6, atol=1e-7)
+
+    big_steps = 40 * started  # too long: Armijo must shrink some
+    armijo_args = (loss, y, raw, w, leaf, big_steps, totals.grad, None, kernels)
+    shrunk = armijo_backtrack(*armijo_args, base=totals.loss)
+    np.testing.assert_array_equal(shrunk, armijo_backtrack(*armijo_args))
+    assert np.any(np.asarray(shrunk) != np.asarray(big_steps))
