@@ -1,5 +1,6 @@
-"""Per-row values from per-leaf ones and sums over rows by leaf, for the line
-search: XLA's gather and segment sum, or the native CPU kernels.
+"""Per-row values from per-leaf ones, sums over rows by leaf, and the rows a
+narrowed search keeps, for the line search: XLA's gather, segment sum and
+``nonzero``, or the native CPU kernels.
 
 Every iteration of the line search spreads each leaf's trial steps to its
 rows, evaluates the loss's derivatives there and sums them by leaf.  XLA on
@@ -24,11 +25,14 @@ from .native_library import load, native_for
 
 
 class LeafKernels(NamedTuple):
-    """``rows_of_leaves(table (n_leaves, V), leaf_of_row (n_rows,)) -> (V, n_rows)``
-    and ``leaf_sums(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)``."""
+    """``rows_of_leaves(table (n_leaves, V), leaf_of_row (n_rows,)) -> (V, n_rows)``,
+    ``leaf_sums(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)`` and
+    ``first_true_rows(mask (n_rows,) bool, capacity) -> (rows (capacity,) int32,
+    count () int32)``."""
 
     rows_of_leaves: Callable[[jax.Array, jax.Array], jax.Array]
     leaf_sums: Callable[[jax.Array, jax.Array, int], jax.Array]
+    first_true_rows: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]]
 
 
 def rows_of_leaves_reference(table: jax.Array, leaf_of_row: jax.Array) -> jax.Array:
@@ -39,6 +43,14 @@ def rows_of_leaves_reference(table: jax.Array, leaf_of_row: jax.Array) -> jax.Ar
 def leaf_sums_reference(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -> jax.Array:
     """``(V, n_rows)``, ``(n_rows,)`` int32 -> ``(n_leaves, V)`` sums of each leaf's rows."""
     return jax.ops.segment_sum(values.T, leaf_of_row, num_segments=n_leaves)
+
+
+def first_true_rows_reference(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
+    """``(n_rows,)`` bool -> the first ``capacity`` rows where ``mask`` holds, in
+    order, padded with 0 (``(capacity,)`` int32), and how many rows hold (may
+    exceed ``capacity``)."""
+    (rows,) = jnp.nonzero(mask, size=capacity, fill_value=0)
+    return rows.astype(jnp.int32), jnp.sum(mask, dtype=jnp.int32)
 
 
 def rows_of_leaves_native(table: jax.Array, leaf_of_row: jax.Array) -> jax.Array:
@@ -61,9 +73,24 @@ def leaf_sums_native(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -
     )
 
 
+def first_true_rows_native(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
+    """As :func:`first_true_rows_reference`, by the native kernel: one pass,
+    where XLA's ``nonzero`` takes a cumulative sum and a scatter."""
+    load()
+    result = (
+        jax.ShapeDtypeStruct((capacity,), jnp.int32),
+        jax.ShapeDtypeStruct((1,), jnp.int32),
+    )
+    call = jax.ffi.ffi_call("jaxboost_first_true_rows", result, vmap_method="sequential")
+    rows, count = call(mask.astype(jnp.bool_))
+    return rows, count[0]
+
+
 LEAF_KERNELS = {
-    "reference": LeafKernels(rows_of_leaves_reference, leaf_sums_reference),
-    "native": LeafKernels(rows_of_leaves_native, leaf_sums_native),
+    "reference": LeafKernels(
+        rows_of_leaves_reference, leaf_sums_reference, first_true_rows_reference
+    ),
+    "native": LeafKernels(rows_of_leaves_native, leaf_sums_native, first_true_rows_native),
 }
 
 

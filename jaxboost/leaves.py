@@ -439,8 +439,7 @@ def _rows_changing_in_brackets(loss, kernels, direction, rows: _LeafRows, axis_n
     constant_terms = jnp.where(constant, terms * rows.weight, 0.0)
     constant_sums = _sum_by_leaf(kernels, constant_terms, rows.leaf_of_row, n_leaves, None)
     capacity = max(_NARROW_MIN_ROWS, rows.weight.shape[0] // _NARROW_FRACTION)
-    n_changing = jnp.sum(~constant)
-    (kept,) = jnp.nonzero(~constant, size=capacity, fill_value=0)
+    kept, n_changing = kernels.first_true_rows(~constant, capacity)
     changing = _LeafRows(
         rows.y[kept],
         rows.raw[kept],

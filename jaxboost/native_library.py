@@ -41,6 +41,7 @@ _TARGETS = {
     "jaxboost_apply_bins": "JaxboostApplyBins",
     "jaxboost_leaf_sums": "JaxboostLeafSums",
     "jaxboost_rows_of_leaves": "JaxboostRowsOfLeaves",
+    "jaxboost_first_true_rows": "JaxboostFirstTrueRows",
     "jaxboost_route_rows": "JaxboostRouteRows",
 }
 

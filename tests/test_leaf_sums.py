@@ -43,6 +43,24 @@ def test_native_leaf_kernels_equal_numpy(n_values, n_leaves):
     )
 
 
+# fewer true rows than the capacity, exactly as many, more; none; all
+@pytest.mark.parametrize("fraction", [0.0, 0.01, 0.05, 0.3, 1.0])
+@pytest.mark.parametrize("capacity", [1, 64, 200])
+def test_native_first_true_rows_equal_numpy(fraction, capacity):
+    rng = np.random.default_rng(int(fraction * 100) + capacity)
+    mask = rng.uniform(size=2001) < fraction
+    if fraction == 0.05:
+        mask[:] = False
+        mask[rng.choice(2001, capacity, replace=False)] = True  # exactly full
+    expected = np.flatnonzero(mask)[:capacity]
+    expected = np.concatenate([expected, np.zeros(capacity - expected.size, np.int64)])
+    for kernels in (NATIVE, REFERENCE):
+        rows, count = jax.jit(kernels.first_true_rows, static_argnums=1)(mask, capacity)
+        assert rows.dtype == jnp.int32 and rows.shape == (capacity,)
+        np.testing.assert_array_equal(np.asarray(rows), expected)
+        assert int(count) == int(mask.sum())
+
+
 def test_native_leaf_kernels_refuse_a_leaf_out_of_range():
     leaf = np.array([0, 1, 4], np.int32)
     with pytest.raises(Exception, match="leaf index out of range"):

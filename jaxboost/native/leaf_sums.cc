@@ -12,6 +12,9 @@
 //   JaxboostLeafSums: result[l, v] = sum of values[v, i] over the rows i
 //     with leaf[i] == l, in float64, rounded once.
 //   JaxboostRowsOfLeaves: result[v, i] = table[leaf[i], v].
+//   JaxboostFirstTrueRows: the first capacity rows i where mask[i] (in
+//     order, then 0 where fewer are), and how many rows are (the line
+//     search's narrowing; jnp.nonzero(mask, size=capacity) and a sum).
 //
 // Shapes (row-major):
 //   values  (n_values, n_rows) float32: one quantity per row of the array
@@ -123,6 +126,26 @@ ffi::Error RowsOfLeavesImpl(ffi::Buffer<ffi::F32> table, ffi::Buffer<ffi::S32> l
   return ffi::Error::Success();
 }
 
+ffi::Error FirstTrueRowsImpl(ffi::Buffer<ffi::PRED> mask, ffi::ResultBuffer<ffi::S32> rows,
+                             ffi::ResultBuffer<ffi::S32> count) {
+  if (mask.dimensions().size() != 1 || rows->dimensions().size() != 1) {
+    return ffi::Error::InvalidArgument("jaxboost first true rows: bad ranks");
+  }
+  const int64_t n_rows = mask.dimensions()[0], capacity = rows->dimensions()[0];
+  const bool* is_true = mask.typed_data();
+  int32_t* out = rows->typed_data();
+  int64_t found = 0;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    if (is_true[i]) {
+      if (found < capacity) out[found] = static_cast<int32_t>(i);
+      ++found;
+    }
+  }
+  std::fill(out + std::min(found, capacity), out + capacity, 0);
+  count->typed_data()[0] = static_cast<int32_t>(found);
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostLeafSums, LeafSumsImpl,
@@ -137,3 +160,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostRowsOfLeaves, RowsOfLeavesImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostFirstTrueRows, FirstTrueRowsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
