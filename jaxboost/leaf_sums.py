@@ -26,12 +26,15 @@ from .native_library import load, native_for
 
 class LeafKernels(NamedTuple):
     """``rows_of_leaves(table (n_leaves, V), leaf_of_row (n_rows,)) -> (V, n_rows)``,
-    ``leaf_sums(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)`` and
+    ``leaf_sums(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)``,
+    ``slope_sums(slope (P, n_rows), curvature (P, n_rows), weight (n_rows,),
+    leaf_of_row, n_leaves) -> (n_leaves, 3 P)`` and
     ``first_true_rows(mask (n_rows,) bool, capacity) -> (rows (capacity,) int32,
     count () int32)``."""
 
     rows_of_leaves: Callable[[jax.Array, jax.Array], jax.Array]
     leaf_sums: Callable[[jax.Array, jax.Array, int], jax.Array]
+    slope_sums: Callable[[jax.Array, jax.Array, jax.Array, jax.Array, int], jax.Array]
     first_true_rows: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]]
 
 
@@ -43,6 +46,16 @@ def rows_of_leaves_reference(table: jax.Array, leaf_of_row: jax.Array) -> jax.Ar
 def leaf_sums_reference(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -> jax.Array:
     """``(V, n_rows)``, ``(n_rows,)`` int32 -> ``(n_leaves, V)`` sums of each leaf's rows."""
     return jax.ops.segment_sum(values.T, leaf_of_row, num_segments=n_leaves)
+
+
+def slope_sums_reference(
+    slope: jax.Array, curvature: jax.Array, weight: jax.Array, leaf_of_row: jax.Array, n_leaves: int
+) -> jax.Array:
+    """The line search's sums at ``P`` points: ``slope``, ``curvature`` ``(P,
+    n_rows)``, ``weight`` ``(n_rows,)`` (non-negative) -> ``(n_leaves, 3 P)``,
+    each leaf's weighted ``[slope (P), curvature (P), |slope| (P)]`` sums."""
+    terms = jnp.concatenate([slope, curvature, jnp.abs(slope)], axis=0) * weight
+    return leaf_sums_reference(terms, leaf_of_row, n_leaves)
 
 
 def first_true_rows_reference(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
@@ -73,6 +86,29 @@ def leaf_sums_native(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -
     )
 
 
+def slope_sums_native(
+    slope: jax.Array, curvature: jax.Array, weight: jax.Array, leaf_of_row: jax.Array, n_leaves: int
+) -> jax.Array:
+    """As :func:`slope_sums_reference`, summed in float64 by the native kernel.
+
+    ``slope`` and ``curvature`` reach it as two buffers: XLA then computes a
+    loss's derivatives once per row, where fused into the reference's
+    concatenation it recomputes their shared exponentials for each of its
+    ``3 P`` rows (log-cosh at 2 points on 500k rows, 32 leaves: 7.2 against
+    4.0 ms; log loss 6.3 against 3.6 ms).
+    """
+    load()
+    result = jax.ShapeDtypeStruct((n_leaves, 3 * slope.shape[0]), jnp.float32)
+    call = jax.ffi.ffi_call("jaxboost_slope_sums", result, vmap_method="sequential")
+    return call(
+        slope.astype(jnp.float32),
+        curvature.astype(jnp.float32),
+        weight.astype(jnp.float32),
+        leaf_of_row.astype(jnp.int32),
+        n_leaves=np.int64(n_leaves),
+    )
+
+
 def first_true_rows_native(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
     """As :func:`first_true_rows_reference`, by the native kernel: one pass,
     where XLA's ``nonzero`` takes a cumulative sum and a scatter."""
@@ -88,9 +124,14 @@ def first_true_rows_native(mask: jax.Array, capacity: int) -> tuple[jax.Array, j
 
 LEAF_KERNELS = {
     "reference": LeafKernels(
-        rows_of_leaves_reference, leaf_sums_reference, first_true_rows_reference
+        rows_of_leaves_reference,
+        leaf_sums_reference,
+        slope_sums_reference,
+        first_true_rows_reference,
     ),
-    "native": LeafKernels(rows_of_leaves_native, leaf_sums_native, first_true_rows_native),
+    "native": LeafKernels(
+        rows_of_leaves_native, leaf_sums_native, slope_sums_native, first_true_rows_native
+    ),
 }
 
 

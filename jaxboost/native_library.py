@@ -40,6 +40,7 @@ _TARGETS = {
     "jaxboost_predict_forest": "JaxboostPredictForest",
     "jaxboost_apply_bins": "JaxboostApplyBins",
     "jaxboost_leaf_sums": "JaxboostLeafSums",
+    "jaxboost_slope_sums": "JaxboostSlopeSums",
     "jaxboost_rows_of_leaves": "JaxboostRowsOfLeaves",
     "jaxboost_first_true_rows": "JaxboostFirstTrueRows",
     "jaxboost_route_rows": "JaxboostRouteRows",

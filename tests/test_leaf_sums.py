@@ -17,15 +17,28 @@ pytestmark = pytest.mark.skipif(
 NATIVE, REFERENCE = LEAF_KERNELS["native"], LEAF_KERNELS["reference"]
 
 
+N_ROWS = 1001  # not a multiple of the native kernels' four lanes
+
+
+def _random_leaves(rng, n_leaves):
+    return rng.integers(0, n_leaves, N_ROWS).astype(np.int32)
+
+
+def _numpy_leaf_sums(values, leaf, n_leaves):
+    """``(V, n_rows)`` -> ``(n_leaves, V)`` float64 sums by leaf."""
+    expected = np.zeros((n_leaves, values.shape[0]))
+    np.add.at(expected, leaf, values.T.astype(np.float64))
+    return expected
+
+
 # 1 and 2 values per row (and 3, 6 for the sums) have kernels of their own; 5 and
-# 7 take the general loop; 1001 rows is not a multiple of the four lanes
+# 7 take the general loop
 @pytest.mark.parametrize("n_values", [1, 2, 3, 5, 6, 7])
 @pytest.mark.parametrize("n_leaves", [1, 8, 64])
 def test_native_leaf_kernels_equal_numpy(n_values, n_leaves):
     rng = np.random.default_rng(n_values * 100 + n_leaves)
-    n_rows = 1001
-    leaf = rng.integers(0, n_leaves, n_rows).astype(np.int32)
-    values = rng.normal(size=(n_values, n_rows)).astype(np.float32)
+    leaf = _random_leaves(rng, n_leaves)
+    values = rng.normal(size=(n_values, N_ROWS)).astype(np.float32)
     table = rng.normal(size=(n_leaves, n_values)).astype(np.float32)
 
     spread = jax.jit(NATIVE.rows_of_leaves)(table, leaf)
@@ -33,14 +46,52 @@ def test_native_leaf_kernels_equal_numpy(n_values, n_leaves):
     np.testing.assert_array_equal(np.asarray(spread), REFERENCE.rows_of_leaves(table, leaf))
 
     sums = jax.jit(NATIVE.leaf_sums, static_argnums=2)(values, leaf, n_leaves)
-    expected = np.zeros((n_leaves, n_values))
-    np.add.at(expected, leaf, values.T.astype(np.float64))
+    expected = _numpy_leaf_sums(values, leaf, n_leaves)
     assert sums.shape == (n_leaves, n_values)
     # summed in float64, rounded once
     np.testing.assert_array_equal(np.asarray(sums), expected.astype(np.float32))
     np.testing.assert_allclose(
         np.asarray(REFERENCE.leaf_sums(values, leaf, n_leaves)), expected, rtol=1e-4, atol=1e-4
     )
+
+
+# 1 and 2 points have kernels of their own, 3 takes the general loop
+@pytest.mark.parametrize("n_points", [1, 2, 3])
+@pytest.mark.parametrize("n_leaves", [1, 8])
+def test_native_slope_sums_equal_numpy(n_points, n_leaves):
+    rng = np.random.default_rng(n_points * 10 + n_leaves)
+    leaf = _random_leaves(rng, n_leaves)
+    slope = rng.normal(size=(n_points, N_ROWS)).astype(np.float32)
+    curvature = rng.exponential(size=(n_points, N_ROWS)).astype(np.float32)
+    weight = rng.uniform(0, 2, N_ROWS).astype(np.float32)
+    weight[::7] = 0.0  # padding rows
+
+    sums = jax.jit(NATIVE.slope_sums, static_argnums=4)(slope, curvature, weight, leaf, n_leaves)
+    # float32 products, summed in float64, rounded once
+    terms = np.concatenate([slope * weight, curvature * weight, np.abs(slope) * weight])
+    expected = _numpy_leaf_sums(terms, leaf, n_leaves)
+    assert sums.shape == (n_leaves, 3 * n_points)
+    np.testing.assert_array_equal(np.asarray(sums), expected.astype(np.float32))
+    reference = REFERENCE.slope_sums(slope, curvature, weight, leaf, n_leaves)
+    np.testing.assert_allclose(np.asarray(reference), expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(Exception, match="leaf index out of range"):
+        bad = leaf.copy()
+        bad[3] = n_leaves
+        jax.block_until_ready(NATIVE.slope_sums(slope, curvature, weight, bad, n_leaves))
+
+
+def test_native_slope_sums_refuse_shapes_that_disagree():
+    slope = np.ones((2, 10), np.float32)
+    with pytest.raises(Exception, match="shapes disagree"):
+        jax.block_until_ready(
+            NATIVE.slope_sums(
+                slope,
+                np.ones((2, 9), np.float32),
+                np.ones(10, np.float32),
+                np.zeros(10, np.int32),
+                2,
+            )
+        )
 
 
 # fewer true rows than the capacity, exactly as many, more; none; all

@@ -169,14 +169,20 @@ def _count_row_sums(monkeypatch):
     from jaxboost import leaves
 
     calls = []
-    summed = leaves._sum_by_leaf
+    summed, slope_summed = leaves._sum_by_leaf, leaves._slope_sums
 
     def counting(kernels, values, leaf_of_row, n_leaves, axis_name):
         n_rows = values.shape[1]
         jax.debug.callback(lambda: calls.append(n_rows))
         return summed(kernels, values, leaf_of_row, n_leaves, axis_name)
 
+    def counting_slopes(loss, kernels, direction, n_leaves, rows, steps, axis_name):
+        n_rows = rows.weight.shape[0]
+        jax.debug.callback(lambda: calls.append(n_rows))
+        return slope_summed(loss, kernels, direction, n_leaves, rows, steps, axis_name)
+
     monkeypatch.setattr(leaves, "_sum_by_leaf", counting)
+    monkeypatch.setattr(leaves, "_slope_sums", counting_slopes)
     return calls
 
 

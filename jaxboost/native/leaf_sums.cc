@@ -11,6 +11,15 @@
 //
 //   JaxboostLeafSums: result[l, v] = sum of values[v, i] over the rows i
 //     with leaf[i] == l, in float64, rounded once.
+//   JaxboostSlopeSums: result[l, (k, p)] = the sums over the rows i of leaf
+//     l of slope[p, i] * w[i] (k = 0), curvature[p, i] * w[i] (k = 1) and
+//     |slope[p, i]| * w[i] (k = 2), in float64 with float32 products (what
+//     JaxboostLeafSums gives on the concatenated, weighted values).  The line
+//     search's three sums at P points: slope and curvature arrive as two
+//     buffers, so XLA computes the loss's derivatives once per row; fused into
+//     one (3P, n_rows) concatenation it recomputes their shared exponentials
+//     for each of the 3P rows (log-cosh at 2 points on 500k rows, 32 leaves:
+//     7.2 against 4.0 ms).
 //   JaxboostRowsOfLeaves: result[v, i] = table[leaf[i], v].
 //   JaxboostFirstTrueRows: the first capacity rows i where mask[i] (in
 //     order, then 0 where fewer are), and how many rows are (the line
@@ -18,12 +27,14 @@
 //
 // Shapes (row-major):
 //   values  (n_values, n_rows) float32: one quantity per row of the array
+//   slope, curvature  (n_points, n_rows) float32; w (n_rows,) float32 >= 0
 //   table   (n_leaves, n_values) float32
 //   leaf    (n_rows,) int32 in [0, n_leaves); another value is an error
 //   result  (n_leaves, n_values) float32 (sums) or (n_values, n_rows)
 //           float32 (rows of leaves)
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -61,6 +72,15 @@ bool SumRows(const float* data, const int32_t* leaf_of_row, int64_t n_rows, int6
   return out_of_range == 0;
 }
 
+// Adds every lane's partial sums into out (n_leaves * n_values), rounding once.
+void ReduceLanes(const std::vector<double>& partial, int64_t n_sums, float* out) {
+  for (int64_t k = 0; k < n_sums; ++k) {
+    double total = 0.0;
+    for (int64_t lane = 0; lane < kLanes; ++lane) total += partial[lane * n_sums + k];
+    out[k] = static_cast<float>(total);
+  }
+}
+
 ffi::Error LeafSumsImpl(ffi::Buffer<ffi::F32> values, ffi::Buffer<ffi::S32> leaf,
                         int64_t n_leaves, ffi::ResultBuffer<ffi::F32> result) {
   auto dims = values.dimensions();
@@ -82,12 +102,57 @@ ffi::Error LeafSumsImpl(ffi::Buffer<ffi::F32> values, ffi::Buffer<ffi::S32> leaf
   if (!in_range) {
     return ffi::Error::InvalidArgument("jaxboost leaf sums: leaf index out of range");
   }
-  float* out = result->typed_data();
-  for (int64_t k = 0; k < n_leaves * n_values; ++k) {
-    double total = 0.0;
-    for (int64_t lane = 0; lane < kLanes; ++lane) total += partial[lane * n_leaves * n_values + k];
-    out[k] = static_cast<float>(total);
+  ReduceLanes(partial, n_leaves * n_values, result->typed_data());
+  return ffi::Error::Success();
+}
+
+// The three weighted sums of JaxboostSlopeSums, lanes as in SumRows;
+// kPoints > 0 fixes the number of points at compile time.
+// partial[(lane * n_leaves + leaf) * 3 * n_points + k * n_points + point]
+template <int64_t kPoints>
+bool SumSlopes(const float* slope, const float* curvature, const float* weight,
+               const int32_t* leaf_of_row, int64_t n_rows, int64_t n_leaves, int64_t n_points,
+               double* partial) {
+  const int64_t points = kPoints > 0 ? kPoints : n_points;
+  int32_t out_of_range = 0;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const int64_t l = CheckedLeaf(leaf_of_row[i], n_leaves, &out_of_range);
+    double* sums = partial + ((i % kLanes) * n_leaves + l) * 3 * points;
+    const float w = weight[i];
+    for (int64_t p = 0; p < points; ++p) {
+      const float s = slope[p * n_rows + i];
+      sums[p] += s * w;
+      sums[points + p] += curvature[p * n_rows + i] * w;
+      sums[2 * points + p] += std::fabs(s) * w;
+    }
   }
+  return out_of_range == 0;
+}
+
+ffi::Error SlopeSumsImpl(ffi::Buffer<ffi::F32> slope, ffi::Buffer<ffi::F32> curvature,
+                         ffi::Buffer<ffi::F32> weight, ffi::Buffer<ffi::S32> leaf,
+                         int64_t n_leaves, ffi::ResultBuffer<ffi::F32> result) {
+  auto dims = slope.dimensions();
+  if (dims.size() != 2 || curvature.dimensions().size() != 2 ||
+      curvature.dimensions()[0] != dims[0] || curvature.dimensions()[1] != dims[1] ||
+      weight.dimensions().size() != 1 || weight.dimensions()[0] != dims[1] ||
+      leaf.dimensions().size() != 1 || leaf.dimensions()[0] != dims[1]) {
+    return ffi::Error::InvalidArgument("jaxboost slope sums: shapes disagree");
+  }
+  const int64_t n_points = dims[0], n_rows = dims[1];
+  std::vector<double> partial(kLanes * n_leaves * 3 * n_points, 0.0);
+  const float *s = slope.typed_data(), *c = curvature.typed_data(), *w = weight.typed_data();
+  const int32_t* l = leaf.typed_data();
+  bool in_range;
+  switch (n_points) {  // the line search's sizes: 1 (its start), 2 points
+    case 1: in_range = SumSlopes<1>(s, c, w, l, n_rows, n_leaves, 1, partial.data()); break;
+    case 2: in_range = SumSlopes<2>(s, c, w, l, n_rows, n_leaves, 2, partial.data()); break;
+    default: in_range = SumSlopes<0>(s, c, w, l, n_rows, n_leaves, n_points, partial.data());
+  }
+  if (!in_range) {
+    return ffi::Error::InvalidArgument("jaxboost slope sums: leaf index out of range");
+  }
+  ReduceLanes(partial, n_leaves * 3 * n_points, result->typed_data());
   return ffi::Error::Success();
 }
 
@@ -150,6 +215,15 @@ ffi::Error FirstTrueRowsImpl(ffi::Buffer<ffi::PRED> mask, ffi::ResultBuffer<ffi:
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostLeafSums, LeafSumsImpl,
                               ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Attr<int64_t>("n_leaves")
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostSlopeSums, SlopeSumsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Attr<int64_t>("n_leaves")
