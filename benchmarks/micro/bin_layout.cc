@@ -9,27 +9,17 @@
 //
 //   g++ -O3 -std=c++17 benchmarks/micro/bin_layout.cc -o /tmp/bin_layout && /tmp/bin_layout
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
 
+#include "best_ms.h"
+
 constexpr int64_t kTile = 8192;
 constexpr int kBins = 256;
 
-template <typename F>
-double BestMs(F f) {
-  double best = 1e30;
-  for (int rep = 0; rep < 7; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - t0)
-                              .count());
-  }
-  return best;
-}
+constexpr int kPasses = 7;
 
 // hist[f][node][bin] += stats of the listed rows (node k's entries:
 // [start[k], start[k + 1])), in tiles, 4 features per pass.
@@ -78,11 +68,11 @@ int main() {
     const double column = BestMs([&] {
       Sum<double, float, 2, false, true>(by_column.data(), n_rows, n_features, 1, nullptr, start,
                                          n_rows, stats.data(), hist.data());
-    });
+    }, kPasses);
     const double words = BestMs([&] {
       Sum<double, float, 2, true, true>(interleaved.data(), n_rows, n_features, 1, nullptr, start,
                                         n_rows, stats.data(), hist.data());
-    });
+    }, kPasses);
     printf("root, float: column-major %.2f ms, interleaved %.2f ms\n", column, words);
   }
   for (int n_nodes : {2, 8, 16, 32}) {
@@ -105,7 +95,7 @@ int main() {
     const auto sum = [&](auto kernel, const uint8_t* bins, const auto* stats, auto* hist) {
       return BestMs([&] {
         kernel(bins, n_rows, n_features, n_nodes, rows.data(), start.data(), n_list, stats, hist);
-      });
+      }, kPasses);
     };
     const double fc = sum(Sum<double, float, 2, false, false>, by_column.data(), floats.data(),
                           float_hist.data());

@@ -10,11 +10,12 @@
 //
 //   g++ -O3 -std=c++17 benchmarks/micro/row_order.cc -o /tmp/row_order && /tmp/row_order
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
+
+#include "best_ms.h"
 
 constexpr int64_t kTile = 8192;
 constexpr int kBins = 256;
@@ -96,18 +97,7 @@ void Ordered(const Level& l, const Stat* stats, Acc* hist) {
   }
 }
 
-template <typename F>
-double BestMs(F f) {
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - t0)
-                              .count());
-  }
-  return best;
-}
+constexpr int kPasses = 5;
 
 int main() {
   std::mt19937 rng(0);
@@ -131,17 +121,17 @@ int main() {
     std::vector<double> float_hist(l.n_features * n_nodes * kBins * 2);
     std::vector<int64_t> packed_hist(l.n_features * n_nodes * kBins);
     int64_t sink = 0;
-    const double fg = BestMs([&] { Grouped<double, float, 2, 0>(l, floats.data(), float_hist.data(), &sink); });
-    const double pg = BestMs([&] { Grouped<int64_t, int64_t, 1, 0>(l, packed.data(), packed_hist.data(), &sink); });
+    const double fg = BestMs([&] { Grouped<double, float, 2, 0>(l, floats.data(), float_hist.data(), &sink); }, kPasses);
+    const double pg = BestMs([&] { Grouped<int64_t, int64_t, 1, 0>(l, packed.data(), packed_hist.data(), &sink); }, kPasses);
     double fo[3], po[3];  // row order, groups of 4 nodes, groups of 8
     const int shifts[3] = {30, 2, 3};
     for (int s = 0; s < 3; ++s) {
       ListByGroups(&l, node, shifts[s]);
-      fo[s] = BestMs([&] { Ordered<double, float, 2>(l, floats.data(), float_hist.data()); });
-      po[s] = BestMs([&] { Ordered<int64_t, int64_t, 1>(l, packed.data(), packed_hist.data()); });
+      fo[s] = BestMs([&] { Ordered<double, float, 2>(l, floats.data(), float_hist.data()); }, kPasses);
+      po[s] = BestMs([&] { Ordered<int64_t, int64_t, 1>(l, packed.data(), packed_hist.data()); }, kPasses);
     }
-    const double gather = BestMs([&] { Grouped<double, float, 2, 1>(l, floats.data(), float_hist.data(), &sink); });
-    const double updates = BestMs([&] { Grouped<double, float, 2, 2>(l, floats.data(), float_hist.data(), &sink); });
+    const double gather = BestMs([&] { Grouped<double, float, 2, 1>(l, floats.data(), float_hist.data(), &sink); }, kPasses);
+    const double updates = BestMs([&] { Grouped<double, float, 2, 2>(l, floats.data(), float_hist.data(), &sink); }, kPasses);
     printf("%2d nodes, %lld rows listed, ms | node by node: float %.2f, packed %.2f | row order: "
            "float %.2f, packed %.2f | groups of 4 nodes: float %.2f, packed %.2f | groups of 8: "
            "float %.2f, packed %.2f | node by node, float: gather only %.2f, updates only %.2f\n",
