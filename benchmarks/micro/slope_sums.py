@@ -65,9 +65,8 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n = args.rows
-    residual = rng.standard_normal(n).astype(np.float32)
     rows = leaves._LeafRows(
-        jnp.asarray(residual),
+        jnp.asarray(rng.standard_normal(n).astype(np.float32)),
         jnp.asarray(rng.standard_normal((n, 1)).astype(np.float32)),
         jnp.ones(n, jnp.float32),
         jnp.asarray(rng.integers(0, N_LEAVES, n).astype(np.int32)),
