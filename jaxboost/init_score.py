@@ -4,6 +4,15 @@ A jitted minimisation, not a closed form per loss: one output uses the same
 safeguarded scalar minimiser as line-search leaves (so absolute and pinball
 losses get the exact weighted median / quantile); vector outputs take Newton
 directions (full hessian, pseudo-inverse) each followed by a line search.
+
+A scalar search started at 0 stops at the first stationary point it finds.
+For a redescending loss (Tukey's biweight, Welsch) whose targets lie far from
+0 that is a flat stretch where every row's gradient is 0: the trees would then
+learn nothing.  So with 1-D targets, where the loss at their weighted median
+(to within 2^-16 of their range) is lower than at that first result, by
+more than rounding, the search runs again from the median, and F0 is the
+result of lower loss.  A convex loss is lowest at the first result: for it F0
+is that result and the second search does not run.
 """
 
 from __future__ import annotations
@@ -12,12 +21,18 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .derivatives import Loss, grad_hess
+from .derivatives import Loss, grad_hess, sample_loss
 from .leaf_sums import LEAF_KERNELS, LeafKernels
-from .leaves import line_search_leaf_values, newton_leaf_values
+from .leaves import across_shards, line_search_leaf_values, newton_leaf_values
 
 _MAX_NEWTON_ROUNDS = 30
 _STEP_TOLERANCE = 1e-6
+# the search runs again from the median only where the loss there is lower
+# than at the first search's result by more than this fraction of it (more
+# than the rounding of the two sums)
+_BETTER_BY = 1e-5
+# the median start: bins of the histogram of the targets it is read from
+_MEDIAN_BINS = 2**16
 
 
 def initial_score(
@@ -42,9 +57,40 @@ def initial_score(
     zeros = jnp.zeros((n_rows, n_outputs), jnp.float32)
     if n_outputs == 1:
         direction = jnp.ones((1, 1), jnp.float32)
-        return line_search_leaf_values(
-            loss, y, zeros, weight, all_in_one_leaf, direction, axis_name, kernels
-        )[0]
+
+        def search_from(start: jax.Array) -> jax.Array:
+            """``(1,)`` minimiser found by the line search from ``start (1,)``."""
+            step = line_search_leaf_values(
+                loss, y, zeros + start, weight, all_in_one_leaf, direction, axis_name, kernels
+            )
+            return start + step[0]
+
+        if y.ndim != 1:
+            return search_from(jnp.zeros(1, jnp.float32))
+        median = _rough_median(y, weight, axis_name, kernels)
+        loss_at_median = _total_loss(loss, y, weight, median, axis_name)
+
+        def unfinished(state):
+            searches, _, best_loss = state
+            margin = jnp.where(jnp.isfinite(best_loss), _BETTER_BY * jnp.abs(best_loss), 0.0)
+            median_lower = jnp.isfinite(loss_at_median) & (loss_at_median < best_loss - margin)
+            return (searches == 0) | ((searches == 1) & median_lower)
+
+        def search(state):
+            """From 0 first, then from the median; the lower loss is kept."""
+            searches, best, best_loss = state
+            found = search_from(jnp.where(searches == 0, 0.0, median))
+            found_loss = _total_loss(loss, y, weight, found, axis_name)
+            found_loss = jnp.where(jnp.isnan(found_loss), jnp.inf, found_loss)
+            keep = (searches == 0) | (found_loss < best_loss)
+            return (
+                searches + 1,
+                jnp.where(keep, found, best),
+                jnp.where(keep, found_loss, best_loss),
+            )
+
+        start = (0, jnp.zeros(1, jnp.float32), jnp.float32(jnp.inf))
+        return lax.while_loop(unfinished, search, start)[1]
 
     def not_converged(state):
         score, step_norm, rounds = state
@@ -65,3 +111,30 @@ def initial_score(
     start = (jnp.zeros(n_outputs, jnp.float32), jnp.float32(jnp.inf), 0)
     score, _, _ = lax.while_loop(not_converged, newton_round, start)
     return score
+
+
+def _rough_median(
+    y: jax.Array, weight: jax.Array, axis_name: str | None, kernels: LeafKernels
+) -> jax.Array:
+    """``(1,)`` float32: a weighted median of ``y (n_rows,)`` over all shards,
+    to within ``(max y - min y) / 2^16``: the middle of the bin that holds
+    the middle weight in a histogram of ``y`` with ``2^16`` equal bins."""
+    kept = weight > 0
+    low = jnp.min(jnp.where(kept, y, jnp.inf))
+    high = jnp.max(jnp.where(kept, y, -jnp.inf))
+    if axis_name is not None:
+        low, high = lax.pmin(low, axis_name), lax.pmax(high, axis_name)
+    width = jnp.where(high > low, (high - low) / _MEDIAN_BINS, 1.0)
+    bin_of_row = jnp.clip((y - low) / width, 0, _MEDIAN_BINS - 1).astype(jnp.int32)
+    in_bin = across_shards(kernels.leaf_sums(weight[None], bin_of_row, _MEDIAN_BINS), axis_name)
+    reached = jnp.cumsum(in_bin[:, 0])
+    middle = jnp.argmax(reached >= 0.5 * reached[-1])
+    return jnp.reshape(low + (middle + 0.5) * width, (1,))
+
+
+def _total_loss(
+    loss: Loss, y: jax.Array, weight: jax.Array, score: jax.Array, axis_name: str | None
+) -> jax.Array:
+    """``sum_i w_i loss(y_i, score)`` over all shards; ``score (1,)``."""
+    raw = jnp.broadcast_to(score, (weight.shape[0], 1))
+    return across_shards(jnp.sum(weight * sample_loss(loss, y, raw)), axis_name)

@@ -38,14 +38,14 @@ _EIGEN_CUTOFF = 1e-4
 _FLOAT32_EPS = float(jnp.finfo(jnp.float32).eps)
 
 
-def _across_shards(total: jax.Array, axis_name) -> jax.Array:
+def across_shards(total: jax.Array, axis_name) -> jax.Array:
     """A shard's sums summed over every shard (``axis_name`` None: one shard)."""
     return lax.psum(total, axis_name) if axis_name is not None else total
 
 
 def _sum_rows(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int, axis_name) -> jax.Array:
     total = jax.ops.segment_sum(values, leaf_of_row, num_segments=n_leaves)
-    return _across_shards(total, axis_name)
+    return across_shards(total, axis_name)
 
 
 def _sum_by_leaf(
@@ -53,7 +53,7 @@ def _sum_by_leaf(
 ) -> jax.Array:
     """``values (V, n_rows)`` -> ``(n_leaves, V)`` sums over the rows of every leaf
     and every shard."""
-    return _across_shards(kernels.leaf_sums(values, leaf_of_row, n_leaves), axis_name)
+    return across_shards(kernels.leaf_sums(values, leaf_of_row, n_leaves), axis_name)
 
 
 class LeafTotals(NamedTuple):
@@ -480,7 +480,7 @@ def _slope_sums(loss, kernels, direction, n_leaves, rows: _LeafRows, steps, axis
     slope sums at its ``steps (n_leaves, P)``, over its rows and shards."""
     slope, curvature = _row_derivatives(loss, kernels, direction, rows, steps)
     sums = kernels.slope_sums(slope, curvature, rows.weight, rows.leaf_of_row, n_leaves)
-    return _across_shards(sums, axis_name).reshape(n_leaves, 3, steps.shape[1])
+    return across_shards(sums, axis_name).reshape(n_leaves, 3, steps.shape[1])
 
 
 def armijo_backtrack(

@@ -117,3 +117,21 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
     totals = leaf_totals(LEAF_KERNELS["reference"], grad, hess, data.weight, leaf_of_row, 2, None)
     values = _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, jnp.ones(1), None)
     np.testing.assert_allclose(np.asarray(values)[:, 0], [1.5, 0.0], atol=1e-5)
+
+
+def test_a_redescending_loss_trains_on_targets_far_from_zero(data):
+    """Shifted by 40, every residual at F0 = 0 would lie on Tukey's flat
+    stretch: zero gradients, and trees that learn nothing."""
+    X, y = data
+    model = jb.Booster(
+        loss=tukey_biweight,
+        n_estimators=60,
+        max_depth=3,
+        hessian_mode="clip",
+        hessian_floor=1e-2,
+        armijo=True,
+    ).fit(X, y + 40.0)
+    assert abs(model.init_score_[0] - 40.0) < 1.0, model.init_score_
+    assert model.train_loss_[-1] < 0.5 * model.train_loss_[0]
+    grid = np.column_stack([np.linspace(-1.5, 1.5, 7), np.zeros(7), np.zeros(7)]).astype(np.float32)
+    assert np.max(np.abs(model.predict(grid) - 40.0 - np.sin(grid[:, 0]))) < 0.3

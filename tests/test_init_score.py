@@ -8,6 +8,9 @@ from test_leaves import inverted_cdf_quantile
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 import losses
 from jaxboost.init_score import initial_score
+from jaxboost.leaf_sums import LEAF_KERNELS
+
+LEAF = LEAF_KERNELS["reference"]
 
 
 def _score(loss, y, weight=None, n_outputs=1):
@@ -78,3 +81,51 @@ def test_large_targets_with_a_saturating_loss(rng):
 
     score = _score(log_cosh, y)
     assert abs(score[0] - np.median(y)) < 10.0
+
+
+def tukey_biweight(y, f, c=1.5):
+    r = jnp.minimum(jnp.abs(f - y) / c, 1.0)
+    return c**2 / 6 * (1 - (1 - r**2) ** 3)
+
+
+def test_a_redescending_loss_far_from_zero_starts_among_its_targets(rng):
+    """From 0, every residual lies where Tukey's loss is flat (zero slope):
+    the search alone would stop there and the trees would learn nothing."""
+    y = rng.normal(50.0, 0.5, 400).astype(np.float32)
+    y[:40] += rng.normal(0.0, 30.0, 40).astype(np.float32)  # outliers
+    score = _score(tukey_biweight, y)
+    assert abs(score[0] - 50.0) < 0.2, score
+
+
+def test_the_median_start_keeps_the_lower_of_two_minima(rng):
+    """Two clusters, a third of the weight near 0: the search from 0 finds that
+    cluster's local minimum; the one around the median is lower."""
+    y = np.concatenate([rng.normal(0.0, 0.3, 100), rng.normal(10.0, 0.3, 200)]).astype(np.float32)
+    score = _score(tukey_biweight, y)
+    assert abs(score[0] - 10.0) < 0.2, score
+    # with the weight turned around, the cluster at 0 is the lower minimum
+    weight = np.where(y < 5, 3.0, 1.0).astype(np.float32)
+    assert abs(_score(tukey_biweight, y, weight)[0]) < 0.2
+
+
+def test_a_loss_undefined_at_zero_starts_from_the_median(rng):
+    """Poisson deviance with an identity link is infinite at f = 0."""
+    y = rng.poisson(20.0, 300).astype(np.float32)
+
+    def poisson_identity(y, f):
+        return f - y * jnp.log(f)
+
+    np.testing.assert_allclose(_score(poisson_identity, y), [y.mean()], rtol=1e-4)
+
+
+def test_rough_median_is_within_its_resolution_of_the_weighted_median(rng):
+    from jaxboost.init_score import _rough_median
+
+    y = rng.standard_cauchy(1001).astype(np.float32)
+    weight = rng.uniform(0.2, 2.0, 1001).astype(np.float32)
+    weight[::10] = 0.0  # padding rows count for nothing, wherever their targets lie
+    y[::10] = 1e6
+    median = float(np.asarray(_rough_median(jnp.asarray(y), jnp.asarray(weight), None, LEAF))[0])
+    kept = weight > 0
+    resolution = (y[kept].max() - y[kept].min()) / 2**16
+    assert abs(median - inverted_cdf_quantile(y[kept], weight[kept], 0.5)) <= resolution
