@@ -52,7 +52,7 @@ from _common import (
 )
 
 import jaxboost as jb
-from jaxboost.derivatives import hessian_is_informative
+from jaxboost.derivatives import probe_hessian
 
 HUBER_DELTA = 1.0
 # rows of y on which jaxboost probes whether a loss has curvature (its "auto"
@@ -173,9 +173,9 @@ def run_loss(loss: CustomLoss, data: list[np.ndarray], args) -> list[list[str]]:
     )
     base = float(first.value.init_score_[0])
     probe = y_train[:HESSIAN_PROBE_ROWS]
-    newton = hessian_is_informative(
+    newton = probe_hessian(
         loss.jax_loss, jnp.asarray(probe), jnp.full((len(probe), 1), base, jnp.float32)
-    )
+    ).informative
     print(
         f"  initial score (jaxboost's, given to the peers): {base:.6f}; jaxboost 'auto' "
         f"leaves: {'newton' if newton else 'line_search'}"

@@ -30,7 +30,7 @@ from .boost import (
     init_score_program,
     train_chunk_program,
 )
-from .derivatives import hessian_is_informative
+from .derivatives import HessianProbe, probe_hessian
 from .devices import default_training_devices, device_keys, devices_from_keys, make_mesh
 from .distributed import (
     RowLayout,
@@ -132,7 +132,10 @@ class Booster:
       hessian_floor: the floor of ``hessian_mode``.
       armijo: shrink each leaf's (learning-rate scaled) value until it lowers
         that leaf's training loss, so no round increases the training loss;
-        None: on for line-search leaves, off for Newton leaves.
+        None: on for line-search leaves, and for Newton leaves of a loss whose
+        hessian is negative on some row at the initial score (a non-convex
+        loss such as Tukey's or Welsch's, whose Newton steps can overshoot);
+        off otherwise.
       use_quantized_grad: quantise the split statistics (gradients and
         hessians) to a few integer levels each round, with unbiased stochastic
         rounding, and build the histograms from the integers (LightGBM 4's
@@ -224,20 +227,25 @@ class Booster:
         loss: Callable,
         n_outputs: int,
         monitored: bool,
-        hessian_informative: bool,
+        hessian: HessianProbe,
         platform: str,
         rows_per_shard: int,
     ) -> tuple[BoostConfig, Hyper]:
-        """The static program settings, and the numeric ones passed as values."""
+        """The static program settings, and the numeric ones passed as values;
+        ``hessian`` (the loss's, probed at the initial score) settles what
+        ``"auto"`` and ``armijo=None`` leave open."""
         if int(self.max_depth) < 1:
             raise ValueError(f"max_depth: expected an integer >= 1, got {self.max_depth}")
         if int(self.n_estimators) < 1:
             raise ValueError(f"n_estimators: expected an integer >= 1, got {self.n_estimators}")
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
         if leaf_method == "auto":
-            leaf_method = "newton" if hessian_informative else "line_search"
+            leaf_method = "newton" if hessian.informative else "line_search"
         if split_criterion == "auto":
-            split_criterion = "second_order" if hessian_informative else "first_order"
+            split_criterion = "second_order" if hessian.informative else "first_order"
+        armijo = self.armijo
+        if armijo is None:
+            armijo = leaf_method == "line_search" or hessian.negative
         chunk = self.rounds_per_chunk
         if chunk is None:
             chunk = _MONITORED_CHUNK if monitored else _UNMONITORED_CHUNK
@@ -260,7 +268,7 @@ class Booster:
             multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
             rounds_per_chunk=max(1, int(chunk)),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
-            armijo=leaf_method == "line_search" if self.armijo is None else bool(self.armijo),
+            armijo=bool(armijo),
             histogram_kernel=default_histogram_kernel(platform),
             leaf_kernels=default_leaf_kernels(platform),
             grad_quant_bins=(
@@ -268,7 +276,7 @@ class Booster:
                 if self.use_quantized_grad
                 else 0
             ),
-            narrow_line_search=not hessian_informative,
+            narrow_line_search=not hessian.informative,
         )
         return cfg, Hyper(*(np.float32(value) for value in hyper))
 
@@ -420,13 +428,13 @@ class Booster:
             )
         probe = targets[:_HESSIAN_PROBE_ROWS]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
-        informative = hessian_is_informative(
+        hessian = probe_hessian(
             loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))
         )
         # every process must run the same programs: process 0 decides
-        informative = bool(first_process_value(informative))
+        hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
         rows_per_shard = layout.n_padded // mesh.local_mesh.size
-        cfg, hyper = self._config(loss, n_outputs, monitored, informative, platform, rows_per_shard)
+        cfg, hyper = self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard)
         raw = global_rows(
             mesh, np.broadcast_to(init_score, (layout.n_padded, n_outputs)).astype(np.float32)
         )
@@ -481,6 +489,7 @@ class Booster:
         self.best_score_ = monitor.best_score
         self.leaf_method_ = cfg.leaf_method  # what "auto" resolved to
         self.split_criterion_ = cfg.split_criterion
+        self.armijo_ = cfg.armijo
         if names is not None:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):

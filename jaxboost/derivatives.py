@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -85,27 +86,39 @@ def directional_derivatives(
     return jax.vmap(one_row)(y, raw, direction)
 
 
-def hessian_is_informative(loss: Loss, y: jax.Array, raw: jax.Array) -> bool:
-    """Whether the hessian carries curvature on most rows.
+class HessianProbe(NamedTuple):
+    """What a loss's hessian is like near the initial score."""
+
+    # curvature on most rows: Newton leaves and second-order gains can use it
+    informative: bool
+    # some row's hessian has a negative diagonal entry (a non-convex loss:
+    # Newton steps can overshoot, so leaf values need Armijo's check)
+    negative: bool
+
+
+def probe_hessian(loss: Loss, y: jax.Array, raw: jax.Array) -> HessianProbe:
+    """The hessian's shape on a sample of rows.
 
     A loss whose hessian is zero almost everywhere (absolute, pinball, a ramp)
     must not drive Newton steps or second-order split gains: every child would
     fail ``min_child_weight``.  Losses declare this with a
-    ``hessian_informative`` attribute; undeclared ones are probed here.
+    ``hessian_informative`` attribute (and are then taken as convex);
+    undeclared ones are probed here.
 
     Args:
       y: ``(n_rows, ...)`` a sample of targets; raw: ``(n_rows, K)`` scores.
     """
     declared = getattr(loss, "hessian_informative", None)
     if declared is not None:
-        return bool(declared)
-    return bool(_share_of_rows_with_curvature(loss, y, raw) >= 0.5)
+        return HessianProbe(informative=bool(declared), negative=False)
+    curved_share, negative = _probe_rows(loss, y, raw)
+    return HessianProbe(informative=bool(curved_share >= 0.5), negative=bool(negative))
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _share_of_rows_with_curvature(loss: Loss, y: jax.Array, raw: jax.Array) -> jax.Array:
-    """The fraction of rows with a positive hessian entry: one compiled
-    program (run op by op, a loss's derivatives compiled some 30 small
-    programs on a first fit, about 0.6 s)."""
+def _probe_rows(loss: Loss, y: jax.Array, raw: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The fraction of rows with a positive hessian entry, and whether any
+    row has a negative one: one compiled program (run op by op, a loss's
+    derivatives compiled some 30 small programs on a first fit, about 0.6 s)."""
     _, hess = grad_hess(loss, y, raw)
-    return jnp.mean(jnp.any(hess > 0, axis=1))
+    return jnp.mean(jnp.any(hess > 0, axis=1)), jnp.any(hess < 0)

@@ -79,6 +79,7 @@ STATE_FIELDS = (
     ("evals_result_", "evals", False),
     ("leaf_method_", "leaf_method", False),
     ("split_criterion_", "split_criterion", False),
+    ("armijo_", "bool", False),
 )
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
@@ -217,6 +218,12 @@ def _decode_int(obj: Any, where: str) -> int:
     return obj
 
 
+def _decode_bool(obj: Any, where: str) -> bool:
+    if not isinstance(obj, bool):
+        raise _fail(where, f"expected true or false, got {obj!r}")
+    return obj
+
+
 def _decode_strings(obj: Any, where: str) -> list[str]:
     if not isinstance(obj, list) or not all(isinstance(name, str) for name in obj):
         raise _fail(where, "expected a list of strings")
@@ -260,6 +267,7 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
         lambda obj, where: decode_array(obj, where, "float32"),
     ),
     "int": (int, _decode_int),
+    "bool": (bool, _decode_bool),
     "float": (
         lambda value: _encode_floats([value])[0],
         lambda obj, where: _decode_floats([obj], where)[0],

@@ -135,3 +135,26 @@ def test_a_redescending_loss_trains_on_targets_far_from_zero(data):
     assert model.train_loss_[-1] < 0.5 * model.train_loss_[0]
     grid = np.column_stack([np.linspace(-1.5, 1.5, 7), np.zeros(7), np.zeros(7)]).astype(np.float32)
     assert np.max(np.abs(model.predict(grid) - 40.0 - np.sin(grid[:, 0]))) < 0.3
+
+
+@pytest.mark.parametrize("loss", [tukey_biweight, welsch])
+def test_default_newton_leaves_of_a_non_convex_loss_never_increase_the_loss(data, loss):
+    """Their hessians are negative on some rows: Armijo's check comes on by
+    itself (without it these fits' training losses grew and the models were
+    off by 10 or more)."""
+    X, y = data
+    model = jb.Booster(loss=loss, n_estimators=40, max_depth=3).fit(X, y)
+    assert (model.leaf_method_, model.armijo_) == ("newton", True)
+    assert np.all(np.diff(model.train_loss_) <= 1e-6 * model.train_loss_[:-1])
+    assert model.train_loss_[-1] < 0.5 * model.train_loss_[0]
+    grid = np.column_stack([np.linspace(-1.5, 1.5, 7), np.zeros(7), np.zeros(7)]).astype(np.float32)
+    assert np.max(np.abs(model.predict(grid) - np.sin(grid[:, 0]))) < 0.3
+
+
+def test_a_convex_loss_keeps_plain_newton_leaves(data):
+    X, y = data
+    log_cosh = lambda y, f: jnp.logaddexp(f - y, y - f) - jnp.log(2.0)
+    for loss in (log_cosh, "squared_error"):
+        model = jb.Booster(loss=loss, n_estimators=2, max_depth=3).fit(X, y)
+        assert (model.leaf_method_, model.armijo_) == ("newton", False)
+    assert jb.Booster(loss=welsch, n_estimators=2, armijo=False).fit(X, y).armijo_ is False

@@ -194,6 +194,7 @@ def test_optional_attributes_round_trip_and_absent_ones_stay_absent(fitted, tmp_
     assert loaded.feature_names_in_ == ["a", "b", "ç", "x 4"]
     assert (loaded.best_iteration_, loaded.best_score_) == (2, 0.25)
     assert (loaded.leaf_method_, loaded.split_criterion_) == ("newton", "second_order")
+    assert loaded.armijo_ is False
     np.testing.assert_array_equal(
         loaded.evals_result_["valid_0"]["loss"], [1.5, 0.25, np.nan, np.inf]
     )
@@ -402,6 +403,7 @@ DOCUMENT_ERRORS = {
         "evals_result_: expected lists",
     ),
     "best score as text": (_set(("state", "best_score_"), "0.1"), "best_score_: expected numbers"),
+    "armijo as a number": (_set(("state", "armijo_"), 1), "armijo_: expected true or false"),
 }
 
 
