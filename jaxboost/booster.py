@@ -69,7 +69,8 @@ _MONITORED_CHUNK = 10
 # changing it (a grid search) compiles nothing; the last chunk's unused rounds
 # are skipped inside the program
 _UNMONITORED_CHUNK = 50
-# rows on which an undeclared loss's hessian is probed at the initial score
+# rows on which an undeclared loss's hessian is probed at the initial score,
+# spread evenly over the data (a file sorted by target must not decide)
 _HESSIAN_PROBE_ROWS = 1024
 
 
@@ -426,7 +427,7 @@ class Booster:
                 f"{float(init_loss)} (not finite); check the loss for overflow, e.g. write "
                 "log(cosh(d)) as logaddexp(d, -d) - log(2)"
             )
-        probe = targets[:_HESSIAN_PROBE_ROWS]
+        probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
         hessian = probe_hessian(
             loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))

@@ -158,3 +158,21 @@ def test_a_convex_loss_keeps_plain_newton_leaves(data):
         model = jb.Booster(loss=loss, n_estimators=2, max_depth=3).fit(X, y)
         assert (model.leaf_method_, model.armijo_) == ("newton", False)
     assert jb.Booster(loss=welsch, n_estimators=2, armijo=False).fit(X, y).armijo_ is False
+
+
+def test_the_hessian_probe_does_not_depend_on_the_row_order():
+    """The probe's rows are spread over the data: sorted by target, the first
+    1024 rows (all far below the median) once chose Newton leaves where the
+    same rows shuffled chose a line search."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(5000, 3)).astype(np.float32)
+    y = (np.sin(X[:, 0]) + 0.1 * rng.normal(size=5000)).astype(np.float32)
+    outliers = rng.uniform(size=5000) < 0.1
+    y[outliers] += rng.normal(scale=20, size=outliers.sum())
+    order = np.argsort(y)
+    models = [
+        jb.Booster(loss=tukey_biweight, n_estimators=2, max_depth=3).fit(features, targets)
+        for features, targets in ((X, y), (X[order], y[order]))
+    ]
+    chosen = [(model.leaf_method_, model.split_criterion_, model.armijo_) for model in models]
+    assert chosen[0] == chosen[1] == ("line_search", "first_order", True)
