@@ -12,7 +12,8 @@ learn nothing.  So with 1-D targets, where the loss at their weighted median
 (to within 2^-16 of their range) is lower than at that first result, by
 more than rounding, the search runs again from the median, and F0 is the
 result of lower loss.  A convex loss is lowest at the first result: for it F0
-is that result and the second search does not run.
+is that result and the second search does not run; one declared convex (the
+catalogue's, ``losses._declare``) compiles neither the median nor the loop.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def initial_score(
             )
             return start + step[0]
 
-        if y.ndim != 1:
+        if y.ndim != 1 or getattr(loss, "convex", False):
             return search_from(jnp.zeros(1, jnp.float32))
         median = _rough_median(y, weight, axis_name, kernels)
         loss_at_median = _total_loss(loss, y, weight, median, axis_name)

@@ -3,7 +3,8 @@
 A loss is ``loss(y, f) -> scalar`` for one sample, written in plain
 ``jax.numpy``; the boosting engine differentiates it with ``jax.grad`` and
 ``jax.hessian``.  Catalogue losses carry metadata (``name``, ``params``,
-``link``, ``n_outputs``, ``hessian_informative``); see ``losses._declare``.
+``link``, ``n_outputs``, ``hessian_informative``, ``convex``); see
+``losses._declare``.
 Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
 ``tweedie(power)``, ``focal(gamma)``.
 """

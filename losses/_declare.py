@@ -1,6 +1,6 @@
 """Catalogue metadata attached to a per-sample loss.
 
-A declared loss is a plain function ``loss(y, f) -> scalar`` carrying five
+A declared loss is a plain function ``loss(y, f) -> scalar`` carrying six
 attributes that the engine and the model files read:
 
 - ``name``: catalogue name; ``losses.get(name, **params)`` rebuilds the loss.
@@ -10,6 +10,10 @@ attributes that the engine and the model files read:
   takes it from the labels (``K = max label + 1``).
 - ``hessian_informative``: False when the hessian is zero almost everywhere
   (absolute error, quantile), so leaf values should come from a line search.
+- ``convex``: True when the loss is convex in ``f`` (for every target), so
+  that the initial score's search from 0 finds the minimum; False (unknown)
+  has the engine also search from the targets' median
+  (``jaxboost.init_score``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Loss(Protocol):
     link: str
     n_outputs: int | str
     hessian_informative: bool
+    convex: bool
 
     def __call__(self, y: ArrayLike, f: ArrayLike) -> jax.Array: ...
 
@@ -43,6 +48,7 @@ def declare(
     link: str,
     n_outputs: int | str = 1,
     hessian_informative: bool = True,
+    convex: bool = False,
     params: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., jax.Array]], Loss]:
     """Decorator attaching catalogue metadata to a loss function.
@@ -61,6 +67,7 @@ def declare(
         fn.link = link
         fn.n_outputs = n_outputs
         fn.hessian_informative = hessian_informative
+        fn.convex = convex
         return fn
 
     return attach

@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="binary_logloss", link="sigmoid")
+@declare(name="binary_logloss", convex=True, link="sigmoid")
 def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Binary cross-entropy on the log-odds: ``softplus(f) - y f``.
 
@@ -29,7 +29,7 @@ def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jax.nn.softplus(f) - jnp.asarray(y) * f
 
 
-@declare(name="exponential", link="sigmoid2")
+@declare(name="exponential", convex=True, link="sigmoid2")
 def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Exponential (AdaBoost) loss ``exp(-(2 y - 1) f)``.
 
@@ -42,7 +42,7 @@ def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.exp(-(2.0 * jnp.asarray(y) - 1.0) * f)
 
 
-@declare(name="softmax_cross_entropy", link="softmax", n_outputs="n_classes")
+@declare(name="softmax_cross_entropy", convex=True, link="softmax", n_outputs="n_classes")
 def softmax_cross_entropy(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Multiclass cross-entropy ``logsumexp(f) - f[y]``.
 

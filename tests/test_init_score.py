@@ -129,3 +129,10 @@ def test_rough_median_is_within_its_resolution_of_the_weighted_median(rng):
     kept = weight > 0
     resolution = (y[kept].max() - y[kept].min()) / 2**16
     assert abs(median - inverted_cdf_quantile(y[kept], weight[kept], 0.5)) <= resolution
+
+
+def test_catalogue_losses_declare_whether_they_are_convex():
+    convex = [losses.squared_error, losses.binary_logloss, losses.poisson, losses.quantile(0.3)]
+    assert all(loss.convex for loss in convex)
+    assert not losses.focal(2.0).convex
+    assert not losses.declare(name="mine", link="identity")(lambda y, f: (y - f) ** 2).convex
