@@ -17,6 +17,7 @@ EXPECTED = {
     "asymmetric_loss.py": "business cost",
     "optax_refit.py": "L-BFGS refit",
     "early_stopping.py": "best_iteration_",
+    "robust_outliers.py": "Tukey's biweight (c 150)   test MAE",
 }
 # examples a dedicated test runs and checks further
 RUN_BY_OTHER_TESTS = {"distributed_training.py": "test_distributed.py"}
