@@ -58,6 +58,7 @@ from .validation import (
     check_columns,
     check_finite_features,
     check_loss,
+    check_target_domain,
     check_not_all_constant,
     choice,
     feature_names,
@@ -310,7 +311,8 @@ class Booster:
         weight = as_weights(sample_weight, features.shape[0])
         check_finite_features(features)
         loss = _resolve_loss(self.loss)
-        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1])
+        check_target_domain(loss, targets)
+        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1], loss)
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
         metric_specs = (
@@ -319,7 +321,9 @@ class Booster:
         metrics = [resolve_metric(spec, loss) for spec in metric_specs]
         return features, targets, weight, feature_names(X), loss, eval_sets, metrics
 
-    def _eval_sets(self, eval_set, eval_sample_weight, n_features: int) -> list[EvalSet]:
+    def _eval_sets(
+        self, eval_set, eval_sample_weight, n_features: int, loss: Callable
+    ) -> list[EvalSet]:
         if eval_set is None:
             return []
         eval_set = list(eval_set)
@@ -338,6 +342,7 @@ class Booster:
             check_finite_features(X, f"eval_set[{index}] X")
             check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
             y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
+            check_target_domain(loss, y, f"eval_set[{index}] y")
             weight = as_weights(
                 weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
             )

@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from losses._declare import TARGET_DOMAINS
+
 from .binning import one_process
 
 
@@ -62,6 +64,21 @@ def as_targets(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
     if not np.all(np.isfinite(targets)):
         raise ValueError(f"{name}: contains NaN or infinite values")
     return targets
+
+
+def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
+    """Raises a ValueError if a declared loss's ``target_domain``
+    (:data:`losses._declare.TARGET_DOMAINS`) excludes some of ``y``."""
+    description, holds = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
+    if holds is None:
+        return
+    outside = ~holds(y)
+    if np.any(outside):
+        row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
+        raise ValueError(
+            f"{name}: the loss {loss.name!r} needs targets {description}; "
+            f"{int(outside.sum())} are not, the first at row {row}: {y[row]}"
+        )
 
 
 def as_weights(sample_weight: Any, n_rows: int, name: str = "sample_weight") -> np.ndarray:

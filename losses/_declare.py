@@ -1,6 +1,6 @@
 """Catalogue metadata attached to a per-sample loss.
 
-A declared loss is a plain function ``loss(y, f) -> scalar`` carrying six
+A declared loss is a plain function ``loss(y, f) -> scalar`` carrying seven
 attributes that the engine and the model files read:
 
 - ``name``: catalogue name; ``losses.get(name, **params)`` rebuilds the loss.
@@ -14,6 +14,9 @@ attributes that the engine and the model files read:
   that the initial score's search from 0 finds the minimum; False (unknown)
   has the engine also search from the targets' median
   (``jaxboost.init_score``).
+- ``target_domain``: a key of :data:`TARGET_DOMAINS`, the values the targets
+  may take (``"probability"`` for log loss: in ``[0, 1]``); ``fit`` refuses
+  others, as XGBoost and LightGBM do, rather than fit a meaningless model.
 """
 
 from __future__ import annotations
@@ -24,9 +27,27 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import jax
+import numpy as np
 from jax.typing import ArrayLike
 
 from losses import links
+
+# target_domain: (what the targets must be, in words that follow "targets";
+# the test of every value, on a numpy array; None where any finite one is fine)
+TARGET_DOMAINS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray] | None]] = {
+    "any": ("that are finite", None),
+    "probability": (
+        "in [0, 1] (labels 0 and 1, or probabilities)",
+        lambda y: (y >= 0) & (y <= 1),
+    ),
+    "binary": ("that are 0 or 1", lambda y: (y == 0) | (y == 1)),
+    "class": (
+        "that are class labels 0, 1, 2, ... (whole numbers)",
+        lambda y: (y >= 0) & (y == np.floor(y)),
+    ),
+    "non_negative": ("that are >= 0", lambda y: y >= 0),
+    "positive": ("that are > 0", lambda y: y > 0),
+}
 
 
 class Loss(Protocol):
@@ -38,6 +59,7 @@ class Loss(Protocol):
     n_outputs: int | str
     hessian_informative: bool
     convex: bool
+    target_domain: str
 
     def __call__(self, y: ArrayLike, f: ArrayLike) -> jax.Array: ...
 
@@ -49,6 +71,7 @@ def declare(
     n_outputs: int | str = 1,
     hessian_informative: bool = True,
     convex: bool = False,
+    target_domain: str = "any",
     params: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., jax.Array]], Loss]:
     """Decorator attaching catalogue metadata to a loss function.
@@ -60,6 +83,10 @@ def declare(
         raise ValueError(f"link must be one of {sorted(links.LINKS)}, got {link!r}")
     if n_outputs != "n_classes" and not (isinstance(n_outputs, int) and n_outputs >= 1):
         raise ValueError(f"n_outputs must be a positive int or 'n_classes', got {n_outputs!r}")
+    if target_domain not in TARGET_DOMAINS:
+        raise ValueError(
+            f"target_domain must be one of {sorted(TARGET_DOMAINS)}, got {target_domain!r}"
+        )
 
     def attach(fn: Callable[..., jax.Array]) -> Loss:
         fn.name = name
@@ -68,6 +95,7 @@ def declare(
         fn.n_outputs = n_outputs
         fn.hessian_informative = hessian_informative
         fn.convex = convex
+        fn.target_domain = target_domain
         return fn
 
     return attach

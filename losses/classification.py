@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="binary_logloss", convex=True, link="sigmoid")
+@declare(name="binary_logloss", link="sigmoid", target_domain="probability", convex=True)
 def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Binary cross-entropy on the log-odds: ``softplus(f) - y f``.
 
@@ -29,7 +29,7 @@ def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jax.nn.softplus(f) - jnp.asarray(y) * f
 
 
-@declare(name="exponential", convex=True, link="sigmoid2")
+@declare(name="exponential", link="sigmoid2", target_domain="binary", convex=True)
 def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Exponential (AdaBoost) loss ``exp(-(2 y - 1) f)``.
 
@@ -42,7 +42,13 @@ def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.exp(-(2.0 * jnp.asarray(y) - 1.0) * f)
 
 
-@declare(name="softmax_cross_entropy", convex=True, link="softmax", n_outputs="n_classes")
+@declare(
+    name="softmax_cross_entropy",
+    link="softmax",
+    n_outputs="n_classes",
+    target_domain="class",
+    convex=True,
+)
 def softmax_cross_entropy(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Multiclass cross-entropy ``logsumexp(f) - f[y]``.
 
@@ -79,7 +85,7 @@ def focal(gamma: float = 2.0) -> Loss:
         raise ValueError(f"focal: gamma must be >= 0, got {gamma!r}")
     gamma = float(gamma)
 
-    @declare(name="focal", link="sigmoid", params={"gamma": gamma})
+    @declare(name="focal", link="sigmoid", params={"gamma": gamma}, target_domain="probability")
     def focal_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         y = jnp.asarray(y)
         log_p = jax.nn.log_sigmoid(f)

@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="poisson", convex=True, link="exp")
+@declare(name="poisson", link="exp", target_domain="non_negative", convex=True)
 def poisson(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Poisson deviance on the log scale: ``exp(f) - y f``.
 
@@ -27,7 +27,7 @@ def poisson(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.exp(f) - jnp.asarray(y) * f
 
 
-@declare(name="gamma", convex=True, link="exp")
+@declare(name="gamma", link="exp", target_domain="positive", convex=True)
 def gamma(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Gamma deviance on the log scale: ``y exp(-f) + f``.
 
@@ -57,7 +57,13 @@ def tweedie(power: float = 1.5) -> Loss:
         raise ValueError(f"tweedie: power must be in (1, 2), got {power!r}")
     power = float(power)
 
-    @declare(name="tweedie", convex=True, link="exp", params={"power": power})
+    @declare(
+        name="tweedie",
+        link="exp",
+        params={"power": power},
+        target_domain="non_negative",
+        convex=True,
+    )
     def tweedie_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         y = jnp.asarray(y)
         mean_to_1mp = jnp.exp((1.0 - power) * f)

@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="squared_error", convex=True, link="identity")
+@declare(name="squared_error", link="identity", convex=True)
 def squared_error(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Half squared error ``0.5 (y - f)^2``.
 
@@ -27,7 +27,7 @@ def squared_error(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return 0.5 * jnp.square(jnp.asarray(y) - f)
 
 
-@declare(name="absolute_error", convex=True, link="identity", hessian_informative=False)
+@declare(name="absolute_error", link="identity", hessian_informative=False, convex=True)
 def absolute_error(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Absolute error ``|y - f|``.
 
@@ -57,7 +57,7 @@ def huber(delta: float = 1.0) -> Loss:
         raise ValueError(f"huber: delta must be > 0, got {delta!r}")
     delta = float(delta)
 
-    @declare(name="huber", convex=True, link="identity", params={"delta": delta})
+    @declare(name="huber", link="identity", params={"delta": delta}, convex=True)
     def huber_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         abs_diff = jnp.abs(f - jnp.asarray(y))
         return jnp.where(
@@ -85,10 +85,10 @@ def quantile(alpha: float) -> Loss:
 
     @declare(
         name="quantile",
-        convex=True,
         link="identity",
         hessian_informative=False,
         params={"alpha": alpha},
+        convex=True,
     )
     def quantile_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         diff = jnp.asarray(y) - f
@@ -97,7 +97,7 @@ def quantile(alpha: float) -> Loss:
     return quantile_loss
 
 
-@declare(name="log_cosh", convex=True, link="identity")
+@declare(name="log_cosh", link="identity", convex=True)
 def log_cosh(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Log-cosh loss ``log(cosh(f - y))``.
 

@@ -8,6 +8,7 @@ import numpy as np
 import optax
 import pytest
 
+import jaxboost as jb
 import losses
 from jaxboost.derivatives import grad_hess as eager_grad_hess
 from losses import links
@@ -449,3 +450,33 @@ def test_factories_give_the_same_loss_for_the_same_parameters():
     assert losses.huber() is losses.get("huber") is losses.huber(delta=1.0)
     assert losses.huber(1.0) is not losses.huber(2.0)
     assert losses.get("tweedie", power=1.3) is losses.tweedie(1.3)
+
+
+@pytest.mark.parametrize(
+    ("loss", "bad_targets", "message"),
+    [
+        (losses.binary_logloss, [0.0, 1.0, -1.0, 1.0], r"in \[0, 1\].*row 2: -1.0"),
+        (losses.focal(2.0), [0.0, 2.0, 1.0, 0.0], r"in \[0, 1\].*row 1: 2.0"),
+        (losses.exponential, [0.0, 0.5, 1.0, 1.0], "0 or 1.*row 1: 0.5"),
+        (losses.softmax_cross_entropy, [0.0, 1.5, 2.0, 1.0], "class labels.*row 1: 1.5"),
+        (losses.softmax_cross_entropy, [0.0, -1.0, 2.0, 1.0], "class labels.*row 1: -1.0"),
+        (losses.poisson, [3.0, 0.0, -2.0, 1.0], ">= 0.*row 2: -2.0"),
+        (losses.tweedie(1.5), [3.0, -0.1, 0.0, 1.0], ">= 0.*row 1: -0.1"),
+        (losses.gamma, [3.0, 0.0, 2.0, 1.0], "> 0.*row 1: 0.0"),
+    ],
+)
+def test_fit_refuses_targets_outside_a_catalogue_loss_domain(loss, bad_targets, message):
+    X = np.arange(16, dtype=np.float32).reshape(8, 2)
+    y = np.tile(np.asarray(bad_targets, np.float32), 2)
+    with pytest.raises(ValueError, match=f"y: the loss '{loss.name}' needs targets .*{message}"):
+        jb.Booster(loss=loss, n_estimators=2).fit(X, y)
+    good = np.tile(np.asarray([0.0, 1.0, 1.0, 0.0], np.float32) + (loss is losses.gamma), 2)
+    with pytest.raises(ValueError, match=r"eval_set\[0\] y: the loss"):
+        jb.Booster(loss=loss, n_estimators=2).fit(X, good, eval_set=[(X, y)])
+    jb.Booster(loss=loss, n_estimators=2).fit(X, good)  # targets in the domain: fits
+
+
+def test_a_declared_target_domain_must_be_known():
+    with pytest.raises(ValueError, match="target_domain must be one of"):
+        losses.declare(name="mine", link="identity", target_domain="counts")
+    assert losses.squared_error.target_domain == "any"
