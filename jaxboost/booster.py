@@ -7,6 +7,7 @@ forest.  Nothing here loops over rows, nodes or features.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -58,8 +59,8 @@ from .validation import (
     check_columns,
     check_finite_features,
     check_loss,
-    check_target_domain,
     check_not_all_constant,
+    check_target_domain,
     choice,
     feature_names,
 )
@@ -91,6 +92,19 @@ def _raise_if_not_finite(round_losses: np.ndarray, first_round: int) -> None:
             "the loss or its derivatives overflowed; lower learning_rate, raise reg_lambda, "
             "or write the loss in a numerically stable form"
         )
+
+
+def _number(name: str, value: float, positive: bool = False) -> float:
+    """``value`` as a float, after checking it is finite and ``> 0``
+    (``positive``) or ``>= 0``, as XGBoost and LightGBM require of these."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and (number > 0 if positive else number >= 0)):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name}: expected a finite number {bound}, got {value!r}")
+    return number
 
 
 def _fraction(name: str, value: float) -> float:
@@ -251,15 +265,6 @@ class Booster:
         chunk = self.rounds_per_chunk
         if chunk is None:
             chunk = _MONITORED_CHUNK if monitored else _UNMONITORED_CHUNK
-        hyper = Hyper(
-            learning_rate=float(self.learning_rate),
-            reg_lambda=float(self.reg_lambda),
-            min_child_weight=float(self.min_child_weight),
-            min_split_gain=float(self.min_split_gain),
-            subsample=_fraction("subsample", self.subsample),
-            colsample_bytree=_fraction("colsample_bytree", self.colsample_bytree),
-            hessian_floor=float(self.hessian_floor),
-        )
         cfg = BoostConfig(
             loss=loss,
             n_outputs=n_outputs,
@@ -280,7 +285,20 @@ class Booster:
             ),
             narrow_line_search=not hessian.informative,
         )
-        return cfg, Hyper(*(np.float32(value) for value in hyper))
+        return cfg, self._hyper()
+
+    def _hyper(self) -> Hyper:
+        """The numeric settings, checked, as float32 scalars."""
+        hyper = Hyper(
+            learning_rate=_number("learning_rate", self.learning_rate, positive=True),
+            reg_lambda=_number("reg_lambda", self.reg_lambda),
+            min_child_weight=_number("min_child_weight", self.min_child_weight),
+            min_split_gain=_number("min_split_gain", self.min_split_gain),
+            subsample=_fraction("subsample", self.subsample),
+            colsample_bytree=_fraction("colsample_bytree", self.colsample_bytree),
+            hessian_floor=_number("hessian_floor", self.hessian_floor),
+        )
+        return Hyper(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------
     def _shard_rows(
@@ -306,6 +324,7 @@ class Booster:
     ):
         """``fit``'s arguments checked and converted (no collectives):
         ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
+        self._hyper()  # the numeric settings, checked before any work
         features = as_features(X)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])

@@ -1,5 +1,7 @@
 """The Booster: fitting, predicting, weights, devices and clear errors."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -149,6 +151,33 @@ def test_bad_settings_and_weights_are_rejected():
         jb.Booster(n_estimators=2).fit(X, y).predict(X[:, :3])
     with pytest.raises(RuntimeError, match="not fitted"):
         jb.Booster().predict(X)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("learning_rate", 0.0, "learning_rate: expected a finite number > 0, got 0.0"),
+        ("learning_rate", -0.1, "learning_rate: expected a finite number > 0"),
+        ("learning_rate", float("nan"), "learning_rate: expected a finite number > 0"),
+        ("learning_rate", "fast", "learning_rate: expected a finite number > 0, got 'fast'"),
+        ("reg_lambda", -1.0, "reg_lambda: expected a finite number >= 0"),
+        ("min_child_weight", float("inf"), "min_child_weight: expected a finite number >= 0"),
+        ("min_split_gain", -0.5, "min_split_gain: expected a finite number >= 0"),
+        ("hessian_floor", -1e-3, "hessian_floor: expected a finite number >= 0"),
+    ],
+)
+def test_numeric_settings_out_of_range_are_rejected_before_any_work(
+    setting, value, message, monkeypatch
+):
+    X, y = _regression(n_rows=20)
+    import jaxboost.booster
+
+    def no_binning(*args, **kwargs):
+        raise AssertionError("the settings should have been refused before binning")
+
+    monkeypatch.setattr(jaxboost.booster, "fit_bin_edges", no_binning)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        jb.Booster(n_estimators=2, **{setting: value}).fit(X, y)
 
 
 def test_a_loss_that_overflows_is_reported_not_fitted():
