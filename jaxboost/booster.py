@@ -32,7 +32,13 @@ from .boost import (
     train_chunk_program,
 )
 from .derivatives import HessianProbe, probe_hessian
-from .devices import default_training_devices, device_keys, devices_from_keys, make_mesh
+from .devices import (
+    default_training_devices,
+    device_keys,
+    devices_from_keys,
+    make_mesh,
+    memory_per_device,
+)
 from .distributed import (
     RowLayout,
     fetch,
@@ -58,6 +64,7 @@ from .validation import (
     as_weights,
     check_columns,
     check_finite_features,
+    check_histogram_memory,
     check_loss,
     check_not_all_constant,
     check_target_domain,
@@ -92,6 +99,16 @@ def _raise_if_not_finite(round_losses: np.ndarray, first_round: int) -> None:
             "the loss or its derivatives overflowed; lower learning_rate, raise reg_lambda, "
             "or write the loss in a numerically stable form"
         )
+
+
+def _integer(name: str, value: int) -> int:
+    """``value`` as an int, after checking it is a whole number >= 1 (an int,
+    or a float such as 3.0; not 2.5, which would be cut to 2)."""
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    whole = whole or (isinstance(value, (float, np.floating)) and float(value).is_integer())
+    if not (whole and int(value) >= 1):
+        raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 def _number(name: str, value: float, positive: bool = False) -> float:
@@ -250,10 +267,6 @@ class Booster:
         """The static program settings, and the numeric ones passed as values;
         ``hessian`` (the loss's, probed at the initial score) settles what
         ``"auto"`` and ``armijo=None`` leave open."""
-        if int(self.max_depth) < 1:
-            raise ValueError(f"max_depth: expected an integer >= 1, got {self.max_depth}")
-        if int(self.n_estimators) < 1:
-            raise ValueError(f"n_estimators: expected an integer >= 1, got {self.n_estimators}")
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
@@ -273,7 +286,7 @@ class Booster:
             split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
             hessian=choice("hessian", self.hessian, HESSIANS),
             multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
-            rounds_per_chunk=max(1, int(chunk)),
+            rounds_per_chunk=int(chunk),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
             armijo=bool(armijo),
             histogram_kernel=default_histogram_kernel(platform),
@@ -286,6 +299,15 @@ class Booster:
             narrow_line_search=not hessian.informative,
         )
         return cfg, self._hyper()
+
+    def _check_settings(self) -> None:
+        """The numeric settings checked before any work: a ValueError names
+        the first one out of range."""
+        _integer("n_estimators", self.n_estimators)
+        _integer("max_depth", self.max_depth)
+        if self.rounds_per_chunk is not None:
+            _integer("rounds_per_chunk", self.rounds_per_chunk)
+        self._hyper()
 
     def _hyper(self) -> Hyper:
         """The numeric settings, checked, as float32 scalars."""
@@ -324,7 +346,7 @@ class Booster:
     ):
         """``fit``'s arguments checked and converted (no collectives):
         ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
-        self._hyper()  # the numeric settings, checked before any work
+        self._check_settings()
         features = as_features(X)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
@@ -432,6 +454,13 @@ class Booster:
         if devices is None:
             devices = default_training_devices(features.shape[0])
         mesh = make_mesh(devices)
+        check_histogram_memory(
+            int(self.max_depth),
+            features.shape[1],
+            int(self.max_bins) + 1,
+            1 if self.multi_strategy == "one_output_per_tree" else n_outputs,
+            memory_per_device(mesh.local_devices),
+        )
 
         layout = row_layout(features.shape[0], mesh)
         # any integer seed, as the uint32 the hashes take

@@ -98,6 +98,26 @@ def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     return Mesh(np.array(devices), (ROWS,))
 
 
+def memory_per_device(devices: Sequence[jax.Device]) -> int | None:
+    """Bytes each of ``devices`` can hold: the smallest allocator limit a
+    device reports, or for CPU devices the machine's physical memory shared
+    by this process's CPU devices; None when unknown."""
+    limits = []
+    for device in devices:
+        if device.platform == "cpu":
+            try:
+                physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            except (AttributeError, OSError, ValueError):
+                return None
+            limits.append(physical // max(1, len(jax.local_devices(backend="cpu"))))
+        else:
+            stats = device.memory_stats() or {}
+            if "bytes_limit" not in stats:
+                return None
+            limits.append(int(stats["bytes_limit"]))
+    return min(limits) if limits else None
+
+
 def device_keys(devices: Sequence[jax.Device] | None) -> list[tuple[str, int]] | None:
     """``devices`` as ``(platform, id)`` pairs, which pickle (``jax.Device`` objects
     do not)."""

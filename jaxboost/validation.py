@@ -166,6 +166,31 @@ _CONTROL_FLOW_ERRORS = tuple(
 )
 
 
+def check_histogram_memory(
+    max_depth: int, n_features: int, n_bins: int, outputs_per_tree: int, memory: int | None
+) -> None:
+    """Raises a ValueError when the deepest level's histograms alone would
+    not fit in a device's ``memory`` bytes (None: unknown, not checked).
+
+    Trees are complete binary trees in padded arrays, so the level above the
+    leaves has ``2^(max_depth - 1)`` nodes, each with a histogram of every
+    feature: about 16 bytes (the float64 sums, the float32 running sums, the
+    parent's share) per (feature, node, bin, statistic), 2 statistics per
+    output a tree fits.  Without this check a deep tree fails inside XLA's
+    allocator.
+    """
+    if memory is None:
+        return
+    needed = 16 * n_features * 2 ** (max_depth - 1) * n_bins * 2 * outputs_per_tree
+    if needed > memory:
+        raise ValueError(
+            f"max_depth: {max_depth} needs about {needed / 2**30:.1f} GiB per device for the "
+            f"histograms of its deepest level (2^{max_depth - 1} nodes x {n_features} features "
+            f"x {n_bins} bins), more than the {memory / 2**30:.1f} GiB a device has; use a "
+            "smaller max_depth (or max_bins)"
+        )
+
+
 def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
     """Call the loss and its derivatives on a few rows before training.
 

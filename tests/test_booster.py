@@ -164,6 +164,11 @@ def test_bad_settings_and_weights_are_rejected():
         ("min_child_weight", float("inf"), "min_child_weight: expected a finite number >= 0"),
         ("min_split_gain", -0.5, "min_split_gain: expected a finite number >= 0"),
         ("hessian_floor", -1e-3, "hessian_floor: expected a finite number >= 0"),
+        ("n_estimators", 2.5, "n_estimators: expected a whole number >= 1, got 2.5"),
+        ("n_estimators", 0, "n_estimators: expected a whole number >= 1, got 0"),
+        ("max_depth", "3", "max_depth: expected a whole number >= 1, got '3'"),
+        ("max_depth", True, "max_depth: expected a whole number >= 1, got True"),
+        ("rounds_per_chunk", 0, "rounds_per_chunk: expected a whole number >= 1, got 0"),
     ],
 )
 def test_numeric_settings_out_of_range_are_rejected_before_any_work(
@@ -177,7 +182,13 @@ def test_numeric_settings_out_of_range_are_rejected_before_any_work(
 
     monkeypatch.setattr(jaxboost.booster, "fit_bin_edges", no_binning)
     with pytest.raises(ValueError, match=re.escape(message)):
-        jb.Booster(n_estimators=2, **{setting: value}).fit(X, y)
+        jb.Booster(**{"n_estimators": 2, setting: value}).fit(X, y)
+
+
+def test_whole_numbers_of_any_type_are_counts():
+    X, y = _regression(n_rows=20)
+    model = jb.Booster(n_estimators=2.0, max_depth=np.int64(2)).fit(X, y)
+    assert model.n_estimators_ == 2 and model.forest_.feature.shape == (2, 3)
 
 
 def test_a_loss_that_overflows_is_reported_not_fitted():

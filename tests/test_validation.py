@@ -1,12 +1,14 @@
 """Mistakes become clear errors at the boundary, never a JAX trace or a bad model."""
 
+import os
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxboost as jb
 import losses
-from jaxboost.validation import check_not_all_constant
+from jaxboost.validation import check_histogram_memory, check_not_all_constant
 
 
 @pytest.fixture
@@ -108,3 +110,43 @@ def test_a_loss_going_non_finite_mid_training_names_the_round(data):
 
     with pytest.raises(FloatingPointError, match="at round [0-9]+"):
         jb.Booster(loss=explodes, n_estimators=30, learning_rate=0.5).fit(X, y * 4)
+
+
+def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(data, monkeypatch):
+    X, y = data
+    import jaxboost.booster
+
+    # 1 GiB a device; depth 17 with 3 features and 256 bins needs 16 x 3 x 2^16
+    # x 256 x 2 bytes, 1.5 GiB
+    monkeypatch.setattr(jaxboost.booster, "memory_per_device", lambda devices: 2**30)
+    monkeypatch.setattr(jaxboost.booster, "fit_bin_edges", _no_binning)
+    message = r"max_depth: 17 needs about 1\.5 GiB per device .* more than the 1\.0 GiB"
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(n_estimators=1, max_depth=17).fit(X, y)
+
+
+def _no_binning(*args, **kwargs):
+    raise AssertionError("the fit should have been refused before binning")
+
+
+def test_histogram_memory_grows_with_depth_features_bins_and_outputs():
+    gib = 2**30
+    # 16 bytes x 2 statistics per (feature, node, bin): 4 x 2^21 x 256 x 32 = 64 GiB
+    with pytest.raises(ValueError, match="64.0 GiB"):
+        check_histogram_memory(22, 4, 256, 1, 63 * gib)
+    check_histogram_memory(22, 4, 256, 1, 64 * gib)
+    check_histogram_memory(22, 4, 256, 1, None)  # memory unknown: not checked
+    with pytest.raises(ValueError, match="128.0 GiB"):
+        check_histogram_memory(22, 4, 256, 2, 64 * gib)
+
+
+def test_memory_per_device_of_cpu_devices_shares_the_machine():
+    import jax
+
+    from jaxboost.devices import memory_per_device
+
+    per_device = memory_per_device(jax.devices("cpu"))
+    assert per_device is not None and 2**28 < per_device
+    assert per_device * len(jax.local_devices(backend="cpu")) <= os.sysconf("SC_PHYS_PAGES") * (
+        os.sysconf("SC_PAGE_SIZE")
+    )
