@@ -51,7 +51,7 @@ from .distributed import (
 )
 from .inspection import feature_importances, grid_from_data, partial_dependence
 from .leaf_sums import default_leaf_kernels
-from .metrics import resolve_metric
+from .metrics import check_metric, resolve_metric
 from .monitor import EvalSet, Monitor
 from .native_library import native_for
 from .predict import predict_on_devices, round_increments
@@ -448,7 +448,14 @@ class Booster:
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
-        on_every_process(lambda: check_loss(loss, targets, n_outputs))
+
+        def check_loss_and_metrics() -> None:
+            check_loss(loss, targets, n_outputs)
+            for metric in metrics:
+                for evaluated in eval_sets:
+                    check_metric(metric, np.asarray(evaluated.y), n_outputs)
+
+        on_every_process(check_loss_and_metrics)
         monitored = bool(eval_sets or callbacks or verbose)
         devices = self.devices
         if devices is None:

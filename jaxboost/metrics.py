@@ -13,16 +13,23 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import losses as loss_catalogue
 
 from .derivatives import sample_loss
+from .validation import check_per_sample
 
 
 class Metric(NamedTuple):
     name: str
     fn: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]  # (y, raw (n, K), weight)
     greater_is_better: bool = False
+    # the models it measures: "one" output (regression, binary), "several"
+    # (classes), or "any" (a per-sample function, checked on the shapes)
+    outputs: str = "any"
+    # a per-sample metric's function of one sample, else None
+    per_sample: Callable | None = None
 
 
 def _weighted_mean(values: jax.Array, weight: jax.Array) -> jax.Array:
@@ -37,7 +44,7 @@ def per_sample(name: str, fn: Callable) -> Metric:
     def metric(y, raw, weight):
         return _weighted_mean(sample_loss(fn, y, raw), weight)
 
-    return Metric(name, metric)
+    return Metric(name, metric, per_sample=fn)
 
 
 def _rmse(y, raw, weight):
@@ -76,14 +83,36 @@ def auc(y, raw, weight):
 
 
 _NAMED = {
-    "rmse": Metric("rmse", _rmse),
-    "mae": Metric("mae", _mae),
-    "logloss": per_sample("logloss", loss_catalogue.binary_logloss),
-    "error": Metric("error", _binary_error),
-    "auc": Metric("auc", auc, greater_is_better=True),
-    "mlogloss": per_sample("mlogloss", loss_catalogue.softmax_cross_entropy),
-    "merror": Metric("merror", _multiclass_error),
+    "rmse": Metric("rmse", _rmse, outputs="one"),
+    "mae": Metric("mae", _mae, outputs="one"),
+    "logloss": per_sample("logloss", loss_catalogue.binary_logloss)._replace(outputs="one"),
+    "error": Metric("error", _binary_error, outputs="one"),
+    "auc": Metric("auc", auc, greater_is_better=True, outputs="one"),
+    "mlogloss": per_sample("mlogloss", loss_catalogue.softmax_cross_entropy)._replace(
+        outputs="several"
+    ),
+    "merror": Metric("merror", _multiclass_error, outputs="several"),
 }
+
+
+def check_metric(metric: Metric, y: np.ndarray, n_outputs: int) -> None:
+    """Raises a ValueError when ``metric`` cannot measure a model of
+    ``n_outputs`` raw scores on targets like ``y``: a one-output metric on
+    several outputs would read the first only, a per-sample function of the
+    wrong shape would fail inside JAX."""
+    name = f"eval_metric {metric.name!r}"
+    if metric.outputs == "one" and n_outputs != 1:
+        raise ValueError(
+            f"{name}: measures models with one output, this one has {n_outputs}; for "
+            "classes use 'mlogloss' or 'merror', else a function metric(y, f) of one sample"
+        )
+    if metric.outputs == "several" and n_outputs == 1:
+        raise ValueError(
+            f"{name}: measures models with one output per class, this one has one "
+            "(for two classes: 'logloss', 'error' or 'auc')"
+        )
+    if metric.per_sample is not None:
+        check_per_sample(metric.per_sample, y, n_outputs, name, "metric", differentiate=False)
 
 
 def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> Metric:

@@ -198,26 +198,45 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
     values, a non-scalar result per sample, an integer result, or a failure on
     the given target and score shapes.
     """
+    check_per_sample(loss, y, n_outputs, "loss", "loss", differentiate=True, n_rows=n_rows)
+
+
+def check_per_sample(
+    fn,
+    y: np.ndarray,
+    n_outputs: int,
+    name: str,
+    role: str,
+    differentiate: bool,
+    n_rows: int = 8,
+) -> None:
+    """Call ``fn(y, f)`` of one sample (a loss or a metric; ``role`` names it in
+    the message, ``name`` is the argument the error starts with) on a few rows
+    of ``y`` and scores of ``n_outputs``, with its gradient if
+    ``differentiate``; raises a ValueError as :func:`check_loss` describes."""
     y_rows = jnp.asarray(y[:n_rows])
     f_rows = jnp.zeros((y_rows.shape[0],) if n_outputs == 1 else (y_rows.shape[0], n_outputs))
     f_shape = "()" if n_outputs == 1 else f"({n_outputs},)"
-    where = f"loss(y, f) with one sample's y of shape {tuple(y.shape[1:])} and f of shape {f_shape}"
+    where = (
+        f"{role}(y, f) with one sample's y of shape {tuple(y.shape[1:])} and f of shape {f_shape}"
+    )
     try:
-        values = jax.eval_shape(jax.vmap(loss), y_rows, f_rows)
+        values = jax.eval_shape(jax.vmap(fn), y_rows, f_rows)
         if values.shape != (y_rows.shape[0],):
             raise ValueError(
-                f"loss: {where} must return a scalar per sample, got shape {values.shape[1:]}"
+                f"{name}: {where} must return a scalar per sample, got shape {values.shape[1:]}"
             )
         if not jnp.issubdtype(values.dtype, jnp.floating):
-            raise ValueError(f"loss: {where} must return a float, got dtype {values.dtype}")
-        jax.eval_shape(jax.vmap(jax.grad(loss, argnums=1)), y_rows, f_rows)
+            raise ValueError(f"{name}: {where} must return a float, got dtype {values.dtype}")
+        if differentiate:
+            jax.eval_shape(jax.vmap(jax.grad(fn, argnums=1)), y_rows, f_rows)
     except _CONTROL_FLOW_ERRORS as error:
         raise ValueError(
-            f"loss: {where} uses Python control flow (if, while, bool(), int()) on a traced "
+            f"{name}: {where} uses Python control flow (if, while, bool(), int()) on a traced "
             "value; write it with jnp.where or jax.lax.cond. JAX said: "
             f"{str(error).splitlines()[0]}"
         ) from None
     except (TypeError, ValueError, IndexError) as error:
-        if str(error).startswith("loss: "):
+        if str(error).startswith(f"{name}: "):
             raise
-        raise ValueError(f"loss: {where} failed: {str(error).splitlines()[0]}") from None
+        raise ValueError(f"{name}: {where} failed: {str(error).splitlines()[0]}") from None

@@ -143,3 +143,33 @@ def test_bad_monitoring_arguments_are_named():
         jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X, y)], eval_metric="nope")
     with pytest.raises(ValueError, match=r"eval_set\[0\] X: expected 4 features"):
         jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X[:, :2], y)])
+
+
+@pytest.mark.parametrize("metric", ["rmse", "mae", "logloss", "error", "auc"])
+def test_a_one_output_metric_refuses_a_multiclass_model(metric):
+    """It used to read the first class's score alone: AUC 0.02 on this data."""
+    X, y = _data()
+    classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
+    booster = jb.Booster(loss="softmax_cross_entropy", n_estimators=2)
+    with pytest.raises(ValueError, match=f"eval_metric '{metric}': measures models with one"):
+        booster.fit(X, classes, eval_set=[(X, classes)], eval_metric=metric)
+
+
+@pytest.mark.parametrize("metric", ["mlogloss", "merror"])
+def test_a_multiclass_metric_refuses_a_one_output_model(metric):
+    X, y = _data()
+    labels = (y > np.median(y)).astype(np.float32)
+    booster = jb.Booster(loss="binary_logloss", n_estimators=2)
+    with pytest.raises(ValueError, match=f"eval_metric '{metric}': measures models with one out"):
+        booster.fit(X, labels, eval_set=[(X, labels)], eval_metric=metric)
+
+
+def test_a_per_sample_metric_of_the_wrong_shape_is_named():
+    X, y = _data()
+    classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
+    booster = jb.Booster(loss="softmax_cross_entropy", n_estimators=2)
+    message = r"eval_metric 'huber': metric\(y, f\) .* f of shape \(3,\) must return a scalar"
+    with pytest.raises(ValueError, match=message):
+        booster.fit(X, classes, eval_set=[(X, classes)], eval_metric="huber")
+    # a per-sample function of the class scores is fine
+    booster.fit(X, classes, eval_set=[(X, classes)], eval_metric=lambda y, f: jnp.max(f) - f[0])
