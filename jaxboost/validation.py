@@ -31,10 +31,23 @@ def feature_names(X: Any) -> list[str] | None:
 def as_features(X: Any, name: str = "X") -> np.ndarray:
     """``(n_rows, n_features)`` float32 with NaN for missing, or a clear error.
 
-    Accepts numpy and JAX arrays, nested lists and numeric pandas DataFrames.
+    Accepts numpy and JAX arrays, nested lists and numeric pandas DataFrames
+    (nullable columns too: ``pd.NA`` is missing).  Sparse matrices are
+    refused: they would have to be made dense (``X.toarray()``).
     """
+    if hasattr(X, "tocsr") or hasattr(X, "todense"):
+        raise ValueError(
+            f"{name}: sparse matrices are not supported; pass a dense array (X.toarray()), "
+            "with NaN where a value is missing"
+        )
+    pandas_frame = type(X).__module__.startswith("pandas") and hasattr(X, "dtypes")
+    if pandas_frame:
+        _check_numeric_columns(X, name)
     try:
-        array = np.asarray(X, dtype=np.float32)
+        if pandas_frame:  # nullable columns hold pd.NA
+            array = X.to_numpy(dtype=np.float32, na_value=np.nan)
+        else:
+            array = np.asarray(X, dtype=np.float32)
     except (TypeError, ValueError) as error:
         raise ValueError(
             f"{name}: expected a numeric 2-D array, could not convert it to float32: {error}"
@@ -48,6 +61,18 @@ def as_features(X: Any, name: str = "X") -> np.ndarray:
             f"{name}: expected at least one row and one feature, got shape {array.shape}"
         )
     return array
+
+
+def _check_numeric_columns(frame: Any, name: str) -> None:
+    """Raises a ValueError naming a DataFrame's first column that is not
+    numbers or booleans (text, categories, dates)."""
+    for column, dtype in zip(frame.columns, frame.dtypes):
+        kind = getattr(dtype, "kind", "O")
+        if kind not in "biuf":
+            raise ValueError(
+                f"{name}: column {column!r} holds {dtype}, not numbers; encode it as numbers "
+                "(categories as integer codes, say), with NaN for missing values"
+            )
 
 
 def as_targets(y: Any, n_rows: int, name: str = "y") -> np.ndarray:

@@ -150,3 +150,40 @@ def test_memory_per_device_of_cpu_devices_shares_the_machine():
     assert per_device * len(jax.local_devices(backend="cpu")) <= os.sysconf("SC_PHYS_PAGES") * (
         os.sysconf("SC_PAGE_SIZE")
     )
+
+
+def test_a_sparse_matrix_is_refused_with_what_to_pass(data):
+    sparse = pytest.importorskip("scipy.sparse")
+    X, y = data
+    with pytest.raises(ValueError, match=r"X: sparse matrices are not supported.*toarray"):
+        jb.Booster(n_estimators=1).fit(sparse.csr_matrix(X), y)
+
+
+def test_a_text_or_category_column_is_named(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["colour"] = pd.Categorical(np.where(X[:, 0] > 0, "red", "blue"))
+    with pytest.raises(ValueError, match="X: column 'colour' holds category, not numbers"):
+        jb.Booster(n_estimators=1).fit(frame, y)
+
+
+def test_pandas_missing_values_of_nullable_columns_are_missing(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    X = X.copy()
+    X[::4, 1] = np.nan
+    nullable = pd.DataFrame(
+        {
+            "a": X[:, 0],
+            "b": pd.array(
+                [None if np.isnan(v) else round(float(v) * 10) for v in X[:, 1]], "Int64"
+            ),
+            "c": X[:, 2],
+        }
+    )
+    plain = nullable.astype("float32")  # pd.NA -> NaN
+    model = jb.Booster(n_estimators=5, max_depth=2).fit(nullable, y)
+    np.testing.assert_array_equal(model.predict(nullable), model.predict(plain))
+    twin = jb.Booster(n_estimators=5, max_depth=2).fit(plain, y)
+    np.testing.assert_array_equal(model.predict(plain), twin.predict(plain))
