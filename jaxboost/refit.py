@@ -32,7 +32,7 @@ from .derivatives import Loss, sample_loss
 from .devices import ROWS, make_mesh
 from .predict import leaf_of_rows
 from .tree import Tree
-from .validation import as_targets, as_weights
+from .validation import as_targets, as_weights, check_loss, check_target_domain
 
 
 class RefitData(NamedTuple):
@@ -288,6 +288,8 @@ def refit_leaves(
     targets = as_targets(y, features.shape[0])
     weight = as_weights(sample_weight, features.shape[0])
     loss = model.loss_ if loss is None else _resolve_loss(loss)
+    check_target_domain(loss, targets)
+    check_loss(loss, targets, int(model.n_outputs_))
     if optimizer is None:
         optimizer = _default_optimizer()
     if not (

@@ -181,3 +181,7 @@ def test_clear_errors(squared_model):
         )
     with pytest.raises(RuntimeError, match="not fitted"):
         refit_leaves(jb.Booster(), X, y)
+    with pytest.raises(ValueError, match="y: the loss 'poisson' needs targets that are >= 0"):
+        refit_leaves(model, X, y - 100.0, loss="poisson")
+    with pytest.raises(ValueError, match=r"loss: loss\(y, f\) .* must return a scalar"):
+        refit_leaves(model, X, y, loss=lambda y, f: jnp.stack([y - f, f]))
