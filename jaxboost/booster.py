@@ -54,6 +54,7 @@ from .leaf_sums import default_leaf_kernels
 from .metrics import check_metric, resolve_metric
 from .monitor import EvalSet, Monitor
 from .native_library import native_for
+from .precision import in_float32
 from .predict import predict_on_devices, round_increments
 from .quantise import check_quantisation
 from .shapes import bucket_size, pad_rows
@@ -394,6 +395,7 @@ class Booster:
         return sets
 
     # -- training ------------------------------------------------------------
+    @in_float32
     def fit(
         self,
         X: Any,
@@ -574,6 +576,7 @@ class Booster:
         self._check_fitted()
         return feature_importances(self.forest_, self.n_features_in_, importance_type)
 
+    @in_float32
     def partial_dependence(
         self, X: Any, features: Sequence[int], grid_resolution: int = 50
     ) -> tuple[list[np.ndarray], np.ndarray]:
@@ -629,6 +632,7 @@ class Booster:
     def _shape_raw(self, raw: np.ndarray) -> np.ndarray:
         return raw[..., 0] if self.n_outputs_ == 1 else raw
 
+    @in_float32
     def predict_raw(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
         ``n_outputs > 1``.  ``iteration_range=(start, end)`` uses only the trees
@@ -639,6 +643,7 @@ class Booster:
         raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
         return self._shape_raw(raw)
 
+    @in_float32
     def _link(self, raw: np.ndarray) -> np.ndarray:
         link = loss_catalogue.links.get(getattr(self.loss_, "link", "identity"))
         n_rows = raw.shape[0]
@@ -652,13 +657,18 @@ class Booster:
 
     def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
         """Raw scores after each round, one array per round."""
+        for raw in self._staged_raw(X):
+            yield self._shape_raw(raw)
+
+    @in_float32
+    def _staged_raw(self, X: Any) -> np.ndarray:
+        """``(n_rounds, n_rows, K)`` raw scores after each round."""
         features = self._features_for_predict(X)
         per_round = self.trees_per_round_
         padded = pad_rows(features, bucket_size(features.shape[0]))
         increments = round_increments(self._trees(None), jnp.asarray(padded), per_round)
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
-        for raw in staged[:, : features.shape[0]]:
-            yield self._shape_raw(raw)
+        return staged[:, : features.shape[0]]
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """Response-scale predictions after each round."""

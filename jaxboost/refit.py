@@ -30,6 +30,7 @@ from jax.sharding import PartitionSpec as P
 from .booster import Booster, _resolve_loss
 from .derivatives import Loss, sample_loss
 from .devices import ROWS, make_mesh
+from .precision import in_float32
 from .predict import leaf_of_rows
 from .tree import Tree
 from .validation import as_targets, as_weights, check_loss, check_target_domain
@@ -243,6 +244,7 @@ def _trainable_outputs(model: Booster) -> np.ndarray:
     return np.tile(np.eye(per_round, model.n_outputs_, dtype=bool), (n_trees // per_round, 1))
 
 
+@in_float32
 def refit_leaves(
     model: Booster,
     X: Any,
