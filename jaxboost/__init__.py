@@ -15,6 +15,7 @@ enable_from_environment()
 from . import distributed
 from .booster import Booster
 from .io import load_model as load
+from .metrics import metric
 from .monitor import CallbackEnv
 from .refit import refit_leaves
 from .tree import Tree
@@ -28,6 +29,7 @@ __all__ = [
     "distributed",
     "enable_compilation_cache",
     "load",
+    "metric",
     "refit_leaves",
 ]
 __version__ = "0.1.0"

@@ -51,7 +51,7 @@ from .distributed import (
 )
 from .inspection import feature_importances, grid_from_data, partial_dependence
 from .leaf_sums import default_leaf_kernels
-from .metrics import check_metric, resolve_metric
+from .metrics import Metric, check_metric, resolve_metric
 from .monitor import EvalSet, Monitor
 from .native_library import native_for
 from .precision import in_float32
@@ -357,9 +357,8 @@ class Booster:
         eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1], loss)
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
-        metric_specs = (
-            eval_metric if isinstance(eval_metric, (list, tuple)) else [eval_metric or "loss"]
-        )
+        several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
+        metric_specs = eval_metric if several else [eval_metric or "loss"]
         metrics = [resolve_metric(spec, loss) for spec in metric_specs]
         return features, targets, weight, feature_names(X), loss, eval_sets, metrics
 

@@ -47,6 +47,23 @@ def per_sample(name: str, fn: Callable) -> Metric:
     return Metric(name, metric, per_sample=fn)
 
 
+def metric(fn: Callable, *, name: str | None = None, greater_is_better: bool = False) -> Metric:
+    """An evaluation metric from a plain function ``fn(y, f)`` of one sample,
+    averaged with the sample weights (as ``eval_metric=fn`` is).
+
+    Args:
+      fn: ``fn(y, f) -> scalar`` for one sample, as a loss.
+      name: its key in ``evals_result_`` (default: the function's name).
+      greater_is_better: a score to maximise (accuracy, say), so that early
+        stopping keeps the round where it is highest; a plain function given
+        as ``eval_metric`` is minimised.
+    """
+    if not callable(fn):
+        raise TypeError(f"metric: expected a function fn(y, f) of one sample, got {fn!r}")
+    named = per_sample(name or getattr(fn, "__name__", "metric"), fn)
+    return named._replace(greater_is_better=bool(greater_is_better))
+
+
 def _rmse(y, raw, weight):
     return jnp.sqrt(_weighted_mean((raw[:, 0] - y) ** 2, weight))
 

@@ -173,3 +173,31 @@ def test_a_per_sample_metric_of_the_wrong_shape_is_named():
         booster.fit(X, classes, eval_set=[(X, classes)], eval_metric="huber")
     # a per-sample function of the class scores is fine
     booster.fit(X, classes, eval_set=[(X, classes)], eval_metric=lambda y, f: jnp.max(f) - f[0])
+
+
+def test_a_metric_to_maximise_makes_early_stopping_keep_its_highest_round():
+    X, y = _data()
+    labels = (y > np.median(y)).astype(np.float32)
+    X_val, labels_val = X[:100], labels[:100]
+
+    def accuracy(y, f):
+        return jnp.where((f > 0) == (y > 0.5), 1.0, 0.0)
+
+    def fit(eval_metric):
+        return jb.Booster(loss="binary_logloss", n_estimators=40, learning_rate=0.3).fit(
+            X[100:],
+            labels[100:],
+            eval_set=[(X_val, labels_val)],
+            eval_metric=eval_metric,
+            early_stopping_rounds=40,
+        )
+
+    maximised = fit(jb.metric(accuracy, greater_is_better=True))
+    scores = np.asarray(maximised.evals_result_["validation_0"]["accuracy"])
+    assert maximised.best_score_ == scores.max()
+    assert maximised.best_iteration_ == int(np.argmax(scores)) + 1
+    # the same function given plainly is minimised: the other end
+    minimised = fit(accuracy)
+    assert minimised.best_score_ == scores.min()
+    named = fit(jb.metric(accuracy, name="acc", greater_is_better=True))
+    assert list(named.evals_result_["validation_0"]) == ["acc"]
