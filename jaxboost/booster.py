@@ -253,7 +253,13 @@ class Booster:
         declared = getattr(loss, "n_outputs", 1)
         if declared == "n_classes":
             # the largest label of all processes' rows
-            return int(np.max(gather(np.max(y, keepdims=True)))) + 1
+            n_classes = int(np.max(gather(np.max(y, keepdims=True)))) + 1
+            if n_classes < 2:
+                raise ValueError(
+                    f"y: the loss {getattr(loss, 'name', 'loss')!r} scores classes 0 to "
+                    "max(y) and needs at least two; every label here is 0"
+                )
+            return n_classes
         return int(declared)
 
     def _config(

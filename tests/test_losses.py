@@ -480,3 +480,9 @@ def test_a_declared_target_domain_must_be_known():
     with pytest.raises(ValueError, match="target_domain must be one of"):
         losses.declare(name="mine", link="identity", target_domain="counts")
     assert losses.squared_error.target_domain == "any"
+
+
+def test_a_class_loss_with_one_class_in_the_labels_is_refused():
+    X = np.arange(16, dtype=np.float32).reshape(8, 2)
+    with pytest.raises(ValueError, match="softmax_cross_entropy' scores classes .* at least two"):
+        jb.Booster(loss="softmax_cross_entropy", n_estimators=2).fit(X, np.zeros(8))
