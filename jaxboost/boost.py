@@ -387,6 +387,22 @@ def init_score_program(
     return jax.jit(sharded)
 
 
+@functools.lru_cache(maxsize=64)
+def loss_at_score_program(loss: Loss, n_outputs: int, mesh: Mesh) -> Callable:
+    """``(data, score (K,)) -> train_loss at score``, jitted and sharded: the
+    first training loss of a fit whose initial score is given."""
+    axis_name = collective_axis(mesh)
+
+    def local(data: ShardData, score):
+        raw = jnp.broadcast_to(score, (data.weight.shape[0], n_outputs))
+        return mean_loss(loss, data, raw, axis_name)
+
+    sharded = jax.shard_map(
+        local, mesh=mesh, in_specs=(_DATA_SPECS, P()), out_specs=P(), check_vma=False
+    )
+    return jax.jit(sharded)
+
+
 @functools.lru_cache(maxsize=16)
 def bin_rows_program(mesh: Mesh, native: bool = False) -> Callable:
     """``(X (n_rows, n_features) sharded on rows, edges) -> bins (n_features,

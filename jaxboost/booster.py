@@ -29,6 +29,7 @@ from .boost import (
     ShardData,
     bin_rows_program,
     init_score_program,
+    loss_at_score_program,
     train_chunk_program,
 )
 from .derivatives import HessianProbe, probe_hessian
@@ -140,6 +141,9 @@ class Booster:
       n_estimators: boosting rounds.
       learning_rate: shrinkage of every tree.
       max_depth: depth of the (complete, padded) trees.
+      base_score: the initial raw score ``F0`` (XGBoost's ``base_score``, on
+        the raw scale: log-odds for log loss), one number or one per output;
+        None (the default) finds it by minimising the training loss.
       n_outputs: raw scores per sample; None takes the loss's declared
         ``n_outputs`` (``"n_classes"``: max label + 1), else 1.
       leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
@@ -212,6 +216,7 @@ class Booster:
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
+        base_score: float | list | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -236,6 +241,7 @@ class Booster:
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
+        self.base_score = base_score
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -315,6 +321,30 @@ class Booster:
         if self.rounds_per_chunk is not None:
             _integer("rounds_per_chunk", self.rounds_per_chunk)
         self._hyper()
+        self._given_init_score(None)
+
+    def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
+        """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
+        checking it is one finite number or one per output (``n_outputs``
+        None: not known yet, the count is not checked)."""
+        if self.base_score is None:
+            return None
+        score = None
+        try:
+            if np.ndim(self.base_score) <= 1:
+                score = np.asarray(self.base_score, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError):
+            pass
+        fits = score is not None and score.size >= 1 and bool(np.all(np.isfinite(score)))
+        if fits and n_outputs is not None:
+            fits = score.size in (1, n_outputs)
+        if not fits:
+            count = "" if n_outputs is None else f" ({n_outputs} here)"
+            raise ValueError(
+                f"base_score: expected a finite number or one per output{count}, "
+                f"got {self.base_score!r}"
+            )
+        return score if n_outputs is None else np.broadcast_to(score, (n_outputs,)).copy()
 
     def _hyper(self) -> Hyper:
         """The numeric settings, checked, as float32 scalars."""
@@ -486,8 +516,13 @@ class Booster:
         data = self._shard_rows(mesh, layout, features, replicated_edges, targets, weight)
 
         platform = mesh.devices.flat[0].platform
-        init_program = init_score_program(loss, n_outputs, mesh, default_leaf_kernels(platform))
-        init_score, init_loss = fetch(init_program(data))
+        init_score = self._given_init_score(n_outputs)
+        if init_score is None:
+            init_program = init_score_program(loss, n_outputs, mesh, default_leaf_kernels(platform))
+            init_score, init_loss = fetch(init_program(data))
+        else:
+            loss_at = loss_at_score_program(loss, n_outputs, mesh)
+            init_loss = fetch(loss_at(data, replicated(mesh, init_score)))
         if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
             raise ValueError(
                 f"loss: the training loss at the initial score {init_score} is "

@@ -218,6 +218,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
+        base_score: float | list | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -242,6 +243,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
+        self.base_score = base_score
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -347,6 +349,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
+        base_score: float | list | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -370,6 +373,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
+        self.base_score = base_score
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":

@@ -136,3 +136,55 @@ def test_catalogue_losses_declare_whether_they_are_convex():
     assert all(loss.convex for loss in convex)
     assert not losses.focal(2.0).convex
     assert not losses.declare(name="mine", link="identity")(lambda y, f: (y - f) ** 2).convex
+
+
+def test_a_given_base_score_is_the_initial_score():
+    import jaxboost as jb
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (X[:, 0] + 5.0).astype(np.float32)
+    found = jb.Booster(n_estimators=4, max_depth=2).fit(X, y)
+    # the minimiser's own F0, given: the same model to the bit
+    given = jb.Booster(n_estimators=4, max_depth=2, base_score=float(found.init_score_[0]))
+    given.fit(X, y)
+    np.testing.assert_array_equal(given.predict(X), found.predict(X))
+    np.testing.assert_array_equal(given.train_loss_, found.train_loss_)
+    # another F0: the first training loss is the loss there
+    zero = jb.Booster(n_estimators=4, max_depth=2, base_score=0).fit(X, y)
+    assert zero.init_score_.tolist() == [0.0]
+    np.testing.assert_allclose(zero.train_loss_[0], np.mean(0.5 * y**2), rtol=1e-6)
+    classes = np.digitize(X[:, 0], [-0.5, 0.5]).astype(np.float32)
+    three = jb.Booster(loss="softmax_cross_entropy", n_estimators=2, base_score=[1.0, 0.0, -1.0])
+    assert three.fit(X, classes).init_score_.tolist() == [1.0, 0.0, -1.0]
+    loaded = jb.load(_saved(three))
+    assert loaded.base_score == [1.0, 0.0, -1.0]
+    np.testing.assert_array_equal(loaded.predict(X), three.predict(X))
+
+
+def _saved(model):
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "model.json"
+    model.save(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("base_score", "message"),
+    [
+        (float("nan"), r"got nan"),
+        ("high", r"got 'high'"),
+        ([[1.0]], r"got \[\[1.0\]\]"),
+        ([0.0, 1.0], r"one per output \(1 here\), got \[0.0, 1.0\]"),
+    ],
+)
+def test_a_bad_base_score_is_refused(base_score, message):
+    import jaxboost as jb
+
+    X = np.arange(20, dtype=np.float32).reshape(10, 2)
+    with pytest.raises(ValueError, match="base_score: expected a finite number or one per output"):
+        jb.Booster(n_estimators=2, base_score=base_score).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(n_estimators=2, base_score=base_score).fit(X, X[:, 0])
