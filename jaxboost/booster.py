@@ -141,9 +141,6 @@ class Booster:
       n_estimators: boosting rounds.
       learning_rate: shrinkage of every tree.
       max_depth: depth of the (complete, padded) trees.
-      base_score: the initial raw score ``F0`` (XGBoost's ``base_score``, on
-        the raw scale: log-odds for log loss), one number or one per output;
-        None (the default) finds it by minimising the training loss.
       n_outputs: raw scores per sample; None takes the loss's declared
         ``n_outputs`` (``"n_classes"``: max label + 1), else 1.
       leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
@@ -189,6 +186,9 @@ class Booster:
       rounds_per_chunk: rounds run in one device program (default 50, whatever
         ``n_estimators`` is, so that changing it compiles nothing; 10 when
         evaluation sets, callbacks or ``verbose`` watch the rounds).
+      base_score: the initial raw score ``F0`` (XGBoost's ``base_score``, on
+        the raw scale: log-odds for log loss), one number or one per output;
+        None (the default) finds it by minimising the training loss.
     """
 
     def __init__(
