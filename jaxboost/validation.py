@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from losses._declare import TARGET_DOMAINS
+from losses import TARGET_DOMAINS
 
 from .binning import one_process
 

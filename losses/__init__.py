@@ -10,7 +10,7 @@ Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
 """
 
 from losses import links
-from losses._declare import Loss, declare
+from losses._declare import TARGET_DOMAINS, Loss, declare
 from losses.adapters import from_optax
 from losses.catalogue import ALIASES, CATALOGUE, available, get
 from losses.classification import binary_logloss, exponential, focal, softmax_cross_entropy
@@ -20,6 +20,7 @@ from losses.regression import absolute_error, huber, log_cosh, quantile, squared
 __all__ = [
     "ALIASES",
     "CATALOGUE",
+    "TARGET_DOMAINS",
     "Loss",
     "absolute_error",
     "available",
