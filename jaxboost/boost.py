@@ -309,6 +309,13 @@ def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Arr
     return sums[0] / sums[1]
 
 
+def _mean_loss_at(loss: Loss, data: ShardData, score: jax.Array, axis_name) -> jax.Array:
+    """:func:`mean_loss` with every row's raw score ``score (K,)``."""
+    return mean_loss(
+        loss, data, jnp.broadcast_to(score, (data.weight.shape[0], score.shape[0])), axis_name
+    )
+
+
 def _train_chunk(
     cfg: BoostConfig, axis_name, data: ShardData, edges, raw, first_round, n_active, seed, hyper
 ):
@@ -378,8 +385,7 @@ def init_score_program(
     def local(data: ShardData):
         kernels = LEAF_KERNELS[leaf_kernels]
         score = initial_score(loss, data.y, data.weight, n_outputs, axis_name, kernels)
-        raw = jnp.broadcast_to(score, (data.weight.shape[0], n_outputs))
-        return score, mean_loss(loss, data, raw, axis_name)
+        return score, _mean_loss_at(loss, data, score, axis_name)
 
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(_DATA_SPECS,), out_specs=(P(), P()), check_vma=False
@@ -388,14 +394,13 @@ def init_score_program(
 
 
 @functools.lru_cache(maxsize=64)
-def loss_at_score_program(loss: Loss, n_outputs: int, mesh: Mesh) -> Callable:
+def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
     """``(data, score (K,)) -> train_loss at score``, jitted and sharded: the
     first training loss of a fit whose initial score is given."""
     axis_name = collective_axis(mesh)
 
     def local(data: ShardData, score):
-        raw = jnp.broadcast_to(score, (data.weight.shape[0], n_outputs))
-        return mean_loss(loss, data, raw, axis_name)
+        return _mean_loss_at(loss, data, score, axis_name)
 
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(_DATA_SPECS, P()), out_specs=P(), check_vma=False

@@ -521,7 +521,7 @@ class Booster:
             init_program = init_score_program(loss, n_outputs, mesh, default_leaf_kernels(platform))
             init_score, init_loss = fetch(init_program(data))
         else:
-            loss_at = loss_at_score_program(loss, n_outputs, mesh)
+            loss_at = loss_at_score_program(loss, mesh)
             init_loss = fetch(loss_at(data, replicated(mesh, init_score)))
         if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
             raise ValueError(

@@ -109,13 +109,13 @@ def memory_per_device(devices: Sequence[jax.Device]) -> int | None:
                 physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
             except (AttributeError, OSError, ValueError):
                 return None
-            limits.append(physical // max(1, len(jax.local_devices(backend="cpu"))))
+            limit = physical // len(jax.local_devices(backend="cpu"))
         else:
-            stats = device.memory_stats() or {}
-            if "bytes_limit" not in stats:
-                return None
-            limits.append(int(stats["bytes_limit"]))
-    return min(limits) if limits else None
+            limit = (device.memory_stats() or {}).get("bytes_limit")
+        if limit is None:
+            return None
+        limits.append(int(limit))
+    return min(limits, default=None)
 
 
 def device_keys(devices: Sequence[jax.Device] | None) -> list[tuple[str, int]] | None:
