@@ -166,6 +166,7 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
             leaf_weight=totals.weight,
             narrow=cfg.narrow_line_search,
             start=_derivatives_along(totals, direction),
+            reg_lambda=_line_search_penalty(cfg, hyper),
         )
 
     if cfg.leaf_method == "line_search":
@@ -179,6 +180,19 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
         lambda: jnp.where(stuck[:, None], line_search(), newton),
         lambda: newton,
     )
+
+
+def _line_search_penalty(cfg: BoostConfig, hyper: Hyper) -> jax.Array | float:
+    """The L2 penalty line-search leaves add to their leaf's loss.
+
+    ``reg_lambda`` for a loss with curvature, as its Newton leaves have it: the
+    search then finds what Newton steps on the penalised loss converge to, and
+    a leaf whose loss falls without bound (log loss, exponential or Poisson on
+    a leaf of one class or of zeros) gets a finite value.  0 for a loss
+    without curvature (absolute, pinball): its leaves are the exact weighted
+    median or quantile, as XGBoost's and LightGBM's are.
+    """
+    return 0.0 if cfg.narrow_line_search else hyper.reg_lambda
 
 
 def _derivatives_along(totals: LeafTotals, direction: jax.Array) -> tuple[jax.Array, jax.Array]:

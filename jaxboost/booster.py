@@ -8,6 +8,7 @@ forest.  Nothing here loops over rows, nodes or features.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -144,11 +145,13 @@ class Booster:
       n_outputs: raw scores per sample; None takes the loss's declared
         ``n_outputs`` (``"n_classes"``: max label + 1), else 1.
       leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
-        (argmin of the leaf's loss, exact quantiles for pinball losses) or
-        ``"auto"``: line search for losses whose hessian is zero almost
+        (argmin of the leaf's loss plus ``lambda/2 v^2``; for losses without
+        curvature the leaf's loss alone: exact quantiles for pinball losses)
+        or ``"auto"``: line search for losses whose hessian is zero almost
         everywhere (declared by ``hessian_informative = False``, as absolute
         and quantile losses do, or found so at the initial score), else Newton.
-      reg_lambda: L2 penalty on leaf values (split gain and Newton leaves).
+      reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
+        Newton leaves, and the line-search leaves of losses with curvature).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -281,6 +284,14 @@ class Booster:
         ``hessian`` (the loss's, probed at the initial score) settles what
         ``"auto"`` and ``armijo=None`` leave open."""
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
+        if leaf_method == "newton" and not hessian.informative:
+            warnings.warn(
+                "leaf_method='newton' with a loss whose hessian is zero on most rows "
+                "(absolute, pinball): each leaf's value is then its gradient sum / "
+                "reg_lambda, a step that grows with the leaf's size; leaf_method='auto' "
+                "or 'line_search' finds each leaf's minimiser",
+                stacklevel=4,
+            )
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
         if split_criterion == "auto":

@@ -323,8 +323,10 @@ def line_search_leaf_values(
     leaf_weight: jax.Array | None = None,
     narrow: bool = False,
     start: tuple[jax.Array, jax.Array] | None = None,
+    reg_lambda: float | jax.Array = 0.0,
 ) -> jax.Array:
-    """``t_j = argmin_t sum_{i in leaf j} w_i loss(y_i, raw_i + t d_j)`` for all leaves.
+    """``t_j = argmin_t sum_{i in leaf j} w_i loss(y_i, raw_i + t d_j) + reg_lambda/2 |t d_j|^2``
+    for all leaves.
 
     With one output and ``d_j = 1`` this is Friedman's line search: the exact
     weighted median / quantile of the leaf for absolute and pinball losses.
@@ -352,18 +354,27 @@ def line_search_leaf_values(
         and second derivative at step 0 where the caller has them (the leaf
         totals' gradient and hessian along ``direction``); they only set the
         first bracket.  Else computed here (one more pass and collective).
+      reg_lambda: the L2 penalty on each leaf's value (XGBoost's lambda, as
+        in :func:`solve_newton`): a loss that falls without bound in a leaf
+        (log loss on a leaf of one class) then has a finite minimiser, about
+        ``log(leaf weight / reg_lambda)`` there, instead of the step at which
+        float32 slopes underflow (17 to 90).  0: the leaf's loss alone.
     Returns:
       ``(n_leaves, K)`` leaf values ``t_j d_j``.
     """
     n_leaves = direction.shape[0]
     rows = _LeafRows(y, raw, weight, leaf_of_row)
     slope_sums = functools.partial(_slope_sums, loss, kernels, direction, n_leaves)
+    # d/dt of reg_lambda/2 |t d|^2 is penalty * t; its second derivative, penalty
+    penalty = (reg_lambda * jnp.sum(jnp.square(direction), axis=1))[:, None]
 
     def derivatives(steps, rows=rows, axis_name=axis_name, offset=0.0):
         """``steps (n_leaves, P)`` -> slope, curvature, rising, settled, each
         ``(n_leaves, P)``; ``offset`` ``(n_leaves, 3, 1)`` is added to the sums."""
         sums = slope_sums(rows, steps, axis_name) + offset
-        slope_sum, curvature_sum, abs_slope_sum = sums[:, 0], sums[:, 1], sums[:, 2]
+        slope_sum = sums[:, 0] + penalty * steps
+        curvature_sum = sums[:, 1] + penalty
+        abs_slope_sum = sums[:, 2] + jnp.abs(penalty * steps)
         # a slope that is zero up to float32 rounding of the sum is zero; where
         # the function is piecewise linear (no curvature), that flat stretch
         # counts as rising (pinball losses): this keeps the smallest minimiser
@@ -380,10 +391,11 @@ def line_search_leaf_values(
 
     if leaf_weight is None:
         leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
-    if start is None:
+    if start is None:  # (the penalty included)
         slope, curvature, _, _ = derivatives(jnp.zeros((n_leaves, 1), raw.dtype))
-        start = slope[:, 0], curvature[:, 0]
-    slope, curvature = start
+        slope, curvature = slope[:, 0], curvature[:, 0]
+    else:
+        slope, curvature = start[0], start[1] + penalty[:, 0]
     newton = jnp.abs(slope) / jnp.where(curvature > 0, curvature, 1.0)
     # start from the Newton step's scale, capped: a vanishing curvature (a loss
     # that saturates far from its minimum) gives absurd Newton steps, and the

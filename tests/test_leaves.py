@@ -129,6 +129,56 @@ def test_line_search_finds_the_stationary_point_of_log_loss():
         assert abs(slope) < 1e-5
 
 
+@pytest.mark.parametrize("reg_lambda", [0.5, 1.0, 4.0])
+def test_line_search_with_reg_lambda_minimises_the_penalised_leaf_loss(reg_lambda):
+    """sum_i w_i loss_i(t) + reg_lambda/2 |t d|^2: its slope is zero at the
+    result, also for a leaf of one class, whose unpenalised loss falls
+    without bound (the search used to stop where float32 slopes underflow)."""
+    rng, leaf_of_row, weight = _leaf_data(9, n_leaves=4)
+    y = rng.integers(0, 2, leaf_of_row.size).astype(np.float32)
+    y[leaf_of_row == 3] = 1.0  # a pure leaf
+    raw = rng.normal(size=(leaf_of_row.size, 1)).astype(np.float32)
+    direction = np.asarray([[1.0], [0.5], [2.0], [1.0]], np.float32)
+    values = np.asarray(
+        line_search_leaf_values(
+            losses.binary_logloss,
+            jnp.asarray(y),
+            jnp.asarray(raw),
+            jnp.asarray(weight),
+            jnp.asarray(leaf_of_row),
+            jnp.asarray(direction),
+            reg_lambda=reg_lambda,
+        )
+    )
+    moved = raw[:, 0].astype(np.float64) + values[leaf_of_row, 0]
+    p = 1 / (1 + np.exp(-moved))
+    for leaf in range(4):
+        rows = leaf_of_row == leaf
+        d = float(direction[leaf, 0])
+        # d/dt at the step t = value / d
+        slope = d * np.sum(weight[rows] * (p[rows] - y[rows])) + reg_lambda * d * values[leaf, 0]
+        assert abs(slope) < 1e-4 * np.sum(weight[rows]), (leaf, slope)
+    # the pure leaf's value is finite and of the size log(weight / lambda)
+    total = np.sum(weight[leaf_of_row == 3])
+    assert 0 < values[3, 0] < np.log(total / reg_lambda) + 1
+
+
+def test_line_search_without_reg_lambda_is_unchanged_by_the_penalty_argument():
+    rng, leaf_of_row, weight = _leaf_data(10)
+    y = rng.normal(size=leaf_of_row.size).astype(np.float32)
+    args = (
+        losses.log_cosh,
+        jnp.asarray(y),
+        jnp.zeros((leaf_of_row.size, 1)),
+        jnp.asarray(weight),
+        jnp.asarray(leaf_of_row),
+        jnp.ones((5, 1)),
+    )
+    np.testing.assert_array_equal(
+        line_search_leaf_values(*args), line_search_leaf_values(*args, reg_lambda=0.0)
+    )
+
+
 def test_line_search_far_from_zero_and_empty_leaves():
     """Targets far from the start (the bracket must grow), and a leaf with no rows."""
     y = jnp.asarray([1e4, 1e4 + 2, 1e4 + 5, -3e3], jnp.float32)

@@ -1,0 +1,71 @@
+"""reg_lambda in line-search leaves: losses with curvature minimise the leaf's
+loss plus reg_lambda/2 v^2 (finite where the loss alone falls without
+bound), losses without curvature keep their exact quantile leaves."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jaxboost as jb
+import losses
+
+
+@pytest.fixture(scope="module")
+def classification():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 6)).astype(np.float32)
+    logit = X[:, 0] - 0.5 * X[:, 1] ** 2 + np.sin(X[:, 2])
+    y = (rng.uniform(size=4000) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    return X[:3000], y[:3000], X[3000:], y[3000:]
+
+
+@pytest.mark.parametrize("name", ["binary_logloss", "exponential"])
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_line_search_leaves_of_one_class_stay_finite(classification, name, subsample):
+    """Depth-6 leaves of one class: the leaf's log loss or exponential loss
+    falls without bound, and the unpenalised search stopped where float32
+    slopes underflow (scores of 19 to 90, held-out exponential loss 4e25;
+    with subsampling the training loss rose to 5e9 from the rows each pure
+    sample left out).  The held-out error stays that of Newton leaves."""
+    X, y, X_test, y_test = classification
+    settings = {"n_estimators": 30, "learning_rate": 0.2, "max_depth": 6, "subsample": subsample}
+    searched = jb.Booster(loss=name, leaf_method="line_search", **settings).fit(X, y)
+    newton = jb.Booster(loss=name, leaf_method="newton", **settings).fit(X, y)
+    assert np.all(np.diff(searched.train_loss_) <= 1e-6), np.diff(searched.train_loss_).max()
+    raw = searched.predict_raw(X_test)
+    assert np.abs(raw).max() < 10
+    searched_error = np.mean((raw.reshape(-1) > 0) != (y_test > 0.5))
+    newton_error = np.mean((newton.predict_raw(X_test).reshape(-1) > 0) != (y_test > 0.5))
+    assert searched_error < newton_error + 0.03, (searched_error, newton_error)
+
+
+def test_quantile_line_search_leaves_stay_exact_quantiles_with_reg_lambda():
+    """XGBoost and LightGBM set pinball leaves to the residuals' quantile
+    whatever the L2 penalty; so does the default reg_lambda=1 here."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(600, 2)).astype(np.float32)
+    y = (3 * X[:, 0] + rng.normal(size=600)).astype(np.float32)
+    model = jb.Booster(
+        loss=losses.quantile(0.8), n_estimators=1, learning_rate=1.0, max_depth=2
+    ).fit(X, y)
+    assert model.leaf_method_ == "line_search" and model.reg_lambda == 1.0
+    prediction = model.predict_raw(X)
+    leaves = np.unique(prediction)
+    assert len(leaves) == 4
+    for value in leaves:
+        rows = y[prediction == value]
+        # the inverted-CDF quantile: the smallest target with 80% of the
+        # leaf's rows at or below it
+        expected = np.sort(rows)[int(np.ceil(0.8 * rows.size)) - 1]
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_newton_leaves_for_a_loss_without_curvature_warn():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    with pytest.warns(UserWarning, match="leaf_method='newton' with a loss whose hessian"):
+        jb.Booster(loss="absolute_error", leaf_method="newton", n_estimators=2).fit(X, X[:, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jb.Booster(loss="absolute_error", n_estimators=2).fit(X, X[:, 0])
