@@ -51,7 +51,12 @@ from .distributed import (
     replicated,
     row_layout,
 )
-from .inspection import feature_importances, grid_from_data, partial_dependence
+from .inspection import (
+    feature_importances,
+    feature_indices,
+    grid_from_data,
+    partial_dependence,
+)
 from .leaf_sums import default_leaf_kernels
 from .metrics import Metric, check_metric, resolve_metric
 from .monitor import EvalSet, Monitor
@@ -629,19 +634,21 @@ class Booster:
 
     @in_float32
     def partial_dependence(
-        self, X: Any, features: Sequence[int], grid_resolution: int = 50
+        self, X: Any, features: int | str | Sequence[int | str], grid_resolution: int = 50
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """Partial dependence of the raw score on one or two features, computed
         from the forest by Friedman's weighted tree traversal (2001, section 8.2).
 
         Args:
           X: ``(n_rows, n_features)`` data whose percentiles set the grid.
-          features: one or two feature indices.
+          features: one or two feature indices, or column names of a pandas
+            fit (one feature may be given alone).
         Returns:
           ``(grid, values)``: one grid array per feature, and values of shape
           ``(len(grid[0]), [len(grid[1]),] n_outputs)``.
         """
         features_array = self._features_for_predict(X)
+        features = feature_indices(features, getattr(self, "feature_names_in_", None))
         grid = [grid_from_data(features_array, f, grid_resolution) for f in features]
         values = partial_dependence(self.forest_, self.init_score_, list(features), grid)
         return grid, np.asarray(values)

@@ -135,6 +135,30 @@ def _forest_partial_dependence(
     return total
 
 
+def feature_indices(
+    features: int | str | Sequence[int | str], names: Sequence[str] | None
+) -> list[int]:
+    """``features`` as column indices: one index or column name, or a sequence
+    of them (names need ``names``, the columns seen in fit)."""
+    listed = [features] if isinstance(features, (int, np.integer, str)) else list(features)
+    indices = []
+    for feature in listed:
+        if isinstance(feature, str):
+            if names is None or feature not in names:
+                raise ValueError(
+                    f"features: no column named {feature!r} was seen in fit"
+                    + (f" (columns: {list(names)})" if names is not None else "")
+                )
+            indices.append(list(names).index(feature))
+        elif isinstance(feature, (int, np.integer)) and not isinstance(feature, bool):
+            indices.append(int(feature))
+        else:
+            raise TypeError(
+                f"features: expected column indices (int) or names (str), got {feature!r}"
+            )
+    return indices
+
+
 def _check_grid(features: Sequence[int], grid: Sequence) -> tuple[list[int], list[np.ndarray]]:
     features = [int(feature) for feature in np.atleast_1d(np.asarray(features))]
     if len(features) not in (1, 2):

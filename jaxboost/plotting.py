@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .inspection import feature_importances, grid_from_data, partial_dependence
+from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
 
 
 def _pyplot():
@@ -43,18 +43,14 @@ def _feature_names(model: Any) -> list[str]:
     return [str(name) for name in names]
 
 
-def _feature_index(model: Any, feature: int | str) -> int:
-    if isinstance(feature, str):
-        names = _feature_names(model)
-        if feature not in names:
-            raise ValueError(f"features: {feature!r} is not a feature name of the model")
-        return names.index(feature)
-    index = int(feature)
-    if not 0 <= index < model.n_features_in_:
-        raise ValueError(
-            f"features: expected indices in [0, {model.n_features_in_}), got {feature}"
-        )
-    return index
+def _feature_indices(model: Any, features: int | str | Sequence[int | str]) -> list[int]:
+    indices = feature_indices(features, _feature_names(model))
+    for index in indices:
+        if not 0 <= index < model.n_features_in_:
+            raise ValueError(
+                f"features: expected indices in [0, {model.n_features_in_}), got {index}"
+            )
+    return indices
 
 
 def plot_importance(
@@ -122,9 +118,7 @@ def plot_partial_dependence(
     """
     _pyplot()
     _check_fitted(model)
-    if isinstance(features, (int, np.integer, str)):
-        features = [features]
-    indices = [_feature_index(model, feature) for feature in features]
+    indices = _feature_indices(model, features)
     if len(indices) not in (1, 2):
         raise ValueError(f"features: expected 1 or 2 features, got {list(features)}")
     grid = [grid_from_data(X, index, grid_resolution) for index in indices]

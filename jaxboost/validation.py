@@ -248,8 +248,12 @@ def check_per_sample(
     try:
         values = jax.eval_shape(jax.vmap(fn), y_rows, f_rows)
         if values.shape != (y_rows.shape[0],):
+            hint = ""
+            if y.ndim == 2 and y.shape[1] == 1 and values.shape[1:] == (1,):
+                hint = "; for one target per sample pass y of shape (n_rows,), e.g. y.ravel()"
             raise ValueError(
-                f"{name}: {where} must return a scalar per sample, got shape {values.shape[1:]}"
+                f"{name}: {where} must return a scalar per sample, got shape "
+                f"{values.shape[1:]}{hint}"
             )
         if not jnp.issubdtype(values.dtype, jnp.floating):
             raise ValueError(f"{name}: {where} must return a float, got dtype {values.dtype}")

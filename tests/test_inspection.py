@@ -249,6 +249,27 @@ def test_multi_output_partial_dependence_shapes_and_values():
     np.testing.assert_allclose(two, _brute_force(model, X, [0, 1], grid), atol=1e-4)
 
 
+def test_booster_partial_dependence_takes_an_index_or_a_column_name(additive_model):
+    import pandas as pd
+
+    model, X = additive_model
+    _, by_list = model.partial_dependence(X, [1], grid_resolution=7)
+    _, by_index = model.partial_dependence(X, 1, grid_resolution=7)
+    np.testing.assert_array_equal(by_index, by_list)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    named = Booster(loss=losses.squared_error, n_estimators=20, max_depth=1).fit(
+        frame, model.predict_raw(X)
+    )
+    _, by_name = named.partial_dependence(frame, "x1", grid_resolution=7)
+    _, pair = named.partial_dependence(frame, ["x1", 0], grid_resolution=7)
+    np.testing.assert_array_equal(by_name, named.partial_dependence(frame, [1], 7)[1])
+    assert pair.shape == (7, 7, 1)
+    with pytest.raises(ValueError, match="no column named 'x9'"):
+        named.partial_dependence(frame, "x9")
+    with pytest.raises(TypeError, match="expected column indices .* got 1.5"):
+        model.partial_dependence(X, [1.5])
+
+
 def test_partial_dependence_rejects_bad_arguments():
     forest = _hand_forest()
     with pytest.raises(ValueError, match="features"):

@@ -40,6 +40,12 @@ def test_a_bad_loss_is_explained_before_training(data, loss, settings, message):
         jb.Booster(loss=loss, n_estimators=2, **settings).fit(X, y)
 
 
+def test_a_column_of_targets_for_a_scalar_loss_gets_a_hint(data):
+    X, y = data
+    with pytest.raises(ValueError, match="scalar per sample.*pass y of shape \\(n_rows,\\)"):
+        jb.Booster(loss="squared_error", n_estimators=2).fit(X, y[:, None])
+
+
 def test_infinite_features_are_rejected_with_their_position(data):
     X, y = data
     X[3, 2] = np.inf
