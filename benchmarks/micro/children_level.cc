@@ -1,0 +1,72 @@
+// One children level of the native quantised kernel, alone and in parts:
+// jaxboost/native/histogram.cc's SumChildren on 500k rows x 28 features x
+// 256 bins, the rows split at random over 2 to 32 nodes (so the summed,
+// smaller children hold about half of the rows), and its steps apart: the
+// count of rows per node (CheckInputs), the row list (ListRowsByGroup), the
+// histogram pass (AccumulateEntries); "rest" is the subtraction and running
+// sums.  Best of 11 passes each.
+//
+//   g++ -O3 -std=c++17 -w -I "$(python -c 'import jax; print(jax.ffi.include_dir())')" \
+//     benchmarks/micro/children_level.cc -o /tmp/children_level && /tmp/children_level
+#include "../../jaxboost/native/histogram.cc"
+
+#include <cstdio>
+#include <random>
+
+#include "best_ms.h"
+
+int main() {
+  const int64_t n_rows = 500000, n_features = 28, n_bins = 256;
+  std::mt19937 rng(0);
+  std::vector<uint8_t> bins(n_features * n_rows);
+  for (auto& v : bins) v = rng() % 255;
+  std::vector<int64_t> packed(n_rows);  // gradient * 2^32 + hessian, small integers
+  for (auto& v : packed) v = (int64_t(rng() % 5) << 32) + rng() % 5;
+  const float scale[2] = {1.0f, 1.0f};
+  const PackedSums sums{1, scale};
+  constexpr int kPasses = 11;
+  for (int64_t n_parents : {1, 2, 4, 8, 16}) {
+    const int64_t n_nodes = 2 * n_parents;
+    std::vector<int32_t> node(n_rows);
+    for (auto& k : node) k = rng() % n_nodes;
+    std::vector<int64_t> count(n_nodes, 0);
+    for (auto k : node) ++count[k];
+    std::vector<uint8_t> summed(n_nodes, 0);  // what SumChildren picks: the smaller child
+    for (int64_t p = 0; p < n_parents; ++p) summed[2 * p + (count[2 * p + 1] < count[2 * p])] = 1;
+    std::vector<int64_t> parent(n_features * n_parents * n_bins, 0);
+    std::vector<int64_t> hist(n_features * n_nodes * n_bins);
+    std::vector<float> running(n_features * n_nodes * n_bins * 2);
+    RowList<int64_t> list;
+    const double level = BestMs(
+        [&] {
+          SumChildren<1, PackedSums>(bins.data(), n_features, n_rows, node.data(), packed.data(),
+                                     count, n_parents, n_bins, sums, &list, parent.data(),
+                                     hist.data(), running.data());
+        },
+        kPasses);
+    const double counting = BestMs(
+        [&] {
+          std::vector<int64_t> c(n_nodes, 0);
+          for (int64_t r = 0; r < n_rows; ++r) ++c[node[r]];
+          if (c[0] == -1) printf(" ");
+        },
+        kPasses);
+    const double listing = BestMs(
+        [&] {
+          ListRowsByGroup(node.data(), packed.data(), n_rows, 1, count, summed,
+                          PackedSums::kGroupShift, &list);
+        },
+        kPasses);
+    const double pass = BestMs(
+        [&] {
+          AccumulateEntries<1>(bins.data(), n_rows, n_features, list, 1, n_bins, n_nodes,
+                               hist.data());
+        },
+        kPasses);
+    printf("%2lld nodes, %lld rows summed: level %.2f ms (+ counting %.2f) | list %.2f, pass %.2f, "
+           "rest %.2f\n",
+           static_cast<long long>(n_nodes), static_cast<long long>(list.size), level, counting,
+           listing, pass, level - listing - pass);
+  }
+  return 0;
+}
