@@ -176,9 +176,11 @@ class Booster:
       armijo: shrink each leaf's (learning-rate scaled) value until it lowers
         that leaf's training loss, so no round increases the training loss;
         None: on for line-search leaves, and for Newton leaves of a loss whose
-        hessian is negative on some row at the initial score (a non-convex
-        loss such as Tukey's or Welsch's, whose Newton steps can overshoot);
-        off otherwise.
+        hessian has negative curvature on some row at the initial score (a
+        negative diagonal entry, or with ``hessian="full"`` a negative
+        eigenvalue: a non-convex loss such as Tukey's or Welsch's, or the
+        Gaussian likelihood's full hessian, whose Newton steps can
+        overshoot); off otherwise, and for losses declared convex.
       use_quantized_grad: quantise the split statistics (gradients and
         hessians) to a few integer levels each round, with unbiased stochastic
         rounding, and build the histograms from the integers (LightGBM 4's
@@ -548,7 +550,10 @@ class Booster:
         probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
         hessian = probe_hessian(
-            loss, jnp.asarray(probe), jnp.broadcast_to(init_score, (probe.shape[0], n_outputs))
+            loss,
+            jnp.asarray(probe),
+            jnp.broadcast_to(init_score, (probe.shape[0], n_outputs)),
+            full_hessian=self.hessian == "full",
         )
         # every process must run the same programs: process 0 decides
         hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))

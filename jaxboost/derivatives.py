@@ -91,34 +91,56 @@ class HessianProbe(NamedTuple):
 
     # curvature on most rows: Newton leaves and second-order gains can use it
     informative: bool
-    # some row's hessian has a negative diagonal entry (a non-convex loss:
-    # Newton steps can overshoot, so leaf values need Armijo's check)
+    # some row's hessian, as Newton steps use it (its diagonal, or the full
+    # matrix), has negative curvature: a non-convex loss, whose Newton steps
+    # can overshoot, so leaf values need Armijo's check
     negative: bool
 
 
-def probe_hessian(loss: Loss, y: jax.Array, raw: jax.Array) -> HessianProbe:
+# an eigenvalue below this fraction of the row's largest (in magnitude) is
+# negative curvature, not float32 rounding of a singular matrix (softmax's)
+_NEGATIVE_EIGENVALUE = 1e-5
+
+
+def probe_hessian(
+    loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool = False
+) -> HessianProbe:
     """The hessian's shape on a sample of rows.
 
     A loss whose hessian is zero almost everywhere (absolute, pinball, a ramp)
     must not drive Newton steps or second-order split gains: every child would
     fail ``min_child_weight``.  Losses declare this with a
-    ``hessian_informative`` attribute (and are then taken as convex);
-    undeclared ones are probed here.
+    ``hessian_informative`` attribute; undeclared ones are probed here.
+    Negative curvature is probed for every loss not declared ``convex``
+    (the catalogue's Gaussian likelihood in (mean, log scale) has a full
+    hessian that is indefinite on every row with a residual).
 
     Args:
       y: ``(n_rows, ...)`` a sample of targets; raw: ``(n_rows, K)`` scores.
+      full_hessian: Newton steps use the full ``K x K`` hessian (else its
+        diagonal): negative curvature is then a negative eigenvalue.
     """
     declared = getattr(loss, "hessian_informative", None)
-    if declared is not None:
+    if declared is not None and getattr(loss, "convex", False):
         return HessianProbe(informative=bool(declared), negative=False)
-    curved_share, negative = _probe_rows(loss, y, raw)
-    return HessianProbe(informative=bool(curved_share >= 0.5), negative=bool(negative))
+    curved_share, negative = _probe_rows(loss, y, raw, full_hessian)
+    informative = bool(curved_share >= 0.5) if declared is None else bool(declared)
+    return HessianProbe(informative=informative, negative=bool(negative))
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _probe_rows(loss: Loss, y: jax.Array, raw: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The fraction of rows with a positive hessian entry, and whether any
-    row has a negative one: one compiled program (run op by op, a loss's
-    derivatives compiled some 30 small programs on a first fit, about 0.6 s)."""
-    _, hess = grad_hess(loss, y, raw)
-    return jnp.mean(jnp.any(hess > 0, axis=1)), jnp.any(hess < 0)
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _probe_rows(
+    loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool
+) -> tuple[jax.Array, jax.Array]:
+    """The fraction of rows with a positive hessian diagonal entry, and
+    whether any row has negative curvature: one compiled program (run op by
+    op, a loss's derivatives compiled some 30 small programs on a first fit,
+    about 0.6 s)."""
+    _, hess = grad_hess(loss, y, raw, full_hessian=full_hessian and raw.shape[1] > 1)
+    if hess.ndim == 2:
+        return jnp.mean(jnp.any(hess > 0, axis=1)), jnp.any(hess < 0)
+    diagonal = jnp.diagonal(hess, axis1=1, axis2=2)
+    eigenvalues = jnp.linalg.eigvalsh(hess)  # (n_rows, K), ascending
+    scale = jnp.max(jnp.abs(eigenvalues), axis=1)
+    negative = eigenvalues[:, 0] < -_NEGATIVE_EIGENVALUE * scale
+    return jnp.mean(jnp.any(diagonal > 0, axis=1)), jnp.any(negative)

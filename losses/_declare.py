@@ -11,9 +11,10 @@ attributes that the engine and the model files read:
 - ``hessian_informative``: False when the hessian is zero almost everywhere
   (absolute error, quantile), so leaf values should come from a line search.
 - ``convex``: True when the loss is convex in ``f`` (for every target), so
-  that the initial score's search from 0 finds the minimum; False (unknown)
-  has the engine also search from the targets' median
-  (``jaxboost.init_score``).
+  that the initial score's search from 0 finds the minimum and Newton steps
+  need no check; False (unknown) has the engine also search from the
+  targets' median (``jaxboost.init_score``) and probe the hessian for
+  negative curvature (``jaxboost.derivatives.probe_hessian``).
 - ``target_domain``: a key of :data:`TARGET_DOMAINS`, the values the targets
   may take (``"probability"`` for log loss: in ``[0, 1]``); ``fit`` refuses
   others, as XGBoost and LightGBM do, rather than fit a meaningless model.

@@ -173,3 +173,38 @@ def test_the_hessian_probe_does_not_depend_on_the_row_order():
     ]
     chosen = [(model.leaf_method_, model.split_criterion_, model.armijo_) for model in models]
     assert chosen[0] == chosen[1] == ("line_search", "first_order", True)
+
+
+def test_a_full_indefinite_hessian_turns_armijo_on():
+    """The catalogue's Gaussian likelihood in (mean, log scale) is declared,
+    and not convex: its full 2 x 2 hessian has determinant -2 r^2 exp(-4 s),
+    indefinite on every row with a residual.  Declared losses were not
+    probed, so full-hessian Newton steps ran unchecked and the training loss
+    went from 1.1 to 1e16; its diagonal is positive and keeps plain Newton."""
+    import losses
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = X[:, 0] - 0.5 * X[:, 1] ** 2 + rng.normal(size=3000) * (0.3 + np.abs(X[:, 3]))
+    settings = {"n_estimators": 40, "learning_rate": 0.2, "max_depth": 5}
+    full = jb.Booster(loss=losses.gaussian_nll, hessian="full", **settings).fit(X, y)
+    assert full.armijo_ is True
+    assert np.all(np.diff(full.train_loss_) <= 1e-6 * np.abs(full.train_loss_[:-1]))
+    assert full.train_loss_[-1] < 0.5 * full.train_loss_[0]
+    diagonal = jb.Booster(loss=losses.gaussian_nll, n_estimators=2).fit(X, y)
+    assert diagonal.armijo_ is False
+
+
+def test_the_probe_tells_negative_curvature_from_a_singular_full_hessian():
+    """softmax's full hessian diag(p) - p p^T is singular: float32 rounding
+    of its zero eigenvalue is not negative curvature."""
+    import losses
+    from jaxboost.derivatives import probe_hessian
+
+    y = jnp.asarray(np.arange(64) % 3, jnp.float32)
+    raw = jnp.asarray(np.random.default_rng(1).normal(size=(64, 3)), jnp.float32)
+    softmax = lambda y, f: losses.softmax_cross_entropy(y, f)  # undeclared: probed
+    assert probe_hessian(softmax, y, raw, full_hessian=True).negative is False
+    saddle = lambda y, f: f[0] * f[1] + 0.1 * jnp.sum(f**2)  # eigenvalues 1.2, -0.8
+    assert probe_hessian(saddle, y, raw[:, :2], full_hessian=True).negative is True
+    assert probe_hessian(saddle, y, raw[:, :2], full_hessian=False).negative is False
