@@ -17,6 +17,7 @@ def test_four_cpu_devices_train_the_single_device_model():
         "squared_error",
         "logloss",
         "quantile",
+        "logloss_line_search",
         "multiclass",
         "subsampled",
         "quantised",

@@ -31,6 +31,12 @@ def main() -> int:
         "squared_error": (losses.squared_error, y, {}),
         "logloss": (losses.binary_logloss, (y > 0).astype(np.float32), {}),
         "quantile": (losses.quantile(0.7), y, {}),
+        # a line search with curvature: its leaf loss plus reg_lambda/2 v^2
+        "logloss_line_search": (
+            losses.binary_logloss,
+            (y > 0).astype(np.float32),
+            {"leaf_method": "line_search"},
+        ),
         "multiclass": (
             losses.softmax_cross_entropy,
             np.digitize(y, [-1, 0, 1]).astype(np.float32),
