@@ -59,7 +59,9 @@ class _SumOverTargets:
     def __init__(self, base: Callable):
         self.base = base
         self.link = getattr(base, "link", "identity")
-        self.hessian_informative = getattr(base, "hessian_informative", True)
+        # undeclared (None): the engine probes the hessian, as for ``base``
+        self.hessian_informative = getattr(base, "hessian_informative", None)
+        self.convex = getattr(base, "convex", False)
 
     def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
         return jnp.sum(self.base(y, f))

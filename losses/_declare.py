@@ -9,7 +9,12 @@ attributes that the engine and the model files read:
 - ``n_outputs``: raw scores per row: an int, or ``"n_classes"`` when the engine
   takes it from the labels (``K = max label + 1``).
 - ``hessian_informative``: False when the hessian is zero almost everywhere
-  (absolute error, quantile), so leaf values should come from a line search.
+  (absolute error, quantile), so leaf values should come from a line search;
+  None when that depends on the targets' scale (Huber and log-cosh have
+  curvature only near the target: on targets in the thousands their hessian
+  is 0 on nearly every row, and Newton leaves ``-G / lambda`` would barely
+  move), so the engine probes it at the initial score as for an undeclared
+  loss.
 - ``convex``: True when the loss is convex in ``f`` (for every target), so
   that the initial score's search from 0 finds the minimum and Newton steps
   need no check; False (unknown) has the engine also search from the
@@ -58,7 +63,7 @@ class Loss(Protocol):
     params: dict[str, Any]
     link: str
     n_outputs: int | str
-    hessian_informative: bool
+    hessian_informative: bool | None
     convex: bool
     target_domain: str
 
@@ -70,7 +75,7 @@ def declare(
     name: str,
     link: str,
     n_outputs: int | str = 1,
-    hessian_informative: bool = True,
+    hessian_informative: bool | None = True,
     convex: bool = False,
     target_domain: str = "any",
     params: dict[str, Any] | None = None,

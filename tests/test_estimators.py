@@ -281,6 +281,15 @@ def test_multi_target_regression():
     assert model.score(X, targets) > 0.7
 
 
+def test_a_custom_elementwise_loss_for_several_targets_is_still_probed():
+    """The sum over targets used to declare the hessian informative: a
+    pinball loss got Newton leaves from zero hessians."""
+    X, y = _regression()
+    pinball = lambda y, f: jnp.maximum(0.8 * (y - f), -0.2 * (y - f))
+    model = Regressor(loss=pinball, **SMALL).fit(X, np.column_stack([y, -2 * y]))
+    assert model.booster_.leaf_method_ == "line_search"
+
+
 def test_missing_values_are_allowed():
     X, y = _regression()
     X[::7, 0] = np.nan
