@@ -356,7 +356,7 @@ def line_search_leaf_values(
         first bracket.  Else computed here (one more pass and collective).
       reg_lambda: the L2 penalty on each leaf's value (XGBoost's lambda, as
         in :func:`solve_newton`): a loss that falls without bound in a leaf
-        (log loss on a leaf of one class) then has a finite minimiser, about
+        (log loss on a leaf of one class) then has a finite minimiser, of size about
         ``log(leaf weight / reg_lambda)`` there, instead of the step at which
         float32 slopes underflow (17 to 90).  0: the leaf's loss alone.
     Returns:
