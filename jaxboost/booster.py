@@ -655,7 +655,7 @@ class Booster:
         features_array = self._features_for_predict(X)
         features = feature_indices(features, getattr(self, "feature_names_in_", None))
         grid = [grid_from_data(features_array, f, grid_resolution) for f in features]
-        values = partial_dependence(self.forest_, self.init_score_, list(features), grid)
+        values = partial_dependence(self.forest_, self.init_score_, features, grid)
         return grid, np.asarray(values)
 
     def save(self, path) -> None:

@@ -120,7 +120,7 @@ def plot_partial_dependence(
     _check_fitted(model)
     indices = _feature_indices(model, features)
     if len(indices) not in (1, 2):
-        raise ValueError(f"features: expected 1 or 2 features, got {list(features)}")
+        raise ValueError(f"features: expected 1 or 2 features, got {features!r}")
     grid = [grid_from_data(X, index, grid_resolution) for index in indices]
     pd = partial_dependence(model.forest_, model.init_score_, indices, grid)
     names = [_feature_names(model)[index] for index in indices]

@@ -20,7 +20,7 @@ def from_optax(
     link: str = "identity",
     n_outputs: int | str = 1,
     *,
-    hessian_informative: bool = True,
+    hessian_informative: bool | None = None,
     **kwargs: Any,
 ) -> Loss:
     """Wrap an optax loss ``fn(predictions, targets, **kwargs)`` as ``loss(y, f)``.
@@ -34,7 +34,10 @@ def from_optax(
       fn: optax loss taking predictions (or logits) first and targets second.
       link: name of the link from raw scores to predictions (see ``links``).
       n_outputs: raw scores per row, or ``"n_classes"``.
-      hessian_informative: False if the hessian of ``fn`` is zero almost everywhere.
+      hessian_informative: False if the hessian of ``fn`` is zero almost
+        everywhere, True if it is not; None (the default) has the engine probe
+        it on the data at the initial score, as for a plain function (optax's
+        Huber loss has curvature only within ``delta`` of the target).
       **kwargs: keyword arguments passed to ``fn`` on every call, e.g. ``delta``.
     Returns:
       a declared loss named ``"optax:<fn.__name__>"`` whose ``params`` hold
