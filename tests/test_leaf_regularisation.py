@@ -26,9 +26,9 @@ def test_line_search_leaves_of_one_class_stay_finite(classification, name, subsa
     """Depth-6 leaves of one class: the leaf's log loss or exponential loss
     falls without bound, and the unpenalised search stopped where float32
     slopes underflow (3000 rows, 30 rounds: scores of 19 to 90, held-out
-    exponential loss 4e25;
-    with subsampling the training loss rose to 5e9 from the rows each pure
-    sample left out).  The held-out error stays that of Newton leaves."""
+    exponential loss 4e25; with subsampling the training loss rose to 5e9
+    from the rows each pure sample left out).  The held-out error stays that
+    of Newton leaves."""
     X, y, X_test, y_test = classification
     settings = {"n_estimators": 20, "learning_rate": 0.2, "max_depth": 6, "subsample": subsample}
     searched = jb.Booster(loss=name, leaf_method="line_search", **settings).fit(X, y)
