@@ -30,11 +30,30 @@ class SplitChoice(NamedTuple):
     do_split: jax.Array  # bool
 
 
+# outputs summed term by term up to this many (see sum_over_outputs)
+_UNROLLED_OUTPUTS = 16
+
+
+def sum_over_outputs(values: jax.Array) -> jax.Array:
+    """``values.sum(axis=-1)``, as a sum of the last axis' slices when it is
+    short.  XLA on CPU turns every reduction over the short output axis of the
+    split search into a separate pass over the histograms (six per level);
+    written as additions, they fuse into the passes that compute the gains
+    (a 10-class level: about 3x faster)."""
+    n_terms = values.shape[-1]
+    if n_terms > _UNROLLED_OUTPUTS:
+        return jnp.sum(values, axis=-1)
+    total = values[..., 0]
+    for k in range(1, n_terms):
+        total = total + values[..., k]
+    return total
+
+
 def node_score(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) -> jax.Array:
     """``sum_k G_k^2 / (H_k + lambda)`` over the last axis, 0 where ``H + lambda <= 0``."""
     denominator = hess_sum + reg_lambda
     safe = jnp.where(denominator > 0, denominator, 1.0)
-    return jnp.sum(jnp.where(denominator > 0, grad_sum**2 / safe, 0.0), axis=-1)
+    return sum_over_outputs(jnp.where(denominator > 0, grad_sum**2 / safe, 0.0))
 
 
 def _identity(value: jax.Array) -> jax.Array:
@@ -113,7 +132,7 @@ def find_best_splits(
         return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
 
     def child_ok(stats):
-        hess_sum = jnp.sum(stats[..., n_outputs : 2 * n_outputs], axis=-1)
+        hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
         heavy_enough = hess_sum >= min_child_weight
         if stats.shape[-1] == 2 * n_outputs:  # no weight column
             return heavy_enough

@@ -283,3 +283,22 @@ def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monke
             getattr(trimmed.forest_, name), getattr(full.forest_, name), rtol=1e-5, err_msg=name
         )
     np.testing.assert_allclose(trimmed.predict(X), full.predict(X), rtol=1e-5)
+
+
+@pytest.mark.parametrize("leaf_method", ["newton", "line_search"])
+def test_one_tree_per_output_of_a_separable_loss_is_one_model_per_target(leaf_method):
+    # each round's tree k sees only output k's gradients and moves only output k
+    X, y = _regression(n_rows=300)
+    targets = np.stack([y, np.cos(3 * X[:, 2]) + X[:, 3]], axis=1).astype(np.float32)
+    settings = {"n_estimators": 5, "max_depth": 3, "leaf_method": leaf_method}
+    both = jb.Booster(
+        loss=lambda y, f: jnp.sum((y - f) ** 2),
+        n_outputs=2,
+        multi_strategy="one_output_per_tree",
+        **settings,
+    ).fit(X, targets)
+    raw = both.predict_raw(X)
+    for k in range(2):
+        alone = jb.Booster(loss=lambda y, f: (y - f) ** 2, **settings).fit(X, targets[:, k])
+        np.testing.assert_array_equal(both.forest_.feature[k::2], alone.forest_.feature)
+        np.testing.assert_allclose(raw[:, k], alone.predict_raw(X), rtol=1e-5, atol=1e-5)

@@ -121,7 +121,8 @@ def _check_against_brute_force(hist, n_outputs, reg_lambda, min_child_weight, mi
     return choice, gains
 
 
-@pytest.mark.parametrize("n_outputs", [1, 3])
+# 20 outputs: more than split.py sums term by term
+@pytest.mark.parametrize("n_outputs", [1, 3, 20])
 @pytest.mark.parametrize("reg_lambda", [0.0, 1.0, 10.0])
 def test_matches_brute_force(n_outputs, reg_lambda):
     rng = np.random.default_rng(10 * n_outputs + int(reg_lambda))
@@ -130,7 +131,7 @@ def test_matches_brute_force(n_outputs, reg_lambda):
     assert choice.do_split.all()
 
 
-@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("n_outputs", [1, 3, 20])
 def test_min_child_weight_restricts_the_candidates(n_outputs):
     rng = np.random.default_rng(3 + n_outputs)
     hist = _histograms(rng, n_features=3, n_rows=240, n_nodes=4, n_bins=12, n_outputs=n_outputs)
