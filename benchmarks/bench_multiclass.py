@@ -79,7 +79,9 @@ def lightgbm_example(data_dir: Path):
         print(f"data multiclass: skipped, not found in {data_dir}")
         return None
     train, test = (np.loadtxt(path, delimiter="\t", dtype=np.float32) for path in paths)
-    return train[:, 1:], test[:, 1:], train[:, 0], test[:, 0]
+    return tuple(
+        np.ascontiguousarray(part) for part in (train[:, 1:], test[:, 1:], train[:, 0], test[:, 0])
+    )
 
 
 def datasets(args):
