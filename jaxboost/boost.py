@@ -218,7 +218,8 @@ def _grow_one(
 ):
     """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
-    if cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1:
+    one_output = cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1
+    if one_output:
         index = jnp.argmax(output_mask)
         grad_split = lax.dynamic_slice_in_dim(grad, index, 1, axis=1)
         hess_split = lax.dynamic_slice_in_dim(hess_diag, index, 1, axis=1)
@@ -241,7 +242,6 @@ def _grow_one(
         data.bins, stats, edges, params, axis_name, features, stats_scale=scale
     )
     # the sums of the outputs this tree fits, in one pass and one psum
-    one_output = cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1
     totals = leaf_totals(
         LEAF_KERNELS[cfg.leaf_kernels],
         grad_split if one_output else grad,
