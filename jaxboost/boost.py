@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
@@ -388,14 +389,38 @@ def _train_chunk(
 _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS))
 
 
-@functools.lru_cache(maxsize=64)
-def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
+# Live training programs, at most.  XLA's CPU backend maps every compiled
+# program's kernels into memory one by one, about 450 mappings per training
+# program; Linux allows a process 65530 (``vm.max_map_count``), and past it
+# XLA crashes (a segfault in the unwinder, or an abort in compile).  A jitted
+# function keeps a program for every argument shape it has seen, so the cache
+# is keyed on the shapes too and holds one program per entry: a process that
+# fits many data shapes (a grid search, a test suite) frees the oldest.
+LIVE_TRAINING_PROGRAMS = 32
+
+
+def argument_signature(*args) -> tuple:
+    """The shape and dtype of every array leaf of ``args``: what, with the
+    static configuration, decides which compiled program a jitted call runs."""
+    return tuple(
+        (tuple(np.shape(leaf)), str(getattr(leaf, "dtype", type(leaf).__name__)))
+        for leaf in jax.tree.leaves(args)
+    )
+
+
+@functools.lru_cache(maxsize=LIVE_TRAINING_PROGRAMS)
+def train_chunk_program(cfg: BoostConfig, mesh: Mesh, signature: tuple) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
     train_loss)``,
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
-    program, and so does a fit with another ``n_estimators``."""
+    program, and so does a fit with another ``n_estimators``.
+
+    ``signature`` is :func:`argument_signature` of the arguments the program
+    will be called with (``first_round`` and ``n_active`` aside): the program
+    is compiled for those shapes only (see ``LIVE_TRAINING_PROGRAMS``)."""
+    del signature  # a cache key only
     sharded = jax.shard_map(
         functools.partial(_train_chunk, cfg, collective_axis(mesh)),
         mesh=mesh,

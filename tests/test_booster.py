@@ -156,6 +156,21 @@ def test_second_fit_with_the_same_shapes_reuses_the_compiled_programs(make_loss)
     assert (after.hits, after.misses) == (before.hits + 1, before.misses)
 
 
+def test_training_programs_are_one_per_data_shape_and_bounded_in_number():
+    # XLA maps every compiled CPU program into memory, and Linux caps a
+    # process's mappings: a process that fits many data shapes must free old
+    # programs, so each cached program is compiled for one shape only
+    from jaxboost.boost import LIVE_TRAINING_PROGRAMS, train_chunk_program
+
+    X, y = _regression()
+    before = train_chunk_program.cache_info()
+    for n_rows in (40, 120, 280, 40):
+        jb.Booster(loss="squared_error", n_estimators=2, max_depth=2).fit(X[:n_rows], y[:n_rows])
+    after = train_chunk_program.cache_info()
+    assert (after.misses, after.hits) == (before.misses + 3, before.hits + 1)
+    assert after.maxsize == LIVE_TRAINING_PROGRAMS and after.currsize <= LIVE_TRAINING_PROGRAMS
+
+
 @pytest.mark.parametrize(
     "X, y, message",
     [
