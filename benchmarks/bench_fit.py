@@ -14,7 +14,9 @@ Data: ``--data synthetic`` (the default) generates HIGGS-like rows with
 :func:`make_data`, one data set per ``--rows`` value; ``--data binary`` loads
 LightGBM's example data (``binary.train`` / ``binary.test``, 7000 / 500 rows
 of a HIGGS subset) from ``--data-dir`` (default ``../shared/data`` beside the
-repository), and is skipped with a message when the files are absent.
+repository), and is skipped with a message when the files are absent;
+``--data integer`` is the synthetic data with each feature cut into 16
+integer levels (its quantile bands), as counts and ratings are.
 
 Threads: ``--threads`` (default: the usable cores) is LightGBM's
 ``num_threads``, XGBoost's ``nthread`` and, through threadpoolctl, the OpenMP
@@ -25,6 +27,7 @@ every core).  jaxboost runs one device per core (``--devices N``: the first N).
     python benchmarks/bench_fit.py --rows 100000               # quick check
     python benchmarks/bench_fit.py --rows 100000 1000000       # one table per size
     python benchmarks/bench_fit.py --data binary               # LightGBM's example data
+    python benchmarks/bench_fit.py --data integer --rows 100000  # 16 integer levels per feature
     python benchmarks/bench_fit.py --libs jaxboost,lightgbm    # a subset of the libraries
     python benchmarks/bench_fit.py --devices 1                 # jaxboost on one device (one core)
 
@@ -127,12 +130,32 @@ def synthetic(n_rows: int, n_test: int, seed: int) -> BenchData:
     )
 
 
+def integer_valued(n_rows: int, n_test: int, seed: int, levels: int = 16) -> BenchData:
+    """:func:`synthetic` rows with every feature replaced by the number of its
+    training quantile band among ``levels`` (integers ``0 .. levels - 1``), as
+    counts, ratings and flags are: data whose histograms need few bins."""
+    data = synthetic(n_rows, n_test, seed)
+    bands = np.quantile(data.X_train, np.linspace(0, 1, levels + 1)[1:-1], axis=0).T
+
+    def to_levels(X):
+        columns = [np.searchsorted(edges, column) for edges, column in zip(bands, X.T)]
+        return np.ascontiguousarray(np.stack(columns, axis=1).astype(np.float32))
+
+    return data._replace(
+        name=f"synthetic {n_rows} rows, {levels} integer levels per feature",
+        X_train=to_levels(data.X_train),
+        X_test=to_levels(data.X_test),
+        note=f"{data.note}; each feature cut into {levels} quantile bands",
+    )
+
+
 def bench_datasets(args):
     """Yield the requested :class:`BenchData`, one at a time (so only one is held)."""
     for kind in args.data:
-        if kind == "synthetic":
+        if kind in ("synthetic", "integer"):
+            make = synthetic if kind == "synthetic" else integer_valued
             for n_rows in args.rows:
-                yield synthetic(n_rows, args.test_rows, args.seed)
+                yield make(n_rows, args.test_rows, args.seed)
             continue
         loaded = load_binary(args.data_dir)
         if loaded is not None:
@@ -346,9 +369,10 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--data",
         nargs="+",
-        choices=("synthetic", "binary"),
+        choices=("synthetic", "integer", "binary"),
         default=["synthetic"],
-        help="synthetic: make_data, one set per --rows; binary: LightGBM's example data",
+        help="synthetic: make_data, one set per --rows; integer: the same rows cut into 16 "
+        "integer levels per feature; binary: LightGBM's example data",
     )
     parser.add_argument(
         "--data-dir", type=Path, default=DATA_DIR, help="folder of binary.train / binary.test"

@@ -165,6 +165,32 @@ def fit_bin_edges(
     return np.ascontiguousarray(np.concatenate([edges, last], axis=0).T)
 
 
+def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
+    """``edges`` without the value bins no feature uses, so that the
+    histograms of data with few distinct values (integers, flags) are small.
+
+    Keeps the first ``k`` value bins, with ``k + 1`` (the missing bin
+    included) the smallest power of two that holds every feature's used bins,
+    at most ``edges.shape[1] + 1``: fits whose data differ a little share
+    the compiled programs.  The bins cut off are empty for every feature,
+    so a tree grown on the trimmed edges is the one grown on the full ones
+    (the same splits, as every empty bin's split equals the last used bin's
+    and comes after it); only the missing bin's index moves, to ``k``.
+
+    Args:
+      edges: ``(n_features, max_bins)`` float32 from :func:`fit_bin_edges`.
+    Returns:
+      ``(n_features, k)`` float32 with ``2 <= k <= max_bins``: the same bin
+      of every value, and ``+inf`` as the last edge.
+    """
+    max_bins = edges.shape[1]
+    used = int(np.isfinite(edges).sum(axis=1).max(initial=0)) + 1  # value bins
+    n_bins = 1 << max(used, 2).bit_length()  # a power of two > used
+    k = min(n_bins - 1, max_bins)
+    last = np.full((edges.shape[0], 1), np.inf, np.float32)
+    return np.ascontiguousarray(np.concatenate([edges[:, : k - 1], last], axis=1))
+
+
 @jax.jit
 def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
     """Bin index of every value, feature-major.

@@ -18,7 +18,7 @@ import numpy as np
 
 import losses as loss_catalogue
 
-from .binning import fit_bin_edges
+from .binning import fit_bin_edges, trim_unused_bins
 from .boost import (
     HESSIAN_MODES,
     HESSIANS,
@@ -517,19 +517,20 @@ class Booster:
         if devices is None:
             devices = default_training_devices(features.shape[0])
         mesh = make_mesh(devices)
-        check_histogram_memory(
-            int(self.max_depth),
-            features.shape[1],
-            int(self.max_bins) + 1,
-            1 if self.multi_strategy == "one_output_per_tree" else n_outputs,
-            memory_per_device(mesh.local_devices),
-        )
-
         layout = row_layout(features.shape[0], mesh)
         # any integer seed, as the uint32 the hashes take
         seed = np.uint32(0 if self.random_state is None else int(self.random_state) % 2**32)
-        edges = fit_bin_edges(
-            features, int(self.max_bins), seed=seed, first_row=layout.first_row, gather=gather
+        edges = trim_unused_bins(
+            fit_bin_edges(
+                features, int(self.max_bins), seed=seed, first_row=layout.first_row, gather=gather
+            )
+        )
+        check_histogram_memory(
+            int(self.max_depth),
+            features.shape[1],
+            edges.shape[1] + 1,
+            1 if self.multi_strategy == "one_output_per_tree" else n_outputs,
+            memory_per_device(mesh.local_devices),
         )
         replicated_edges = replicated(mesh, edges)
         data = self._shard_rows(mesh, layout, features, replicated_edges, targets, weight)

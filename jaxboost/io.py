@@ -500,9 +500,14 @@ def _check_shapes(state: dict, params: dict) -> None:
             f"expected shape [{n_features} (n_features_in_), "
             f"max_bins in [2, 255]], got {list(edges.shape)}",
         )
-    for key, value in (("max_depth", depth), ("max_bins", edges.shape[1])):
-        if key in params and params[key] != value:
-            raise _fail(f"params.{key}", f"{params[key]!r} differs from the trees' {value}")
+    if "max_depth" in params and params["max_depth"] != depth:
+        raise _fail("params.max_depth", f"{params['max_depth']!r} differs from the trees' {depth}")
+    # a fit keeps only the value bins its features use (binning.trim_unused_bins)
+    if "max_bins" in params and not params["max_bins"] >= edges.shape[1]:
+        raise _fail(
+            "params.max_bins",
+            f"{params['max_bins']!r} is less than the trees' {edges.shape[1]} value bins",
+        )
     if params.get("n_outputs") is not None and params["n_outputs"] != n_outputs:
         raise _fail("params.n_outputs", f"{params['n_outputs']!r} differs from n_outputs_")
 

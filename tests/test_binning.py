@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import apply_bins, apply_bins_native, fit_bin_edges
+from jaxboost.binning import apply_bins, apply_bins_native, fit_bin_edges, trim_unused_bins
 
 # fit_bin_edges does float arithmetic on +-inf (midpoints, np.nanquantile) and takes
 # quantiles of all-NaN columns, which numpy reports as RuntimeWarnings; the results
@@ -250,3 +250,22 @@ def test_native_binning_equals_searchsorted_on_edges_and_between_them(max_bins):
     np.testing.assert_array_equal(
         native, np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
     )
+
+
+@pytest.mark.parametrize(
+    ("distinct_values", "max_bins", "kept_bins"),
+    [(2, 255, 3), (3, 255, 3), (4, 255, 7), (17, 255, 31), (200, 255, 255), (90, 100, 100)],
+)
+def test_trimmed_edges_keep_every_value_in_its_bin(distinct_values, max_bins, kept_bins):
+    rng = np.random.default_rng(distinct_values)
+    X = rng.integers(0, distinct_values, size=(600, 3)).astype(np.float32)
+    X[:, 1] = X[:, 1] % 2  # a flag beside the widest column
+    X[rng.random(600) < 0.1, 2] = np.nan
+    edges, bins = _bin(X, max_bins)
+    trimmed = trim_unused_bins(edges)
+    # the smallest power of two of bins (the missing bin included) that holds
+    # every used bin, so that fits on slightly different data share programs
+    assert trimmed.shape == (3, kept_bins)
+    trimmed_bins = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(trimmed)))
+    np.testing.assert_array_equal(trimmed_bins[~np.isnan(X.T)], bins[~np.isnan(X.T)])
+    _check_contract(X, trimmed, trimmed_bins, kept_bins)

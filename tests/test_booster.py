@@ -287,3 +287,33 @@ def test_one_tree_per_output_of_a_separable_loss_is_one_model_per_target(leaf_me
         alone = jb.Booster(loss=lambda y, f: (y - f) ** 2, **settings).fit(X, targets[:, k])
         np.testing.assert_array_equal(both.forest_.feature[k::2], alone.forest_.feature)
         np.testing.assert_allclose(raw[:, k], alone.predict_raw(X), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("settings", [{}, {"loss": losses.softmax_cross_entropy, "n_outputs": 3}])
+def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monkeypatch):
+    # integer features with missing values use 17 of the 255 value bins
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 17, size=(400, 4)).astype(np.float32)
+    X[rng.random((400, 4)) < 0.1] = np.nan
+    filled = np.nan_to_num(X, nan=8.0)
+    y = (filled[:, 0] + 2 * (filled[:, 1] > 5) + rng.normal(size=400)).astype(np.float32)
+    if settings:
+        y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
+    settings = {"n_estimators": 4, "max_depth": 3, **settings}
+    trimmed = jb.Booster(**settings).fit(X, y)
+    assert trimmed.bin_edges_.shape == (4, 31)  # 32 bins with the missing one
+    import jaxboost.booster
+
+    monkeypatch.setattr(jaxboost.booster, "trim_unused_bins", lambda edges: edges)
+    full = jb.Booster(**settings).fit(X, y)
+    assert full.bin_edges_.shape == (4, 255)
+    # the same splits; sums over fewer bins may round differently in float32
+    for name in ("feature", "threshold", "missing_left"):
+        np.testing.assert_array_equal(
+            getattr(trimmed.forest_, name), getattr(full.forest_, name), err_msg=name
+        )
+    for name in ("split_gain", "leaf_value"):
+        np.testing.assert_allclose(
+            getattr(trimmed.forest_, name), getattr(full.forest_, name), rtol=1e-5, err_msg=name
+        )
+    np.testing.assert_allclose(trimmed.predict(X), full.predict(X), rtol=1e-5)

@@ -352,7 +352,7 @@ DOCUMENT_ERRORS = {
     "n_outputs vs leaf_value": (_set(("state", "n_outputs_"), 2), "leaf_value: expected shape"),
     "rounds vs trees": (_set(("state", "n_estimators_"), 3), "trees do not make"),
     "max_depth vs trees": (_set(("params", "max_depth"), 5), "params.max_depth: 5 differs"),
-    "max_bins vs edges": (_set(("params", "max_bins"), 32), "params.max_bins: 32 differs"),
+    "max_bins vs edges": (_set(("params", "max_bins"), 8), "params.max_bins: 8 is less than"),
     "train_loss length": (_set(("state", "train_loss_"), [1.0]), "expected 5 values"),
     "feature out of range": (
         _edit_forest("feature", lambda a: _first_set(a, N_FEATURES)),
