@@ -391,8 +391,8 @@ _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(
 
 # Live training programs, at most.  XLA's CPU backend maps every compiled
 # program's kernels into memory one by one, about 450 mappings per training
-# program; Linux allows a process 65530 (``vm.max_map_count``), and past it
-# XLA crashes (a segfault in the unwinder, or an abort in compile).  A jitted
+# program; Linux allows a process 65530 (``vm.max_map_count``), and near it
+# XLA fails to load a kernel and then segfaults in the unwinder.  A jitted
 # function keeps a program for every argument shape it has seen, so the cache
 # is keyed on the shapes too and holds one program per entry: a process that
 # fits many data shapes (a grid search, a test suite) frees the oldest.
