@@ -19,7 +19,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
@@ -36,6 +35,7 @@ from .leaves import (
     line_search_leaf_values,
     solve_newton,
 )
+from .programs import one_program_per_shape
 from .quantise import quantise_stats
 from .sampling import feature_mask, row_mask
 from .tree import Tree, TreeParams, grow_tree
@@ -389,38 +389,14 @@ def _train_chunk(
 _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS))
 
 
-# Live training programs, at most.  XLA's CPU backend maps every compiled
-# program's kernels into memory one by one, about 450 mappings per training
-# program; Linux allows a process 65530 (``vm.max_map_count``), and near it
-# XLA fails to load a kernel and then segfaults in the unwinder.  A jitted
-# function keeps a program for every argument shape it has seen, so the cache
-# is keyed on the shapes too and holds one program per entry: a process that
-# fits many data shapes (a grid search, a test suite) frees the oldest.
-LIVE_TRAINING_PROGRAMS = 32
-
-
-def argument_signature(*args) -> tuple:
-    """The shape and dtype of every array leaf of ``args``: what, with the
-    static configuration, decides which compiled program a jitted call runs."""
-    return tuple(
-        (tuple(np.shape(leaf)), str(getattr(leaf, "dtype", type(leaf).__name__)))
-        for leaf in jax.tree.leaves(args)
-    )
-
-
-@functools.lru_cache(maxsize=LIVE_TRAINING_PROGRAMS)
-def train_chunk_program(cfg: BoostConfig, mesh: Mesh, signature: tuple) -> Callable:
+@one_program_per_shape()
+def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
     train_loss)``,
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
-    program, and so does a fit with another ``n_estimators``.
-
-    ``signature`` is :func:`argument_signature` of the arguments the program
-    will be called with (``first_round`` and ``n_active`` aside): the program
-    is compiled for those shapes only (see ``LIVE_TRAINING_PROGRAMS``)."""
-    del signature  # a cache key only
+    program, and so does a fit with another ``n_estimators``."""
     sharded = jax.shard_map(
         functools.partial(_train_chunk, cfg, collective_axis(mesh)),
         mesh=mesh,
@@ -431,7 +407,7 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh, signature: tuple) -> Calla
     return jax.jit(sharded)
 
 
-@functools.lru_cache(maxsize=64)
+@one_program_per_shape()
 def init_score_program(
     loss: Loss, n_outputs: int, mesh: Mesh, leaf_kernels: str = "reference"
 ) -> Callable:
@@ -450,7 +426,7 @@ def init_score_program(
     return jax.jit(sharded)
 
 
-@functools.lru_cache(maxsize=64)
+@one_program_per_shape()
 def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
     """``(data, score (K,)) -> train_loss at score``, jitted and sharded: the
     first training loss of a fit whose initial score is given."""
@@ -465,7 +441,7 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
     return jax.jit(sharded)
 
 
-@functools.lru_cache(maxsize=16)
+@one_program_per_shape()
 def bin_rows_program(mesh: Mesh, native: bool = False) -> Callable:
     """``(X (n_rows, n_features) sharded on rows, edges) -> bins (n_features,
     n_rows)`` sharded on rows: every device bins its own rows (``native``:

@@ -28,7 +28,6 @@ from .boost import (
     BoostConfig,
     Hyper,
     ShardData,
-    argument_signature,
     bin_rows_program,
     init_score_program,
     loss_at_score_program,
@@ -575,9 +574,7 @@ class Booster:
             callbacks or (),
             int(verbose),
         )
-        program = train_chunk_program(
-            cfg, mesh, argument_signature(data, replicated_edges, raw, seed, hyper)
-        )
+        program = train_chunk_program(cfg, mesh)
         chunks, train_loss = [], [float(init_loss)]
         for first_round in range(0, int(self.n_estimators), cfg.rounds_per_chunk):
             n_active = min(cfg.rounds_per_chunk, int(self.n_estimators) - first_round)

@@ -18,6 +18,7 @@ from jax.sharding import PartitionSpec as P
 
 from .devices import ROWS, make_mesh
 from .native_library import load, native_for
+from .programs import one_program_per_shape
 from .shapes import bucket_size, pad_rows
 from .tree import Tree
 
@@ -109,7 +110,7 @@ def _predict_function(devices: Sequence[jax.Device]):
     return predict_forest_native if native else predict_forest
 
 
-@functools.lru_cache(maxsize=16)
+@one_program_per_shape()
 def _sharded_predict_program(mesh, predict) -> jax.stages.Wrapped:
     """``predict`` (either function) with the rows sharded over ``mesh``."""
     sharded = jax.shard_map(

@@ -32,6 +32,7 @@ from .derivatives import Loss, sample_loss
 from .devices import ROWS, make_mesh
 from .precision import in_float32
 from .predict import leaf_of_rows
+from .programs import one_program_per_shape
 from .tree import Tree
 from .validation import as_targets, as_weights, check_loss, check_target_domain
 
@@ -199,7 +200,7 @@ def _refit(
     return jnp.where(trainable, params, start), values
 
 
-@functools.lru_cache(maxsize=32)
+@one_program_per_shape()
 def refit_program(
     loss: Loss, optimizer: optax.GradientTransformationExtraArgs, steps: int, mesh: Mesh
 ) -> Callable:

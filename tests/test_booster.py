@@ -160,15 +160,20 @@ def test_training_programs_are_one_per_data_shape_and_bounded_in_number():
     # XLA maps every compiled CPU program into memory, and Linux caps a
     # process's mappings: a process that fits many data shapes must free old
     # programs, so each cached program is compiled for one shape only
-    from jaxboost.boost import LIVE_TRAINING_PROGRAMS, train_chunk_program
+    from jaxboost.boost import init_score_program, train_chunk_program
+    from jaxboost.programs import LIVE_PROGRAMS
+
+    def fresh_loss(y, f):  # a loss no other test has compiled programs for
+        return 0.5 * (y - f) ** 2
 
     X, y = _regression()
-    before = train_chunk_program.cache_info()
+    before = [program.cache_info() for program in (train_chunk_program, init_score_program)]
     for n_rows in (40, 120, 280, 40):
-        jb.Booster(loss="squared_error", n_estimators=2, max_depth=2).fit(X[:n_rows], y[:n_rows])
-    after = train_chunk_program.cache_info()
-    assert (after.misses, after.hits) == (before.misses + 3, before.hits + 1)
-    assert after.maxsize == LIVE_TRAINING_PROGRAMS and after.currsize <= LIVE_TRAINING_PROGRAMS
+        jb.Booster(loss=fresh_loss, n_estimators=2, max_depth=2).fit(X[:n_rows], y[:n_rows])
+    after = [program.cache_info() for program in (train_chunk_program, init_score_program)]
+    for old, new in zip(before, after):
+        assert (new.misses, new.hits) == (old.misses + 3, old.hits + 1)
+        assert new.maxsize == LIVE_PROGRAMS and new.currsize <= LIVE_PROGRAMS
 
 
 @pytest.mark.parametrize(
