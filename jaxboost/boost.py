@@ -38,6 +38,7 @@ from .leaves import (
 from .programs import one_program_per_shape
 from .quantise import quantise_stats
 from .sampling import feature_mask, row_mask
+from .split import gradient_unit
 from .tree import Tree, TreeParams, grow_tree
 
 LEAF_METHODS = ("newton", "line_search")
@@ -226,7 +227,10 @@ def _grow_one(
         hess_split = lax.dynamic_slice_in_dim(hess_diag, index, 1, axis=1)
     else:
         grad_split, hess_split = grad, hess_diag
-    stats = _split_stats(cfg, grad_split, hess_split, data.weight)
+    # the split search on gradients in a unit where their squared sums stay
+    # within float32 (exact: a power of two)
+    unit = gradient_unit(grad_split, axis_name)
+    stats = _split_stats(cfg, grad_split * unit, hess_split, data.weight)
     scale = None
     if cfg.grad_quant_bins:
         stats, scale = quantise_stats(
@@ -236,12 +240,13 @@ def _grow_one(
         cfg.max_depth,
         hyper.reg_lambda,
         hyper.min_child_weight,
-        hyper.min_split_gain,
+        hyper.min_split_gain * unit * unit,
         cfg.histogram_kernel,
     )
     structure, leaf_of_row = grow_tree(
         data.bins, stats, edges, params, axis_name, features, stats_scale=scale
     )
+    structure = structure._replace(split_gain=structure.split_gain / unit / unit)
     # the sums of the outputs this tree fits, in one pass and one psum
     totals = leaf_totals(
         LEAF_KERNELS[cfg.leaf_kernels],

@@ -56,6 +56,38 @@ def node_score(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) -> j
     return sum_over_outputs(jnp.where(denominator > 0, grad_sum**2 / safe, 0.0))
 
 
+# the gradient unit's exponent is clamped to this: 2^-126 .. 2^126 are normal
+# float32 numbers
+_UNIT_EXPONENT_LIMIT = 126
+
+
+def gradient_unit(grad: jax.Array, axis_name: str | None) -> jax.Array:
+    """A power of two ``u``, the same on every shard, that brings the largest
+    ``|grad|`` over all shards into ``[0.5, 1)``: the split search runs on
+    ``u * grad``, with ``min_split_gain`` times ``u^2`` (multiplied by ``u``
+    twice: ``u^2`` itself may not be a float32).
+
+    Gains square sums of gradients: in float32, sums beyond about 1e19 (targets
+    of scale 1e17 under squared error, or weights that large) overflow and sums
+    below about 1e-19 underflow, and either way no node would split.  A power of
+    two scales exactly, so the splits chosen are those of the unscaled
+    gradients wherever those are finite.
+
+    Args:
+      grad: ``(n_rows, K)`` float32 weighted gradients of one shard.
+    Returns:
+      A float32 scalar ``2^k``, ``|k| <= 126``; 1 where every gradient is 0
+      or one is not finite.
+    """
+    peak = jnp.max(jnp.abs(grad))
+    if axis_name is not None:
+        peak = lax.pmax(peak, axis_name)
+    _, exponent = jnp.frexp(peak)  # peak = m 2^exponent, m in [0.5, 1)
+    exponent = jnp.clip(-exponent, -_UNIT_EXPONENT_LIMIT, _UNIT_EXPONENT_LIMIT)
+    unit = jnp.ldexp(jnp.float32(1.0), exponent)
+    return jnp.where(jnp.isfinite(peak) & (peak > 0), unit, jnp.float32(1.0))
+
+
 def _identity(value: jax.Array) -> jax.Array:
     return value
 

@@ -177,6 +177,36 @@ def test_training_programs_are_one_per_data_shape_and_bounded_in_number():
 
 
 @pytest.mark.parametrize(
+    ("target_scale", "weight", "quantised"),
+    [
+        (1e17, 1.0, False),
+        (1e-22, 1.0, False),
+        (1.0, 1e17, False),
+        (1.0, 1e-20, False),
+        (1.0, 1e17, True),
+    ],
+)
+def test_targets_and_weights_of_extreme_scale_give_the_scaled_model(
+    target_scale, weight, quantised
+):
+    # squared error is scale-equivariant: targets times s give the model times
+    # s; weights times w with reg_lambda and min_child_weight times w give the
+    # same model.  Float32 split gains (squared gradient sums) used to
+    # overflow or underflow at these scales, and no node split
+    X, y = _regression(n_rows=600)
+    settings = {"n_estimators": 8, "max_depth": 3, "use_quantized_grad": quantised}
+    reference = jb.Booster(**settings).fit(X, y).predict(X)
+    model = jb.Booster(**settings, reg_lambda=weight, min_child_weight=1e-3 * weight).fit(
+        X,
+        (y * np.float32(target_scale)).astype(np.float32),
+        sample_weight=np.full(len(y), weight, np.float32),
+    )
+    np.testing.assert_allclose(
+        model.predict(X) / target_scale, reference, rtol=1e-5, atol=1e-5 * np.std(reference)
+    )
+
+
+@pytest.mark.parametrize(
     "X, y, message",
     [
         (np.zeros(10), np.zeros(10), "X: expected a 2-D array"),

@@ -278,3 +278,21 @@ def test_the_search_split_between_devices_picks_what_the_whole_search_picks():
                 getattr(by_device, field)[device], getattr(whole, field), err_msg=field
             )
     assert np.all(whole.feature[:3] == 0) and whole.do_split.all()
+
+
+@pytest.mark.parametrize("peak", [3e-36, 1e-19, 0.7, 1.0, 5e12, 2e35])
+def test_gradient_unit_is_a_power_of_two_that_brings_the_peak_into_half_to_one(peak):
+    from jaxboost.split import gradient_unit
+
+    grad = jnp.asarray([[0.1 * peak], [-peak], [0.0]], jnp.float32)
+    unit = float(gradient_unit(grad, None))
+    mantissa, _ = np.frexp(unit)
+    assert mantissa == 0.5  # a power of two: scaling by it is exact
+    assert 0.5 <= np.float32(peak) * unit < 1.0
+
+
+def test_gradient_unit_of_zero_or_non_finite_gradients_is_one():
+    from jaxboost.split import gradient_unit
+
+    assert float(gradient_unit(jnp.zeros((4, 2)), None)) == 1.0
+    assert float(gradient_unit(jnp.asarray([[1.0], [jnp.inf]]), None)) == 1.0
