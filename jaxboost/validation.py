@@ -28,6 +28,37 @@ def feature_names(X: Any) -> list[str] | None:
     return [str(column) for column in columns]
 
 
+class Float32RangeError(ValueError):
+    """A finite input value that float32, in which jaxboost computes, cannot hold."""
+
+
+def _as_float32(values: Any, name: str, original: Callable[[], np.ndarray] | None = None):
+    """``values`` cast to float32, or a :class:`Float32RangeError` naming the
+    first entry that was finite but is beyond float32's range (without numpy's overflow
+    warning).  ``original`` gives the values in their own precision when
+    ``values`` is not an array (default: ``np.asarray(values)``)."""
+    with np.errstate(over="ignore"):
+        array = (
+            values.to_numpy(dtype=np.float32, na_value=np.nan)
+            if original is not None
+            else np.asarray(values, dtype=np.float32)
+        )
+    infinite = np.isinf(array)
+    if infinite.any():
+        before = original() if original is not None else np.asarray(values)
+        if before.dtype.kind in "fiu":
+            overflow = infinite & np.isfinite(before)
+            if overflow.any():
+                index = np.unravel_index(np.argmax(overflow), overflow.shape)
+                where = ", ".join(f"{axis} {int(i)}" for axis, i in zip(("row", "column"), index))
+                raise Float32RangeError(
+                    f"{name}: {before[index].item()!r} ({where}) is beyond float32's range "
+                    f"(magnitude at most {np.finfo(np.float32).max:.3g}); jaxboost computes "
+                    "in float32, so rescale these values"
+                )
+    return array
+
+
 def as_features(X: Any, name: str = "X") -> np.ndarray:
     """``(n_rows, n_features)`` float32 with NaN for missing, or a clear error.
 
@@ -45,9 +76,11 @@ def as_features(X: Any, name: str = "X") -> np.ndarray:
         _check_numeric_columns(X, name)
     try:
         if pandas_frame:  # nullable columns hold pd.NA
-            array = X.to_numpy(dtype=np.float32, na_value=np.nan)
+            array = _as_float32(X, name, lambda: X.to_numpy(dtype=np.float64, na_value=np.nan))
         else:
-            array = np.asarray(X, dtype=np.float32)
+            array = _as_float32(X, name)
+    except Float32RangeError:
+        raise
     except (TypeError, ValueError) as error:
         raise ValueError(
             f"{name}: expected a numeric 2-D array, could not convert it to float32: {error}"
@@ -78,7 +111,9 @@ def _check_numeric_columns(frame: Any, name: str) -> None:
 def as_targets(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
     """``(n_rows,)`` or ``(n_rows, n_targets)`` finite float32 targets."""
     try:
-        targets = np.asarray(y, dtype=np.float32)
+        targets = _as_float32(y, name)
+    except Float32RangeError:
+        raise
     except (TypeError, ValueError) as error:
         raise ValueError(f"{name}: expected numeric targets: {error}") from None
     if targets.ndim not in (1, 2) or targets.shape[0] != n_rows:
@@ -110,7 +145,7 @@ def as_weights(sample_weight: Any, n_rows: int, name: str = "sample_weight") -> 
     """``(n_rows,)`` finite, non-negative float32 weights, not all zero (ones if None)."""
     if sample_weight is None:
         return np.ones(n_rows, np.float32)
-    weight = np.asarray(sample_weight, dtype=np.float32)
+    weight = _as_float32(sample_weight, name)
     if weight.shape != (n_rows,):
         raise ValueError(f"{name}: expected shape ({n_rows},), got {weight.shape}")
     if not np.all(np.isfinite(weight)) or np.any(weight < 0) or not np.any(weight > 0):

@@ -1,6 +1,7 @@
 """Mistakes become clear errors at the boundary, never a JAX trace or a bad model."""
 
 import os
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -195,3 +196,24 @@ def test_pandas_missing_values_of_nullable_columns_are_missing(data):
     np.testing.assert_array_equal(model.predict(nullable), model.predict(plain))
     twin = jb.Booster(n_estimators=5, max_depth=2).fit(plain, y)
     np.testing.assert_array_equal(model.predict(plain), twin.predict(plain))
+
+
+@pytest.mark.parametrize("argument", ["X", "y", "sample_weight"])
+def test_finite_values_beyond_float32_are_named_not_called_infinite(data, argument):
+    X, y = data
+    arrays = {
+        "X": X.astype(np.float64),
+        "y": y.astype(np.float64),
+        "sample_weight": np.ones(len(y)),
+    }
+    position = (4, 1) if argument == "X" else (4,)
+    arrays[argument][position] = -1e300
+    where = "row 4, column 1" if argument == "X" else "row 4"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no numpy overflow warning
+        with pytest.raises(
+            ValueError, match=f"{argument}: -1e\\+300 \\({where}\\) is beyond float32"
+        ):
+            jb.Booster(n_estimators=2).fit(
+                arrays["X"], arrays["y"], sample_weight=arrays["sample_weight"]
+            )
