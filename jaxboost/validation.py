@@ -32,20 +32,22 @@ class Float32RangeError(ValueError):
     """A finite input value that float32, in which jaxboost computes, cannot hold."""
 
 
-def _as_float32(values: Any, name: str, original: Callable[[], np.ndarray] | None = None):
-    """``values`` cast to float32, or a :class:`Float32RangeError` naming the
-    first entry that was finite but is beyond float32's range (without numpy's overflow
-    warning).  ``original`` gives the values in their own precision when
-    ``values`` is not an array (default: ``np.asarray(values)``)."""
+def _frame_to_numpy(frame: Any, dtype: Any) -> np.ndarray:
+    """A pandas DataFrame's values, ``pd.NA`` as NaN (float64 for ``dtype=None``)."""
+    return frame.to_numpy(dtype=np.float64 if dtype is None else dtype, na_value=np.nan)
+
+
+def _as_float32(
+    values: Any, name: str, to_array: Callable[[Any, Any], np.ndarray] = np.asarray
+) -> np.ndarray:
+    """``to_array(values, np.float32)``, or a :class:`Float32RangeError` naming
+    the first entry that is finite in ``to_array(values, None)`` but beyond
+    float32's range (and no numpy overflow warning)."""
     with np.errstate(over="ignore"):
-        array = (
-            values.to_numpy(dtype=np.float32, na_value=np.nan)
-            if original is not None
-            else np.asarray(values, dtype=np.float32)
-        )
+        array = to_array(values, np.float32)
     infinite = np.isinf(array)
     if infinite.any():
-        before = original() if original is not None else np.asarray(values)
+        before = to_array(values, None)
         if before.dtype.kind in "fiu":
             overflow = infinite & np.isfinite(before)
             if overflow.any():
@@ -75,10 +77,8 @@ def as_features(X: Any, name: str = "X") -> np.ndarray:
     if pandas_frame:
         _check_numeric_columns(X, name)
     try:
-        if pandas_frame:  # nullable columns hold pd.NA
-            array = _as_float32(X, name, lambda: X.to_numpy(dtype=np.float64, na_value=np.nan))
-        else:
-            array = _as_float32(X, name)
+        # (nullable DataFrame columns hold pd.NA)
+        array = _as_float32(X, name, _frame_to_numpy if pandas_frame else np.asarray)
     except Float32RangeError:
         raise
     except (TypeError, ValueError) as error:

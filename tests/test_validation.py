@@ -217,3 +217,13 @@ def test_finite_values_beyond_float32_are_named_not_called_infinite(data, argume
             jb.Booster(n_estimators=2).fit(
                 arrays["X"], arrays["y"], sample_weight=arrays["sample_weight"]
             )
+
+
+def test_a_dataframe_value_beyond_float32_is_named(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    frame = pd.DataFrame(X.astype(np.float64), columns=[f"f{i}" for i in range(X.shape[1])])
+    frame["count"] = pd.array([1] * (len(y) - 1) + [None], dtype="Int64")  # pd.NA is missing
+    frame.iloc[7, 0] = 5e40
+    with pytest.raises(ValueError, match="X: 5e\\+40 \\(row 7, column 0\\) is beyond float32"):
+        jb.Booster(n_estimators=2).fit(frame, y)
