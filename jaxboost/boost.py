@@ -166,6 +166,7 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
             axis_name,
             LEAF_KERNELS[cfg.leaf_kernels],
             leaf_weight=totals.weight,
+            score_sum=totals.score,
             narrow=cfg.narrow_line_search,
             start=_derivatives_along(totals, direction),
             reg_lambda=_line_search_penalty(cfg, hyper),
@@ -258,6 +259,8 @@ def _grow_one(
         axis_name,
         # (the Armijo check's losses at the start, in the same pass)
         row_loss=sample_loss(cfg.loss, data.y, raw) if cfg.armijo else None,
+        # (the line search's resolution: the scores' magnitude)
+        raw=raw if cfg.leaf_method == "line_search" else None,
     )
     if one_output:  # the tree's output's sums in its column, 0 in the others
         totals = totals._replace(

@@ -29,6 +29,10 @@ _NARROW_AFTER = 2
 _NARROW_FRACTION = 16
 _NARROW_MIN_ROWS = 64
 _RELATIVE_TOLERANCE = 1e-7
+# a leaf's step is searched at least to this fraction of its rows' mean score
+# magnitude (the learning rate then scales the step; float32 scores resolve
+# about 1.2e-7 of their magnitude)
+_STEP_RESOLUTION = 1e-5
 _FLAT_SLOPE = 1e-5
 _ARMIJO_C = 1e-4
 _ARMIJO_HALVINGS = 20
@@ -64,6 +68,9 @@ class LeafTotals(NamedTuple):
     weight: jax.Array  # (n_leaves,) sample weights
     # (n_leaves,) weighted losses at the scores of the gradients, where asked for
     loss: jax.Array | None = None
+    # (n_leaves,) weighted sums of the scores' magnitude, mean_k |raw_ik|, where
+    # asked for (they set the line search's resolution)
+    score: jax.Array | None = None
 
 
 def leaf_totals(
@@ -75,21 +82,24 @@ def leaf_totals(
     n_leaves: int,
     axis_name,
     row_loss: jax.Array | None = None,
+    raw: jax.Array | None = None,
 ) -> LeafTotals:
     """Every leaf's gradient, hessian and weight sums (and weighted loss, with
-    ``row_loss``) in one pass over the rows and one ``psum`` (with the native
-    kernels: summed in float64).
+    ``row_loss``; weighted score magnitude, with ``raw``) in one pass over the
+    rows and one ``psum`` (with the native kernels: summed in float64).
 
     Args:
       grad: ``(n_rows, K)``; hess: ``(n_rows, K)`` or ``(n_rows, K, K)``;
       weight: ``(n_rows,)``; leaf_of_row: ``(n_rows,)`` int32;
       row_loss: ``(n_rows,)`` unweighted per-row losses, or None.
+      raw: ``(n_rows, K)`` raw scores, or None.
     """
     n_rows, n_outputs = grad.shape
     hess_columns = hess.reshape(n_rows, -1)
     columns = [grad, hess_columns, weight[:, None]]
-    if row_loss is not None:
-        columns.append((weight * row_loss)[:, None])
+    optional = {"loss": row_loss, "score": None if raw is None else _score_magnitude(raw)}
+    asked = [name for name, value in optional.items() if value is not None]
+    columns += [(weight * optional[name])[:, None] for name in asked]
     values = jnp.concatenate(columns, axis=1).T  # (V, n_rows)
     total = _sum_by_leaf(kernels, values, leaf_of_row, n_leaves, axis_name)
     hess_sum = total[:, n_outputs : n_outputs + hess_columns.shape[1]]
@@ -98,8 +108,13 @@ def leaf_totals(
         grad=total[:, :n_outputs],
         hess=hess_sum.reshape(n_leaves, *hess.shape[1:]),
         weight=total[:, weight_column],
-        loss=None if row_loss is None else total[:, weight_column + 1],
+        **{name: total[:, weight_column + 1 + i] for i, name in enumerate(asked)},
     )
+
+
+def _score_magnitude(raw: jax.Array) -> jax.Array:
+    """``(n_rows,)`` mean over outputs of ``|raw|`` ``(n_rows, K)``."""
+    return jnp.mean(jnp.abs(raw), axis=1)
 
 
 def solve_newton(grad_sum: jax.Array, hess_sum: jax.Array, reg_lambda: float) -> jax.Array:
@@ -194,8 +209,8 @@ def _bracket(derivatives, active, initial_scale):
 
 
 def _unconverged(state: _SearchState, solvable, width_tolerance) -> jax.Array:
-    """``(m,)`` bool: problems whose bracket and step are above tolerance (a
-    fraction of the first bracket, or float32 resolution of the ends)."""
+    """``(m,)`` bool: problems whose bracket and step are above tolerance
+    (``width_tolerance``, or float32 resolution of the ends)."""
     resolution = _FLOAT32_EPS * jnp.maximum(jnp.abs(state.lower), jnp.abs(state.upper))
     tolerance = jnp.maximum(width_tolerance, resolution)
     return solvable & (state.upper - state.lower > tolerance) & (state.step_size > tolerance)
@@ -243,6 +258,7 @@ def minimise_scalar(
     active: jax.Array,
     initial_scale: jax.Array,
     narrow: Callable[[jax.Array, jax.Array], tuple[jax.Array, Callable]] | None = None,
+    resolution: jax.Array | float = jnp.inf,
 ) -> jax.Array:
     """Minimise many convex one-dimensional functions at once.
 
@@ -252,7 +268,9 @@ def minimise_scalar(
     two points, where bisection halves it), the first grid point replaced by
     the previous Newton step where the second derivative is positive and that
     step stays inside the bracket.  The search ends when the bracket or the
-    Newton step is below float32 resolution, or, with a positive second
+    Newton step is below a fraction of the first bracket (``resolution``
+    where that is smaller) or below float32 resolution of its ends, or, with
+    a positive second
     derivative, when the slope at the first point is zero up to the rounding
     of its sum (the Newton step from there is the result).
     Every iteration is one sum over rows and shards (one collective), so two
@@ -279,12 +297,19 @@ def minimise_scalar(
       active: ``(m,)`` bool; inactive problems (empty leaves) return 0.
       initial_scale: ``(m,)`` positive first bracket half-width.
       narrow: optional, as above.
+      resolution: ``(m,)`` or a scalar: the search resolves the minimisers
+        at least this finely.  The first bracket's size is an absolute guess
+        (1 for a function without curvature), so a minimiser of scale 1e-9
+        needs it.
     Returns:
       ``(m,)`` float32 minimisers; 0 where inactive or where no bracket was
       found (a function that is flat or decreasing everywhere).
     """
     lower, upper, solvable = _bracket(derivatives, active, initial_scale)
-    width_tolerance = _RELATIVE_TOLERANCE * jnp.maximum(upper - lower, 1e-3 * initial_scale)
+    # a fraction of the first bracket, or finer where the caller asks
+    width_tolerance = jnp.minimum(
+        _RELATIVE_TOLERANCE * jnp.maximum(upper - lower, 1e-3 * initial_scale), resolution
+    )
     unconverged = functools.partial(
         _unconverged, solvable=solvable, width_tolerance=width_tolerance
     )
@@ -321,6 +346,7 @@ def line_search_leaf_values(
     axis_name: str | None = None,
     kernels: LeafKernels = LEAF_KERNELS["reference"],
     leaf_weight: jax.Array | None = None,
+    score_sum: jax.Array | None = None,
     narrow: bool = False,
     start: tuple[jax.Array, jax.Array] | None = None,
     reg_lambda: float | jax.Array = 0.0,
@@ -348,6 +374,12 @@ def line_search_leaf_values(
       leaf_weight: ``(n_leaves,)`` each leaf's summed ``weight`` where the
         caller has it (:class:`LeafTotals`); else summed here (one more pass
         over the rows and one more collective).
+      score_sum: ``(n_leaves,)`` each leaf's summed ``weight * mean_k |raw|``
+        where the caller has it (:class:`LeafTotals` ``score``); else summed
+        here, with ``leaf_weight``.  The search resolves each leaf's step at
+        least to ``_STEP_RESOLUTION`` of its rows' mean score magnitude, so
+        that targets of scale 1e-9 get leaf values about as exact, relatively,
+        as targets of scale 1.
       narrow: narrow the search to the rows whose slope changes, as above
         (static).
       start: ``(slope, curvature)``, each ``(n_leaves,)``: every leaf's first
@@ -389,8 +421,9 @@ def line_search_leaf_values(
         offset = constant_sums[:, :, None]
         return fits, functools.partial(derivatives, rows=changing, axis_name=None, offset=offset)
 
-    if leaf_weight is None:
-        leaf_weight = _sum_rows(weight, leaf_of_row, n_leaves, axis_name)
+    if leaf_weight is None or score_sum is None:
+        per_row = jnp.stack([weight, weight * _score_magnitude(raw)], axis=1)
+        leaf_weight, score_sum = _sum_rows(per_row, leaf_of_row, n_leaves, axis_name).T
     if start is None:  # (the penalty included)
         slope, curvature, _, _ = derivatives(jnp.zeros((n_leaves, 1), raw.dtype))
         slope, curvature = slope[:, 0], curvature[:, 0]
@@ -402,7 +435,12 @@ def line_search_leaf_values(
     # bracket grows geometrically anyway
     initial_scale = jnp.where(curvature > 0, jnp.clip(2.0 * newton, 1e-4, 1.0), 1.0)
     active = (leaf_weight > 0) & jnp.any(direction != 0, axis=1)
-    step = minimise_scalar(derivatives, active, initial_scale, narrow_rows if narrow else None)
+    score_scale = score_sum / jnp.where(leaf_weight > 0, leaf_weight, 1.0)
+    largest = jnp.max(jnp.abs(direction), axis=1)
+    resolution = _STEP_RESOLUTION * score_scale / jnp.where(largest > 0, largest, 1.0)
+    step = minimise_scalar(
+        derivatives, active, initial_scale, narrow_rows if narrow else None, resolution
+    )
     return step[:, None] * direction
 
 

@@ -206,6 +206,19 @@ def test_targets_and_weights_of_extreme_scale_give_the_scaled_model(
     )
 
 
+@pytest.mark.parametrize("target_scale", [1e-6, 1e-9])
+def test_a_quantile_model_of_small_targets_is_the_scaled_model(target_scale):
+    # line-search leaves were resolved to about 2e-7 in absolute terms: the
+    # leaves of targets of scale 1e-6 were off by up to 70%, of 1e-9 entirely
+    X, y = _regression(n_rows=600)
+    settings = {"loss": losses.quantile(0.7), "n_estimators": 8, "max_depth": 3}
+    reference = jb.Booster(**settings).fit(X, y).predict(X)
+    model = jb.Booster(**settings).fit(X, (y * np.float32(target_scale)).astype(np.float32))
+    np.testing.assert_allclose(
+        model.predict(X) / target_scale, reference, rtol=1e-4, atol=1e-4 * np.std(reference)
+    )
+
+
 @pytest.mark.parametrize(
     "X, y, message",
     [

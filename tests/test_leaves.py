@@ -88,6 +88,34 @@ def test_line_search_gives_the_weighted_quantile_of_each_leaf(alpha):
         np.testing.assert_allclose(values[leaf, 0], expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("scale", [1e-9, 1e-6, 1e3])
+@pytest.mark.parametrize("offset", [0.0, 1.0])
+def test_pinball_leaves_are_exact_at_any_scale_of_the_targets(scale, offset):
+    # the first bracket is [-1, 1] whatever the targets: its size once set the
+    # search's tolerance (2e-7), so leaves of targets of scale 1e-6 were off
+    # by 70% of their value; now the scores' magnitude sets a finer one (and
+    # scores all 0, the first round from a zero start, leave float32's)
+    rng, leaf_of_row, weight = _leaf_data(5)
+    y = (rng.normal(size=leaf_of_row.size) * scale).astype(np.float32)
+    raw = (offset * scale * rng.uniform(0.5, 1.5, (leaf_of_row.size, 1))).astype(np.float32)
+    values = line_search_leaf_values(
+        losses.quantile(0.7),
+        jnp.asarray(y),
+        jnp.asarray(raw),
+        jnp.asarray(weight),
+        jnp.asarray(leaf_of_row),
+        jnp.ones((5, 1)),
+        narrow=True,
+    )
+    residual = y - raw[:, 0]
+    expected = [
+        inverted_cdf_quantile(residual[leaf_of_row == leaf], weight[leaf_of_row == leaf], 0.7)
+        for leaf in range(5)
+    ]
+    # (the search resolves steps to 1e-5 of the scores' magnitude, about scale)
+    np.testing.assert_allclose(values[:, 0], expected, rtol=1e-5, atol=2e-5 * scale)
+
+
 def test_line_search_on_squared_error_is_the_weighted_mean_residual():
     rng, leaf_of_row, weight = _leaf_data(3)
     y = rng.normal(size=leaf_of_row.size).astype(np.float32)
@@ -348,6 +376,30 @@ def test_leaf_totals_sum_gradients_hessians_and_weights_by_leaf(kernels, hessian
     np.testing.assert_allclose(totals.hess, expected_hess, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(totals.weight, one_hot.T @ weight, rtol=1e-5, atol=1e-5)
     assert np.all(np.asarray(totals.grad)[-1] == 0) and totals.weight[-1] == 0
+    assert totals.loss is None and totals.score is None
+
+
+@pytest.mark.parametrize("kernels", sorted(LEAF_KERNELS))
+def test_leaf_totals_sum_the_scores_magnitude_and_the_loss_when_asked(kernels):
+    rng = np.random.default_rng(4)
+    n_rows, n_leaves = 300, 4
+    grad, hess = (rng.normal(size=(n_rows, 2)).astype(np.float32) for _ in range(2))
+    weight = rng.uniform(size=n_rows).astype(np.float32)
+    raw = rng.normal(size=(n_rows, 2)).astype(np.float32)
+    row_loss = rng.uniform(size=n_rows).astype(np.float32)
+    leaf_of_row = rng.integers(0, n_leaves, n_rows).astype(np.int32)
+    one_hot = np.eye(n_leaves)[leaf_of_row]
+    for asked in ({"raw": raw}, {"row_loss": row_loss}, {"raw": raw, "row_loss": row_loss}):
+        totals = leaf_totals(
+            LEAF_KERNELS[kernels], grad, hess, weight, leaf_of_row, n_leaves, None, **asked
+        )
+        expected_score = one_hot.T @ (weight * np.abs(raw).mean(axis=1))
+        expected_loss = one_hot.T @ (weight * row_loss)
+        if "raw" in asked:
+            np.testing.assert_allclose(totals.score, expected_score, rtol=1e-5)
+        if "row_loss" in asked:
+            np.testing.assert_allclose(totals.loss, expected_loss, rtol=1e-5)
+        np.testing.assert_allclose(totals.weight, one_hot.T @ weight, rtol=1e-5)
 
 
 @pytest.mark.parametrize("loss_name", ["log_cosh", "quantile"])
