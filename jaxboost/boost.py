@@ -137,6 +137,15 @@ def _split_stats(cfg: BoostConfig, grad, hess_diag, weight) -> jax.Array:
     return jnp.concatenate([grad, hess_diag], axis=1)
 
 
+def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
+    """Split gains ``(n_nodes,)`` of gradients times ``unit`` (see
+    :func:`jaxboost.split.gradient_unit`) in the gradients' own units, clipped
+    to float32's positive range where a node splits: a gain > 0 is what marks
+    a split (:mod:`jaxboost.inspection`), even one that underflows unscaled."""
+    finfo = jnp.finfo(jnp.float32)
+    return jnp.where(gain > 0, jnp.clip(gain / unit / unit, finfo.tiny, finfo.max), 0.0)
+
+
 def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name):
     """``(2^D, K)`` leaf values (learning rate not applied), from the leaves'
     ``totals`` (:class:`jaxboost.leaves.LeafTotals` of the masked outputs).
@@ -247,7 +256,7 @@ def _grow_one(
     structure, leaf_of_row = grow_tree(
         data.bins, stats, edges, params, axis_name, features, stats_scale=scale
     )
-    structure = structure._replace(split_gain=structure.split_gain / unit / unit)
+    structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
     # the sums of the outputs this tree fits, in one pass and one psum
     totals = leaf_totals(
         LEAF_KERNELS[cfg.leaf_kernels],
