@@ -270,9 +270,8 @@ def minimise_scalar(
     step stays inside the bracket.  The search ends when the bracket or the
     Newton step is below a fraction of the first bracket (``resolution``
     where that is smaller) or below float32 resolution of its ends, or, with
-    a positive second
-    derivative, when the slope at the first point is zero up to the rounding
-    of its sum (the Newton step from there is the result).
+    a positive second derivative, when the slope at the first point is zero
+    up to the rounding of its sum (the Newton step from there is the result).
     Every iteration is one sum over rows and shards (one collective), so two
     points per sum take a pinball loss from about 24 iterations to 15; more
     points cost more work over the rows than the iterations they save.  On a
