@@ -19,6 +19,8 @@ from jax import lax
 from .native_library import load
 
 DEFAULT_SAMPLE_SIZE = 200_000
+# rows per tile of the native kernels' bins (kBinTileRows in native/bin_tiles.h)
+TILE_ROWS = 32768
 
 
 def _upper_edges_exact(sorted_sample: np.ndarray, n_edges: int) -> np.ndarray:
@@ -216,9 +218,34 @@ def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
 
 
 @jax.jit
+def tile_bins(bins: jax.Array) -> jax.Array:
+    """``(n_features, n_rows)`` bins stored as the native kernels read them:
+    by tiles of :data:`TILE_ROWS` rows, each tile feature after feature.
+
+    Tile ``t`` holds rows ``[t T, t T + pitch)`` of every feature (``pitch``
+    is ``T``, or the rows left in the last tile), so the bin of ``(f, r)`` is
+    at flat position ``(r // T) * n_features * T + f * pitch + r % T``; with
+    at most ``T`` rows nothing moves.  Column-major, the four features a
+    histogram pass reads at once lie ``n_rows`` bytes apart, and at some row
+    counts those reads conflict in the memory system (``native/bin_tiles.h``,
+    ``benchmarks/README.md``); within a tile they are ``T`` bytes apart.
+
+    Returns:
+      ``(n_features, n_rows)`` uint8: the same shape, the bytes reordered.
+    """
+    n_features, n_rows = bins.shape
+    n_full = n_rows // TILE_ROWS
+    full = n_full * TILE_ROWS
+    tiles = bins[:, :full].reshape(n_features, n_full, TILE_ROWS).transpose(1, 0, 2)
+    rest = bins[:, full:]
+    return jnp.concatenate([tiles.reshape(-1), rest.reshape(-1)]).reshape(n_features, n_rows)
+
+
+@jax.jit
 def apply_bins_native(X: jax.Array, edges: jax.Array) -> jax.Array:
     """:func:`apply_bins` by the native CPU kernel (``native/binning.cc``, a
-    branchless binary search per value): the same arguments and result."""
+    branchless binary search per value), stored as the native kernels read
+    it: ``tile_bins(apply_bins(X, edges))``."""
     load()
     result = jax.ShapeDtypeStruct((X.shape[1], X.shape[0]), jnp.uint8)
     return jax.ffi.ffi_call("jaxboost_apply_bins", result, vmap_method="sequential")(X, edges)

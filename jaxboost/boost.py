@@ -462,7 +462,9 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
 def bin_rows_program(mesh: Mesh, native: bool = False) -> Callable:
     """``(X (n_rows, n_features) sharded on rows, edges) -> bins (n_features,
     n_rows)`` sharded on rows: every device bins its own rows (``native``:
-    with the native CPU kernel)."""
+    with the native CPU kernel, each shard stored by tiles of rows as the
+    native histogram and routing kernels read it, see
+    :func:`jaxboost.binning.tile_bins`)."""
     sharded = jax.shard_map(
         apply_bins_native if native else apply_bins,
         mesh=mesh,

@@ -27,7 +27,8 @@ def native_level_histograms(
     """One level's histograms, from its parents' when ``parent`` is given.
 
     Args:
-      bins: ``(n_features, n_rows)`` uint8 bin of every value.
+      bins: ``(n_features, n_rows)`` uint8 bin of every value, stored by
+        tiles of rows (:func:`jaxboost.binning.tile_bins`).
       node_of_row: ``(n_rows,)`` int32 node within the level.
       row_stats: ``(n_rows, n_stats)`` float32 statistics to sum.
       n_nodes: nodes in the level (``2 * parents`` below the root).

@@ -29,6 +29,8 @@ SOURCES = tuple(
     Path(__file__).with_name("native") / name
     for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc", "route.cc")
 )
+# included by the sources: part of what a cached build was built from
+HEADERS = (Path(__file__).with_name("native") / "bin_tiles.h",)
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _ENV_CACHE = "JAXBOOST_CACHE_DIR"
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
@@ -68,7 +70,7 @@ def build_library() -> Path:
     cached; returns the shared library's path."""
     include = jax.ffi.include_dir()
     key = hashlib.sha256()
-    for source in SOURCES:
+    for source in SOURCES + HEADERS:
         key.update(source.read_bytes())
     key.update(" ".join((jax.__version__, version("jaxlib"), *_FLAGS)).encode())
     library = _cache_directory() / f"kernels-{key.hexdigest()[:16]}.so"

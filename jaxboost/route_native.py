@@ -24,7 +24,8 @@ def native_route_rows(
     missing_bin: int,
 ) -> jax.Array:
     """:func:`jaxboost.tree.route_rows` in C++: the same arguments (``bins
-    (n_features, n_rows)`` uint8, ``node_of_row (n_rows,)`` int32, ``feature``,
+    (n_features, n_rows)`` uint8, stored by tiles of rows as
+    :func:`jaxboost.binning.tile_bins` gives them, ``node_of_row (n_rows,)`` int32, ``feature``,
     ``threshold_bin``, ``missing_left`` ``(n_nodes,)``) and the same ``(n_rows,)``
     int32 node within the next level."""
     load()

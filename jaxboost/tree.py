@@ -66,7 +66,8 @@ def _level_by_level(build) -> HistogramKernel:
 
 
 # histogram kernels by name: the plain reference, the packed CPU kernel (XLA)
-# and the native CPU kernel (C++, with subtraction)
+# and the native CPU kernel (C++, with subtraction; its bins stored by tiles of
+# rows, jaxboost.binning.tile_bins, as the native binning kernel writes them)
 HISTOGRAM_KERNELS = {
     "reference": _level_by_level(build_histograms),
     "packed": _level_by_level(build_histograms_packed),

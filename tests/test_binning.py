@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import apply_bins, apply_bins_native, fit_bin_edges, trim_unused_bins
+from jaxboost.binning import (
+    TILE_ROWS,
+    apply_bins,
+    apply_bins_native,
+    fit_bin_edges,
+    tile_bins,
+    trim_unused_bins,
+)
 
 # fit_bin_edges does float arithmetic on +-inf (midpoints, np.nanquantile) and takes
 # quantiles of all-NaN columns, which numpy reports as RuntimeWarnings; the results
@@ -24,9 +31,9 @@ def _bin(X: np.ndarray, max_bins: int, **kwargs) -> tuple[np.ndarray, np.ndarray
     X = np.asarray(X, np.float32)
     edges = fit_bin_edges(X, max_bins, **kwargs)
     bins = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
-    # the native CPU kernel bins exactly as the reference does
+    # the native CPU kernel bins exactly as the reference does, stored by tiles
     native = np.asarray(apply_bins_native(jnp.asarray(X), jnp.asarray(edges)))
-    np.testing.assert_array_equal(native, bins)
+    np.testing.assert_array_equal(native, np.asarray(tile_bins(bins)))
     return edges, bins
 
 
@@ -250,6 +257,34 @@ def test_native_binning_equals_searchsorted_on_edges_and_between_them(max_bins):
     np.testing.assert_array_equal(
         native, np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
     )
+
+
+@pytest.mark.parametrize(
+    "n_rows", [1, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, 2 * TILE_ROWS + 77, 3 * TILE_ROWS]
+)
+def test_tiles_of_bins_hold_every_bin_where_the_native_kernels_read_it(n_rows):
+    # bin (f, r) at (r // T) * n_features * T + f * pitch + r % T, with pitch T
+    # but in a last tile of fewer rows
+    n_features = 3
+    bins = np.random.default_rng(n_rows).integers(0, 256, (n_features, n_rows)).astype(np.uint8)
+    flat = np.asarray(tile_bins(bins)).reshape(-1)
+    rows = np.arange(n_rows)
+    tile_start = rows // TILE_ROWS * TILE_ROWS
+    pitch = np.minimum(TILE_ROWS, n_rows - tile_start)
+    for f in range(n_features):
+        at = tile_start * n_features + f * pitch + rows - tile_start
+        np.testing.assert_array_equal(flat[at], bins[f])
+
+
+def test_native_binning_writes_tiles_of_rows():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2 * TILE_ROWS + 500, 3)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    edges = fit_bin_edges(X, 63)
+    native = np.asarray(apply_bins_native(jnp.asarray(X), jnp.asarray(edges)))
+    reference = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
+    assert not np.array_equal(native, reference)  # the bytes did move
+    np.testing.assert_array_equal(native, np.asarray(tile_bins(reference)))
 
 
 @pytest.mark.parametrize(

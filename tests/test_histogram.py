@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+from jaxboost.binning import TILE_ROWS, tile_bins
 from jaxboost.tree import HISTOGRAM_KERNELS
 
 
@@ -139,7 +140,9 @@ def test_the_packed_kernel_equals_the_reference_exactly(n_stats):
 
 def _native_children(bins, node_of_row, row_stats, n_nodes, n_bins):
     """The native kernel's level of ``n_nodes`` from its parents' sums (node
-    ``k``'s parent is ``k // 2``): the subtraction path."""
+    ``k``'s parent is ``k // 2``): the subtraction path.  ``bins`` as the
+    reference takes them; the kernel reads them by tiles."""
+    bins = tile_bins(bins)
     kernel = HISTOGRAM_KERNELS["native"].level
     parent = kernel(bins, node_of_row // 2, row_stats, n_nodes // 2, n_bins, None)[1]
     return kernel(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
@@ -152,7 +155,15 @@ def _running_sums(hist: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(
     "n_features, n_rows, n_nodes, n_bins, n_stats",
-    [(1, 1, 2, 2, 1), (5, 3000, 2, 256, 2), (7, 2000, 16, 33, 2), (3, 500, 8, 17, 5)],
+    [
+        (1, 1, 2, 2, 1),
+        (5, 3000, 2, 256, 2),
+        (7, 2000, 16, 33, 2),
+        (3, 500, 8, 17, 5),
+        # tiles of rows: two whole and a part, and exactly two
+        (5, 2 * TILE_ROWS + 300, 8, 64, 2),
+        (2, 2 * TILE_ROWS, 4, 16, 2),
+    ],
 )
 def test_native_children_by_subtraction_match_the_reference(
     n_features, n_rows, n_nodes, n_bins, n_stats
@@ -168,13 +179,15 @@ def test_native_children_by_subtraction_match_the_reference(
     np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
 
 
-@pytest.mark.parametrize("n_nodes", [1, 4])
-def test_native_root_returns_running_sums_over_value_bins(n_nodes):
-    bins, node_of_row, row_stats = _random_level(8, 3, 700, n_nodes, 20, 2)
+@pytest.mark.parametrize(
+    "n_nodes, n_rows", [(1, 700), (4, 700), (1, TILE_ROWS + 5), (4, 3 * TILE_ROWS)]
+)
+def test_native_root_returns_running_sums_over_value_bins(n_nodes, n_rows):
+    bins, node_of_row, row_stats = _random_level(8, 3, n_rows, n_nodes, 20, 2)
     bins[0, :50] = 19  # the missing bin (the last) is not part of the running sums
     hist, exact = jax.jit(
         HISTOGRAM_KERNELS["native"].level, static_argnames=("n_nodes", "n_bins", "parent")
-    )(bins, node_of_row, row_stats, n_nodes=n_nodes, n_bins=20, parent=None)
+    )(tile_bins(bins), node_of_row, row_stats, n_nodes=n_nodes, n_bins=20, parent=None)
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, 20)
     np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
@@ -243,6 +256,8 @@ def _unpacked(exact: np.ndarray) -> np.ndarray:
 def _quantised_level(kernel, bins, node_of_row, stats, scale, n_nodes, n_bins, parent_nodes):
     """A quantised level: afresh, or (``parent_nodes``) from its parents' sums."""
     level = HISTOGRAM_KERNELS[kernel].level_quantised
+    if kernel == "native":
+        bins = tile_bins(bins)
     parent = None
     if parent_nodes:
         parent = level(bins, node_of_row // 2, stats, scale, parent_nodes, n_bins, None)[1]
@@ -258,6 +273,8 @@ def _quantised_level(kernel, bins, node_of_row, stats, scale, n_nodes, n_bins, p
         (6, 3000, 2, 256, 1, True),
         (7, 2000, 16, 33, 1, True),
         (3, 800, 8, 17, 3, True),
+        (5, TILE_ROWS + 1000, 1, 256, 1, False),
+        (5, 2 * TILE_ROWS + 1000, 32, 64, 1, True),
     ],
 )
 def test_native_quantised_sums_are_exact(

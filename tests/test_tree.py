@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import apply_bins, fit_bin_edges
+from jaxboost.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
 from jaxboost.route_native import native_route_rows
 from jaxboost.tree import TreeParams, grow_tree
 
@@ -276,11 +276,12 @@ def test_every_way_of_routing_rows_equals_numpy(monkeypatch):
         np.testing.assert_array_equal(np.asarray(routed), expected)
 
 
-@pytest.mark.parametrize("n_nodes", [1, 32])
-def test_native_routing_on_a_larger_level_jitted(n_nodes):
-    bins, node_of_row, split = _random_split(3, 9, 5000, n_nodes, missing_bin=255)
+@pytest.mark.parametrize("n_nodes, n_rows", [(1, 5000), (32, 5000), (32, 2 * TILE_ROWS + 300)])
+def test_native_routing_on_a_larger_level_jitted(n_nodes, n_rows):
+    # the kernel reads the bins by tiles of rows
+    bins, node_of_row, split = _random_split(3, 9, n_rows, n_nodes, missing_bin=255)
     routed = jax.jit(native_route_rows, static_argnames="missing_bin")(
-        bins, node_of_row, *split, missing_bin=255
+        tile_bins(bins), node_of_row, *split, missing_bin=255
     )
     np.testing.assert_array_equal(
         np.asarray(routed), _routed_by_numpy(bins, node_of_row, split, 255)

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 
-// The fastest of `passes` runs of f(), in milliseconds.
-template <typename F>
-double BestMs(F f, int passes) {
+// The fastest of `passes` runs of f(), in milliseconds; before() runs ahead
+// of each, untimed.
+template <typename F, typename Before>
+double BestMs(F f, int passes, Before before) {
   double best = 1e30;
   for (int rep = 0; rep < passes; ++rep) {
+    before();
     const auto t0 = std::chrono::steady_clock::now();
     f();
     best = std::min(best, std::chrono::duration<double, std::milli>(
@@ -17,4 +19,9 @@ double BestMs(F f, int passes) {
                               .count());
   }
   return best;
+}
+
+template <typename F>
+double BestMs(F f, int passes) {
+  return BestMs(f, passes, [] {});
 }

@@ -1,6 +1,8 @@
 // Binning for jaxboost on CPU, called from XLA through its FFI.  Built with
 // the other kernels by jaxboost/native_library.py; the plain reference it
-// must equal is jaxboost/binning.py (apply_bins).
+// must equal is jaxboost/binning.py (apply_bins), its result stored by tiles
+// of rows as the other native kernels read it (bin_tiles.h;
+// jaxboost.histogram_native.tile_bins).
 //
 // bin = the number of a feature's upper edges below the value (numpy's
 // searchsorted, side "left"), found by a branchless binary search over the
@@ -10,7 +12,7 @@
 //   X       (n_rows, n_features) float32, NaN for missing
 //   edges   (n_features, max_bins) float32 ascending upper edges (the last
 //           one, +inf, is not searched)
-//   result  (n_features, n_rows) uint8
+//   result  (n_features, n_rows) uint8, by tiles of rows
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include <limits>
 #include <vector>
 
+#include "bin_tiles.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -50,7 +53,9 @@ ffi::Error BinImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::F32> edges,
   // block: the block's searches are independent, so their loads overlap
   // (a value's own steps depend on each other): 1.4x faster than one value
   // after another on 500k x 28 values.
-  constexpr int64_t kBlockRows = 64;
+  constexpr int64_t kBlockRows = 64;  // a block lies within one tile
+  static_assert(kBinTileRows % kBlockRows == 0, "tiles of whole blocks");
+  const BinTiles tiles(n_features, n_rows);
   float value[kBlockRows];
   int32_t below[kBlockRows];
   for (int64_t first = 0; first < n_rows; first += kBlockRows) {
@@ -64,7 +69,7 @@ ffi::Error BinImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::F32> edges,
       for (int64_t step = width / 2; step >= 1; step /= 2) {
         for (int64_t r = 0; r < rows; ++r) below[r] += (t[below[r] + step - 1] < value[r]) ? step : 0;
       }
-      uint8_t* column = out + f * n_rows + first;
+      uint8_t* column = out + tiles.At(f, first);
       for (int64_t r = 0; r < rows; ++r) {
         column[r] = static_cast<uint8_t>(std::isnan(value[r]) ? max_bins : below[r]);
       }

@@ -15,7 +15,8 @@
 //     parent's sums, far below the float32 the split search works in.
 //
 // Shapes (row-major):
-//   bins         (n_features, n_rows) uint8, each < n_bins
+//   bins         (n_features, n_rows) uint8, each < n_bins, stored by tiles of
+//                rows (bin_tiles.h)
 //   node_of_row  (n_rows,) int32 node within the level, in [0, n_nodes)
 //   row_stats    (n_rows, n_stats) float32
 //   parent_hist  (n_features, n_nodes / 2, n_bins, n_stats) float64
@@ -46,20 +47,23 @@
 #include <type_traits>
 #include <vector>
 
+#include "bin_tiles.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-// The rows a pass sums: row index and its statistics, contiguous.  Grouped
-// by node (ListRows): node k's rows are [start[k], start[k + 1]); or by
-// groups of nodes (ListRowsByGroup), with where each entry's node's
-// histograms start.  Reused between calls (one per thread) so that a level
-// does not fault in fresh pages.
+// The rows a pass sums: where each row's bins start in the tiles
+// (BinTiles::Start, once per row rather than once per row and block of
+// features) and its statistics, contiguous.  Grouped by node (ListRows):
+// node k's rows are [start[k], start[k + 1]); or by groups of nodes
+// (ListRowsByGroup), with where each entry's node's histograms start.
+// Reused between calls (one per thread) so that a level does not fault in
+// fresh pages.
 template <typename Stat>
 struct RowList {
-  std::vector<int32_t> row;
+  std::vector<int64_t> bin_at;
   std::vector<Stat> stats;
   std::vector<int64_t> start;
   // lists by group: node * node_size for every entry (computed once per row,
@@ -118,57 +122,92 @@ struct PackedSums {
 
 // Rows are summed in tiles of this many list entries: every feature block
 // passes over a tile while its statistics are still in L2, so the statistics
-// are read from memory once per level, not once per feature block.
+// are read from memory once per level, not once per feature block.  At the
+// root (every row in place) a tile of entries lies within a tile of the bins.
 constexpr int64_t kTileRows = 8192;
+static_assert(kBinTileRows % kTileRows == 0, "root tiles within tiles of bins");
+
+// Where a pass reads a block of kBlock features' bins: from `column[k]`
+// (feature first_feature + k, offset so that column[k][r] is row r's bin) for
+// the rows of one tile in place, or for listed rows of any tile from the
+// tiled `bins`.
+struct BlockBins {
+  const uint8_t* const* column;
+  const uint8_t* bins;
+  BinTiles tiles;
+  int64_t first_feature;
+};
 
 // The inner loop of every pass: list entries [begin, end) added to their
-// bins in kBlock features' histograms, hist[k][at + bins[k][r] * stride + j]
-// += stats[i * stride + j], with r the entry's row (`row[i]`, or i itself
-// without a list) and `at` its node's offset (`offset[i]`, or 0 without
-// offsets).  The pointers and statistics are copied to restrict locals
-// first: otherwise the compiler must assume that a histogram store may change
+// bins in kBlock features' histograms, hist[k][at + bin(k, r) * stride + j]
+// += stats[i * stride + j], with r the entry's row (i itself in place; listed,
+// its bins start at `bin_at[i]`) and `at` its node's offset (`offset[i]`, or
+// 0 without offsets).  The pointers and statistics are copied to restrict
+// locals first: otherwise the compiler must assume that a histogram store may change
 // them (packed statistics and their sums are both int64) and reloads them
 // after every store; built as the shared library (-fPIC), GCC 13 then kept
 // the block's bin pointers on the stack, and the root pass on 500k rows x 28
 // features took 4.5 ms instead of 3.0 ms.
 template <typename Stat, typename Acc, int kStats, int kBlock, bool kListed, bool kOffsets>
-void AddEntries(const uint8_t* const* block_bins, Acc* const* block_hist, int64_t stride,
-                const int32_t* row, const int64_t* offset, const Stat* stats, int64_t begin,
+void AddEntries(const BlockBins& block, Acc* const* block_hist, int64_t stride,
+                const int64_t* bin_at, const int64_t* offset, const Stat* stats, int64_t begin,
                 int64_t end) {
   static_assert(kBlock == 1 || kBlock == 4, "blocks of 1 or 4 features");
   constexpr int kLast = kBlock - 1;  // features 1 to 3 are read when kBlock is 4
-  const uint8_t* __restrict b0 = block_bins[0];
-  const uint8_t* __restrict b1 = block_bins[std::min(1, kLast)];
-  const uint8_t* __restrict b2 = block_bins[std::min(2, kLast)];
-  const uint8_t* __restrict b3 = block_bins[std::min(3, kLast)];
+  const uint8_t* __restrict b0 = kListed ? nullptr : block.column[0];
+  const uint8_t* __restrict b1 = kListed ? nullptr : block.column[std::min(1, kLast)];
+  const uint8_t* __restrict b2 = kListed ? nullptr : block.column[std::min(2, kLast)];
+  const uint8_t* __restrict b3 = kListed ? nullptr : block.column[std::min(3, kLast)];
+  // listed rows: feature first_feature + k of a row whose bins start at p
+  // is at p + (first_feature + k) * pitch, the pitch kBinTileRows before the
+  // last tile
+  const uint8_t* __restrict full_tiles = block.bins + block.first_feature * kBinTileRows;
+  const int64_t last_tile = block.tiles.Start(block.tiles.last_start);
+  const int64_t last_pitch = block.tiles.last_pitch;
+  const uint8_t* __restrict in_last_tile = block.bins + block.first_feature * last_pitch;
   Acc* __restrict h0 = block_hist[0];
   Acc* __restrict h1 = block_hist[std::min(1, kLast)];
   Acc* __restrict h2 = block_hist[std::min(2, kLast)];
   Acc* __restrict h3 = block_hist[std::min(3, kLast)];
-  const int32_t* __restrict rows = row;
+  const int64_t* __restrict bins_at = bin_at;
   const int64_t* __restrict offsets = offset;
   const Stat* __restrict st = stats;
   const int64_t n_stats = kStats > 0 ? kStats : stride;
   for (int64_t i = begin; i < end; ++i) {
-    const int64_t r = kListed ? rows[i] : i;
+    const int64_t p = kListed ? bins_at[i] : i;  // in place: the row
     const int64_t at = kOffsets ? offsets[i] : 0;
     const Stat* __restrict s = st + i * n_stats;
+    uint8_t bin[kBlock];
+    if constexpr (kListed) {
+      if (p < last_tile) [[likely]] {
+        for (int k = 0; k < kBlock; ++k) bin[k] = full_tiles[p + k * kBinTileRows];
+      } else {
+        for (int k = 0; k < kBlock; ++k) bin[k] = in_last_tile[p + k * last_pitch];
+      }
+    } else {
+      bin[0] = b0[p];
+      if constexpr (kBlock == 4) {
+        bin[1] = b1[p];
+        bin[2] = b2[p];
+        bin[3] = b3[p];
+      }
+    }
     if constexpr (kStats > 0) {
       Stat v[kStats];
       for (int j = 0; j < kStats; ++j) v[j] = s[j];
-      const auto add = [&](Acc* __restrict hist, const uint8_t* __restrict bins) {
-        Acc* __restrict p = hist + at + bins[r] * kStats;
-        for (int j = 0; j < kStats; ++j) p[j] += v[j];
+      const auto add = [&](Acc* __restrict hist, int64_t b) {
+        Acc* __restrict sums = hist + at + b * kStats;
+        for (int j = 0; j < kStats; ++j) sums[j] += v[j];
       };
-      add(h0, b0);
+      add(h0, bin[0]);
       if constexpr (kBlock == 4) {
-        add(h1, b1);
-        add(h2, b2);
-        add(h3, b3);
+        add(h1, bin[1]);
+        add(h2, bin[2]);
+        add(h3, bin[3]);
       }
     } else {
       for (int k = 0; k < kBlock; ++k) {
-        Acc* p = block_hist[k] + at + block_bins[k][r] * n_stats;
+        Acc* p = block_hist[k] + at + bin[k] * n_stats;
         for (int64_t j = 0; j < n_stats; ++j) p[j] += s[j];
       }
     }
@@ -179,25 +218,28 @@ void AddEntries(const uint8_t* const* block_bins, Acc* const* block_hist, int64_
 // kBlock features share the pass, so that their updates are independent.
 // kAllRows: the list is every row in order (the root), read in place.
 template <typename Stat, typename Acc, int kStats, int kBlock, bool kAllRows>
-void AccumulateRun(const uint8_t* const* feature_bins, Acc* const* node_hist,
-                   const RowList<Stat>& list, const Stat* stats, int64_t stride, int64_t begin,
-                   int64_t end) {
-  const int32_t* row = kAllRows ? nullptr : list.row.data();
-  AddEntries<Stat, Acc, kStats, kBlock, !kAllRows, false>(feature_bins, node_hist, stride, row,
+void AccumulateRun(const BlockBins& block, Acc* const* node_hist, const RowList<Stat>& list,
+                   const Stat* stats, int64_t stride, int64_t begin, int64_t end) {
+  const int64_t* bin_at = kAllRows ? nullptr : list.bin_at.data();
+  AddEntries<Stat, Acc, kStats, kBlock, !kAllRows, false>(block, node_hist, stride, bin_at,
                                                           nullptr, stats, begin, end);
 }
 
 // Sums list entries [t0, t1) (grouped by node: node k's entries are
 // [start[k], start[k + 1])) for the kBlock features from first_feature.
 template <typename Stat, typename Acc, int kStats, int kBlock, bool kAllRows>
-void AccumulateTile(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
-                    const RowList<Stat>& list, const Stat* stats, int64_t stride, int64_t n_bins,
-                    int64_t n_nodes, const int64_t* start, int64_t first_node, int64_t t0,
-                    int64_t t1, Acc* hist) {
+void AccumulateTile(const uint8_t* bins, int64_t n_rows, int64_t n_features,
+                    int64_t first_feature, const RowList<Stat>& list, const Stat* stats,
+                    int64_t stride, int64_t n_bins, int64_t n_nodes, const int64_t* start,
+                    int64_t first_node, int64_t t0, int64_t t1, Acc* hist) {
   const int64_t node_size = n_bins * stride;
   const int64_t feature_size = n_nodes * node_size;
-  const uint8_t* feature_bins[kBlock];
-  for (int k = 0; k < kBlock; ++k) feature_bins[k] = bins + (first_feature + k) * n_rows;
+  const BinTiles tiles(n_features, n_rows);
+  // in place (the root) the entries [t0, t1) are rows within one tile of the
+  // bins; `column` is not read for listed rows
+  const uint8_t* column[kBlock];
+  for (int k = 0; k < kBlock; ++k) column[k] = bins + tiles.At(first_feature + k, t0) - t0;
+  const BlockBins block{column, bins, tiles, first_feature};
   for (int64_t node = first_node; node < n_nodes && start[node] < t1; ++node) {
     const int64_t begin = std::max(start[node], t0), end = std::min(start[node + 1], t1);
     if (begin >= end) continue;
@@ -205,8 +247,8 @@ void AccumulateTile(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
     for (int k = 0; k < kBlock; ++k) {
       node_hist[k] = hist + (first_feature + k) * feature_size + node * node_size;
     }
-    AccumulateRun<Stat, Acc, kStats, kBlock, kAllRows>(feature_bins, node_hist, list, stats,
-                                                       stride, begin, end);
+    AccumulateRun<Stat, Acc, kStats, kBlock, kAllRows>(block, node_hist, list, stats, stride,
+                                                       begin, end);
   }
 }
 
@@ -224,14 +266,14 @@ void AccumulateStats(const uint8_t* bins, int64_t n_rows, int64_t n_features,
     while (start[first_node + 1] <= t0) ++first_node;
     int64_t f = 0;
     for (; f + 4 <= n_features; f += 4) {
-      AccumulateTile<Stat, Acc, kStats, 4, kAllRows>(bins, n_rows, f, list, stats, n_stats,
-                                                     n_bins, n_nodes, start, first_node, t0, t1,
-                                                     hist);
+      AccumulateTile<Stat, Acc, kStats, 4, kAllRows>(bins, n_rows, n_features, f, list, stats,
+                                                     n_stats, n_bins, n_nodes, start, first_node,
+                                                     t0, t1, hist);
     }
     for (; f < n_features; ++f) {
-      AccumulateTile<Stat, Acc, kStats, 1, kAllRows>(bins, n_rows, f, list, stats, n_stats,
-                                                     n_bins, n_nodes, start, first_node, t0, t1,
-                                                     hist);
+      AccumulateTile<Stat, Acc, kStats, 1, kAllRows>(bins, n_rows, n_features, f, list, stats,
+                                                     n_stats, n_bins, n_nodes, start, first_node,
+                                                     t0, t1, hist);
     }
   }
 }
@@ -286,34 +328,36 @@ inline void CopyStats(const Stat* __restrict from, Stat* __restrict to, int64_t 
 template <int kUsual, typename Stat>
 void ListRows(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_stats,
               const std::vector<int64_t>& count, const std::vector<uint8_t>& keep,
-              RowList<Stat>* list) {
+              const BinTiles& tiles, RowList<Stat>* list) {
   const int64_t n_nodes = static_cast<int64_t>(count.size());
   list->start.assign(n_nodes + 1, 0);
   for (int64_t k = 0; k < n_nodes; ++k) {
     list->start[k + 1] = list->start[k] + (keep[k] ? count[k] : 0);
   }
   const int64_t n_list = list->start[n_nodes];
-  list->row.resize(n_list + 1);
+  list->bin_at.resize(n_list + 1);
   list->stats.resize((n_list + 1) * n_stats);
   std::vector<int64_t> next(list->start.begin(), list->start.end() - 1);
   for (int64_t k = 0; k < n_nodes; ++k) {
     if (!keep[k]) next[k] = n_list;  // the spare slot, never advanced
   }
   std::vector<int64_t> step(keep.begin(), keep.end());
-  int32_t* __restrict row = list->row.data();
+  int64_t* __restrict bin_at = list->bin_at.data();
   Stat* __restrict listed = list->stats.data();
   int64_t* __restrict next_entry = next.data();
   const int64_t* __restrict node_step = step.data();
   const int32_t* __restrict row_node = node;
   const Stat* __restrict row_stats = stats;
   WithStatCount<kUsual>(n_stats, [&](auto fixed) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-      const int32_t k = row_node[r];
-      const int64_t i = next_entry[k];
-      next_entry[k] += node_step[k];
-      row[i] = static_cast<int32_t>(r);
-      CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
-    }
+    tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+      for (int64_t r = t0; r < t1; ++r) {
+        const int32_t k = row_node[r];
+        const int64_t i = next_entry[k];
+        next_entry[k] += node_step[k];
+        bin_at[i] = r + shift;
+        CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
+      }
+    });
   });
 }
 
@@ -326,13 +370,14 @@ void ListRows(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_
 template <int kUsual, typename Stat>
 void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_stats,
                      const std::vector<int64_t>& count, const std::vector<uint8_t>& keep,
-                     int group_shift, int64_t node_size, RowList<Stat>* list) {
+                     int group_shift, int64_t node_size, const BinTiles& tiles,
+                     RowList<Stat>* list) {
   const int64_t n_nodes = static_cast<int64_t>(count.size());
   const int64_t n_groups = ((n_nodes - 1) >> group_shift) + 1;
-  list->row.resize(n_rows + 1);
+  list->bin_at.resize(n_rows + 1);
   list->offset.resize(n_rows + 1);
   list->stats.resize((n_rows + 1) * n_stats);
-  int32_t* __restrict row = list->row.data();
+  int64_t* __restrict bin_at = list->bin_at.data();
   int64_t* __restrict listed_offset = list->offset.data();
   Stat* __restrict listed = list->stats.data();
   const Stat* __restrict row_stats = stats;
@@ -341,13 +386,15 @@ void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int
     const uint8_t* __restrict kept = keep.data();
     int64_t i = 0;
     WithStatCount<kUsual>(n_stats, [&](auto fixed) {
-      for (int64_t r = 0; r < n_rows; ++r) {
-        const int32_t k = row_node[r];
-        row[i] = static_cast<int32_t>(r);
-        listed_offset[i] = k * node_size;
-        CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
-        i += kept[k];
-      }
+      tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+        for (int64_t r = t0; r < t1; ++r) {
+          const int32_t k = row_node[r];
+          bin_at[i] = r + shift;
+          listed_offset[i] = k * node_size;
+          CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
+          i += kept[k];
+        }
+      });
     });
     list->size = i;
     return;
@@ -364,14 +411,16 @@ void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int
   const int64_t* __restrict slot_of_node = slot.data();
   const uint8_t* __restrict kept = keep.data();
   WithStatCount<kUsual>(n_stats, [&](auto fixed) {
-    for (int64_t r = 0; r < n_rows; ++r) {  // no branch: dropped rows share the spare slot
-      const int32_t k = row_node[r];
-      const int64_t i = next_entry[slot_of_node[k]];
-      next_entry[slot_of_node[k]] += kept[k];
-      row[i] = static_cast<int32_t>(r);
-      listed_offset[i] = k * node_size;
-      CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
-    }
+    tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+      for (int64_t r = t0; r < t1; ++r) {  // no branch: dropped rows share the spare slot
+        const int32_t k = row_node[r];
+        const int64_t i = next_entry[slot_of_node[k]];
+        next_entry[slot_of_node[k]] += kept[k];
+        bin_at[i] = r + shift;
+        listed_offset[i] = k * node_size;
+        CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
+      }
+    });
   });
   list->size = n_list;
 }
@@ -379,18 +428,17 @@ void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int
 // hist[f][node of entry][bin][s] += stats of list entries [t0, t1), for the
 // kBlock features from first_feature (a list by groups: entries of any node).
 template <typename Stat, typename Acc, int kStats, int kBlock>
-void AccumulateEntriesRun(const uint8_t* bins, int64_t n_rows, int64_t first_feature,
-                          const RowList<Stat>& list, int64_t stride, int64_t n_bins,
-                          int64_t n_nodes, int64_t t0, int64_t t1, Acc* hist) {
+void AccumulateEntriesRun(const uint8_t* bins, int64_t n_rows, int64_t n_features,
+                          int64_t first_feature, const RowList<Stat>& list, int64_t stride,
+                          int64_t n_bins, int64_t n_nodes, int64_t t0, int64_t t1, Acc* hist) {
   const int64_t node_size = n_bins * stride;
-  const uint8_t* feature_bins[kBlock];
   Acc* feature_hist[kBlock];
   for (int k = 0; k < kBlock; ++k) {
-    feature_bins[k] = bins + (first_feature + k) * n_rows;
     feature_hist[k] = hist + (first_feature + k) * n_nodes * node_size;
   }
-  AddEntries<Stat, Acc, kStats, kBlock, true, true>(feature_bins, feature_hist, stride,
-                                                    list.row.data(), list.offset.data(),
+  const BlockBins block{nullptr, bins, BinTiles(n_features, n_rows), first_feature};
+  AddEntries<Stat, Acc, kStats, kBlock, true, true>(block, feature_hist, stride,
+                                                    list.bin_at.data(), list.offset.data(),
                                                     list.stats.data(), t0, t1);
 }
 
@@ -403,16 +451,16 @@ void AccumulateEntries(const uint8_t* bins, int64_t n_rows, int64_t n_features,
     int64_t f = 0;
     for (; f + 4 <= n_features; f += 4) {
       if (n_stats == kUsual) {
-        AccumulateEntriesRun<Stat, Acc, kUsual, 4>(bins, n_rows, f, list, n_stats, n_bins,
-                                                   n_nodes, t0, t1, hist);
+        AccumulateEntriesRun<Stat, Acc, kUsual, 4>(bins, n_rows, n_features, f, list, n_stats,
+                                                   n_bins, n_nodes, t0, t1, hist);
       } else {
-        AccumulateEntriesRun<Stat, Acc, 0, 4>(bins, n_rows, f, list, n_stats, n_bins, n_nodes,
-                                              t0, t1, hist);
+        AccumulateEntriesRun<Stat, Acc, 0, 4>(bins, n_rows, n_features, f, list, n_stats, n_bins,
+                                              n_nodes, t0, t1, hist);
       }
     }
     for (; f < n_features; ++f) {
-      AccumulateEntriesRun<Stat, Acc, 0, 1>(bins, n_rows, f, list, n_stats, n_bins, n_nodes, t0,
-                                            t1, hist);
+      AccumulateEntriesRun<Stat, Acc, 0, 1>(bins, n_rows, n_features, f, list, n_stats, n_bins,
+                                            n_nodes, t0, t1, hist);
     }
   }
 }
@@ -563,7 +611,7 @@ void SumLevel(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int
                        result);
   } else {
     ListRows<kUsual>(node, stats, n_rows, n_stored, count, std::vector<uint8_t>(n_nodes, 1),
-                     list);
+                     BinTiles(n_features, n_rows), list);
     Accumulate<kUsual>(bins, n_rows, n_features, *list,
                        static_cast<const typename Sums::Stat*>(nullptr), n_stored, n_bins,
                        n_nodes, result);
@@ -593,10 +641,11 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
   }
   if (Sums::kByGroup) {
     ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, Sums::kGroupShift,
-                            node_size, list);
+                            node_size, BinTiles(n_features, n_rows), list);
     AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
   } else {
-    ListRows<kUsual>(node, stats, n_rows, n_stored, count, summed, list);
+    ListRows<kUsual>(node, stats, n_rows, n_stored, count, summed, BinTiles(n_features, n_rows),
+                     list);
     Accumulate<kUsual>(bins, n_rows, n_features, *list,
                        static_cast<const typename Sums::Stat*>(nullptr), n_stored, n_bins,
                        n_nodes, hist);

@@ -15,16 +15,18 @@
 //     node's threshold bin.
 //
 // Shapes (row-major):
-//   bins           (n_features, n_rows) uint8
+//   bins           (n_features, n_rows) uint8, by tiles of rows (bin_tiles.h)
 //   node_of_row    (n_rows,) int32 in [0, n_nodes); another value is an error
 //   feature        (n_nodes,) int32 in [0, n_features); likewise
 //   threshold_bin  (n_nodes,) int32
 //   missing_left   (n_nodes,) bool
 //   result         (n_rows,) int32 node within the next level
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "bin_tiles.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -42,31 +44,42 @@ ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_ro
     return ffi::Error::InvalidArgument("jaxboost route: shapes differ");
   }
   const int64_t n_features = dims[0], n_rows = dims[1];
-  // per node: the feature's first bin, the threshold, and the bin above
-  // which a row goes right once missing values are mapped to it
-  std::vector<const uint8_t*> node_bins(n_nodes);
+  // per node: its feature, the threshold, and the bin above which a row goes
+  // right once missing values are mapped to it
+  std::vector<int64_t> node_feature(n_nodes), node_column(n_nodes);
   std::vector<int32_t> node_threshold(n_nodes), node_missing_right(n_nodes);
   for (int64_t k = 0; k < n_nodes; ++k) {
     const int32_t f = feature.typed_data()[k];
     if (f < 0 || f >= n_features) {
       return ffi::Error::InvalidArgument("jaxboost route: feature out of range");
     }
-    node_bins[k] = bins.typed_data() + f * n_rows;
+    node_feature[k] = f;
     node_threshold[k] = threshold_bin.typed_data()[k];
     node_missing_right[k] = missing_left.typed_data()[k] ? 0 : 1;
   }
+  const BinTiles tiles(n_features, n_rows);
   const int32_t* node = node_of_row.typed_data();
   int32_t* out = next->typed_data();
   int32_t out_of_range = 0;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const int32_t k = node[r];
-    const bool bad = k < 0 || k >= n_nodes;
-    out_of_range |= static_cast<int32_t>(bad);
-    const int32_t safe = bad ? 0 : k;
-    const int32_t bin = node_bins[safe][r];
-    const int32_t right =
-        bin == missing_bin ? node_missing_right[safe] : static_cast<int32_t>(bin > node_threshold[safe]);
-    out[r] = 2 * safe + right;
+  int64_t pitch = 0;
+  for (int64_t t0 = 0; t0 < n_rows; t0 += kBinTileRows) {
+    const int64_t t1 = std::min(t0 + kBinTileRows, n_rows);
+    if (tiles.Pitch(t0) != pitch) {  // the first tile, and the last one
+      pitch = tiles.Pitch(t0);
+      for (int64_t k = 0; k < n_nodes; ++k) node_column[k] = node_feature[k] * pitch;
+    }
+    // the node's feature's bin of row r in [t0, t1) is tile[column + r]
+    const uint8_t* tile = bins.typed_data() + tiles.Start(t0) - t0;
+    for (int64_t r = t0; r < t1; ++r) {
+      const int32_t k = node[r];
+      const bool bad = k < 0 || k >= n_nodes;
+      out_of_range |= static_cast<int32_t>(bad);
+      const int32_t safe = bad ? 0 : k;
+      const int32_t bin = tile[node_column[safe] + r];
+      const int32_t right = bin == missing_bin ? node_missing_right[safe]
+                                               : static_cast<int32_t>(bin > node_threshold[safe]);
+      out[r] = 2 * safe + right;
+    }
   }
   if (out_of_range) return ffi::Error::InvalidArgument("jaxboost route: node_of_row out of range");
   return ffi::Error::Success();
