@@ -2,7 +2,7 @@
 // the other kernels by jaxboost/native_library.py; the plain reference it
 // must equal is jaxboost/binning.py (apply_bins), its result stored by tiles
 // of rows as the other native kernels read it (bin_tiles.h;
-// jaxboost.histogram_native.tile_bins).
+// jaxboost.binning.tile_bins).
 //
 // bin = the number of a feature's upper edges below the value (numpy's
 // searchsorted, side "left"), found by a branchless binary search over the

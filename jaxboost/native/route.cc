@@ -22,7 +22,6 @@
 //   missing_left   (n_nodes,) bool
 //   result         (n_rows,) int32 node within the next level
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -62,14 +61,13 @@ ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_ro
   int32_t* out = next->typed_data();
   int32_t out_of_range = 0;
   int64_t pitch = 0;
-  for (int64_t t0 = 0; t0 < n_rows; t0 += kBinTileRows) {
-    const int64_t t1 = std::min(t0 + kBinTileRows, n_rows);
-    if (tiles.Pitch(t0) != pitch) {  // the first tile, and the last one
-      pitch = tiles.Pitch(t0);
+  tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+    if (t1 - t0 != pitch) {  // the first tile, and a shorter last one
+      pitch = t1 - t0;
       for (int64_t k = 0; k < n_nodes; ++k) node_column[k] = node_feature[k] * pitch;
     }
     // the node's feature's bin of row r in [t0, t1) is tile[column + r]
-    const uint8_t* tile = bins.typed_data() + tiles.Start(t0) - t0;
+    const uint8_t* tile = bins.typed_data() + shift;
     for (int64_t r = t0; r < t1; ++r) {
       const int32_t k = node[r];
       const bool bad = k < 0 || k >= n_nodes;
@@ -80,7 +78,7 @@ ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_ro
                                                : static_cast<int32_t>(bin > node_threshold[safe]);
       out[r] = 2 * safe + right;
     }
-  }
+  });
   if (out_of_range) return ffi::Error::InvalidArgument("jaxboost route: node_of_row out of range");
   return ffi::Error::Success();
 }
