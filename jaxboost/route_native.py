@@ -23,11 +23,11 @@ def native_route_rows(
     missing_left: jax.Array,
     missing_bin: int,
 ) -> jax.Array:
-    """:func:`jaxboost.tree.route_rows` in C++: the same arguments (``bins
-    (n_features, n_rows)`` uint8, stored by tiles of rows as
-    :func:`jaxboost.binning.tile_bins` gives them, ``node_of_row (n_rows,)`` int32, ``feature``,
-    ``threshold_bin``, ``missing_left`` ``(n_nodes,)``) and the same ``(n_rows,)``
-    int32 node within the next level."""
+    """:func:`jaxboost.tree.route_rows` in C++: the same arguments and result,
+    but ``bins (n_features, n_rows)`` uint8 stored by tiles of rows, as
+    :func:`jaxboost.binning.tile_bins` gives them; ``node_of_row (n_rows,)``
+    int32, ``feature``, ``threshold_bin``, ``missing_left`` ``(n_nodes,)``; the
+    result ``(n_rows,)`` int32 node within the next level."""
     load()
     call = jax.ffi.ffi_call(
         "jaxboost_route_rows",

@@ -18,10 +18,17 @@ from jaxboost.binning import TILE_ROWS, tile_bins
 from jaxboost.tree import HISTOGRAM_KERNELS
 
 
+def _bins_for(kernel, bins):
+    """``bins`` (as the reference takes them) as ``kernel`` reads them: the
+    native kernel by tiles of rows."""
+    return tile_bins(bins) if kernel is HISTOGRAM_KERNELS["native"] else bins
+
+
 def _one_level(kernel, bins, node_of_row, row_stats, n_nodes, n_bins):
     """A level summed afresh (no parent): the kernel's plain sums, as float32
     (the native kernel's float64 sums, rounded: its float32 result holds
     running sums, checked on their own below)."""
+    bins = _bins_for(kernel, bins)
     hist, carry = kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, None)
     return carry.astype(jnp.float32) if kernel.cumulative else hist
 
@@ -140,12 +147,11 @@ def test_the_packed_kernel_equals_the_reference_exactly(n_stats):
 
 def _native_children(bins, node_of_row, row_stats, n_nodes, n_bins):
     """The native kernel's level of ``n_nodes`` from its parents' sums (node
-    ``k``'s parent is ``k // 2``): the subtraction path.  ``bins`` as the
-    reference takes them; the kernel reads them by tiles."""
-    bins = tile_bins(bins)
-    kernel = HISTOGRAM_KERNELS["native"].level
-    parent = kernel(bins, node_of_row // 2, row_stats, n_nodes // 2, n_bins, None)[1]
-    return kernel(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
+    ``k``'s parent is ``k // 2``): the subtraction path."""
+    kernel = HISTOGRAM_KERNELS["native"]
+    bins = _bins_for(kernel, bins)
+    parent = kernel.level(bins, node_of_row // 2, row_stats, n_nodes // 2, n_bins, None)[1]
+    return kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
 
 
 def _running_sums(hist: np.ndarray) -> np.ndarray:
@@ -256,8 +262,7 @@ def _unpacked(exact: np.ndarray) -> np.ndarray:
 def _quantised_level(kernel, bins, node_of_row, stats, scale, n_nodes, n_bins, parent_nodes):
     """A quantised level: afresh, or (``parent_nodes``) from its parents' sums."""
     level = HISTOGRAM_KERNELS[kernel].level_quantised
-    if kernel == "native":
-        bins = tile_bins(bins)
+    bins = _bins_for(HISTOGRAM_KERNELS[kernel], bins)
     parent = None
     if parent_nodes:
         parent = level(bins, node_of_row // 2, stats, scale, parent_nodes, n_bins, None)[1]
