@@ -100,7 +100,9 @@ def leaf_totals(
     optional = {"loss": row_loss, "score": None if raw is None else _score_magnitude(raw)}
     asked = [name for name, value in optional.items() if value is not None]
     columns += [(weight * optional[name])[:, None] for name in asked]
-    values = jnp.concatenate(columns, axis=1).T  # (V, n_rows)
+    # (V, n_rows), row by row: concatenated as columns and transposed, XLA on
+    # CPU took 0.34 ms per round of a 1M-row fit instead of 0.14
+    values = jnp.concatenate([column.T for column in columns], axis=0)
     total = _sum_by_leaf(kernels, values, leaf_of_row, n_leaves, axis_name)
     hess_sum = total[:, n_outputs : n_outputs + hess_columns.shape[1]]
     weight_column = n_outputs + hess_columns.shape[1]

@@ -85,6 +85,12 @@ def gradient_unit(grad: jax.Array, axis_name: str | None) -> jax.Array:
     peak = jnp.maximum(jnp.max(grad), -jnp.min(grad))
     if axis_name is not None:
         peak = lax.pmax(peak, axis_name)
+    return unit_for_peak(peak)
+
+
+def unit_for_peak(peak: jax.Array) -> jax.Array:
+    """:func:`gradient_unit` of gradients whose largest ``|grad|`` over all
+    shards is ``peak`` (a float32 scalar)."""
     _, exponent = jnp.frexp(peak)  # peak = m 2^exponent, m in [0.5, 1)
     exponent = jnp.clip(-exponent, -_UNIT_EXPONENT_LIMIT, _UNIT_EXPONENT_LIMIT)
     unit = jnp.ldexp(jnp.float32(1.0), exponent)

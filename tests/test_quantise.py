@@ -14,11 +14,20 @@ from jax.sharding import PartitionSpec as P
 import jaxboost as jb
 import losses
 from jaxboost.devices import ROWS, make_mesh
-from jaxboost.quantise import check_quantisation, quantise_stats
+from jaxboost.quantise import check_quantisation, quantise_split_stats
+
+
+def _split_columns(stats, row_id, round_index, seed, n_levels, axis_name):
+    """quantise_split_stats of ``stats`` ``(n_rows, 2)`` [gradient, hessian],
+    with the scale in the gradients' own units: ``(quantised, scale)``."""
+    unit, quantised, scale = quantise_split_stats(
+        stats[:, :1], stats[:, 1:], row_id, round_index, seed, n_levels, axis_name
+    )
+    return quantised, scale / jnp.stack([unit, jnp.float32(1.0)])
 
 
 def _quantise(stats, row_id, round_index=0, seed=0, n_levels=4):
-    quantised, scale = jax.jit(quantise_stats, static_argnames=("n_levels", "axis_name"))(
+    quantised, scale = jax.jit(_split_columns, static_argnames=("n_levels", "axis_name"))(
         jnp.asarray(stats), jnp.asarray(row_id), round_index, seed, n_levels, None
     )
     return np.asarray(quantised), np.asarray(scale)
@@ -33,6 +42,22 @@ def test_values_stay_within_their_levels_and_the_peak_sets_the_scale():
     assert np.abs(quantised[:, 0]).max() == 3 and np.abs(quantised[:, 1]).max() == 6
     # rounding moves a value by less than one unit
     assert np.all(np.abs(quantised * scale - stats) < scale * (1 + 1e-5))
+
+
+def test_the_unit_is_gradient_units_and_the_scales_are_in_it():
+    from jaxboost.split import gradient_unit
+
+    rng = np.random.default_rng(2)
+    grad = (3e4 * rng.normal(size=(2000, 1))).astype(np.float32)
+    hess = rng.uniform(0, 5, size=(2000, 1)).astype(np.float32)
+    unit, quantised, scale = jax.jit(quantise_split_stats, static_argnums=(5, 6))(
+        grad, hess, np.arange(2000, dtype=np.uint32), 0, 0, 4, None
+    )
+    assert float(unit) == float(gradient_unit(jnp.asarray(grad), None)) == 2.0**-17
+    # one unit of the gradient column is worth its peak (in the unit) over 2
+    np.testing.assert_allclose(scale, [np.abs(grad).max() * 2.0**-17 / 2, hess.max() / 4])
+    scaled = np.concatenate([grad * 2.0**-17, hess], axis=1)
+    assert np.all(np.abs(np.asarray(quantised) * np.asarray(scale) - scaled) < np.asarray(scale))
 
 
 def test_stochastic_rounding_is_unbiased():
@@ -68,7 +93,7 @@ def test_rounding_depends_on_the_round_and_seed_not_on_the_sharding():
     mesh = make_mesh(jax.devices()[:2])
     sharded = jax.jit(
         jax.shard_map(
-            functools.partial(quantise_stats, n_levels=4, axis_name=ROWS),
+            functools.partial(_split_columns, n_levels=4, axis_name=ROWS),
             mesh=mesh,
             in_specs=(P(ROWS), P(ROWS), P(), P()),
             out_specs=(P(ROWS), P()),
