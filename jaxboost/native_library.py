@@ -30,7 +30,9 @@ SOURCES = tuple(
     for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc", "route.cc")
 )
 # included by the sources: part of what a cached build was built from
-HEADERS = (Path(__file__).with_name("native") / "bin_tiles.h",)
+HEADERS = tuple(
+    Path(__file__).with_name("native") / name for name in ("bin_tiles.h", "route_rows.h")
+)
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _ENV_CACHE = "JAXBOOST_CACHE_DIR"
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")

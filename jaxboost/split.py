@@ -30,6 +30,17 @@ class SplitChoice(NamedTuple):
     do_split: jax.Array  # bool
 
 
+class LevelSplit(NamedTuple):
+    """The splits of a level, as its rows are routed by them to the next
+    (:func:`jaxboost.tree.route_rows`): every array is ``(n_nodes,)``; a node
+    that does not split sends every row left."""
+
+    feature: jax.Array  # int32
+    threshold_bin: jax.Array  # int32: value bins <= threshold_bin go left
+    missing_left: jax.Array  # bool: the missing bin goes left
+    missing_bin: int  # the bin index of missing values (static)
+
+
 # outputs summed term by term up to this many (see sum_over_outputs)
 _UNROLLED_OUTPUTS = 16
 

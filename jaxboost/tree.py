@@ -24,50 +24,101 @@ from .histogram_native import native_level_histograms, native_level_histograms_q
 from .histogram_packed import build_histograms_packed
 from .native_library import native_for
 from .route_native import native_route_rows
-from .split import find_best_splits, first_across_shards
+from .split import LevelSplit, find_best_splits, first_across_shards
+
+# int32 flat indices into (n_features, n_rows) bins stay below this
+_FLAT_INDEX_LIMIT = 2**31
+
+
+def route_rows(
+    bins: jax.Array,
+    node_of_row: jax.Array,
+    feature: jax.Array,
+    threshold_bin: jax.Array,
+    missing_left: jax.Array,
+    missing_bin: int,
+) -> jax.Array:
+    """Send every row to its child in the next level.
+
+    Args:
+      bins: ``(n_features, n_rows)`` uint8 bin of every value.
+      node_of_row: ``(n_rows,)`` int32 node within the current level.
+      feature, threshold_bin, missing_left: ``(n_nodes,)`` splits of the level.
+      missing_bin: the bin index of missing values.
+    Returns:
+      ``(n_rows,)`` int32 node within the next level (``2 * node + go_right``).
+    """
+    row_feature = feature[node_of_row]
+    n_features, n_rows = bins.shape
+    if n_features * n_rows < _FLAT_INDEX_LIMIT:
+        # a 1-D gather from the flattened bins: about 30% faster on CPU
+        flat_index = row_feature * n_rows + jnp.arange(n_rows, dtype=jnp.int32)
+        row_bin = bins.reshape(-1)[flat_index].astype(jnp.int32)
+    else:  # the flat index would overflow int32
+        row_bin = jnp.take_along_axis(bins, row_feature[None, :], axis=0)[0].astype(jnp.int32)
+    goes_right = jnp.where(
+        row_bin == missing_bin,
+        ~missing_left[node_of_row],
+        row_bin > threshold_bin[node_of_row],
+    )
+    return 2 * node_of_row + goes_right.astype(jnp.int32)
 
 
 class HistogramKernel(NamedTuple):
     """A way to build a level's histograms, and to route its rows down.
 
-    ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent) -> (hist,
-    carry)``: ``hist`` ``(n_features, n_nodes, n_bins, n_stats)`` float32,
-    ``carry`` what the next level gets as ``parent`` (None at the root).
+    ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split) ->
+    (hist, carry, node_of_row)``: ``hist`` ``(n_features, n_nodes, n_bins,
+    n_stats)`` float32, ``carry`` what the next level gets as ``parent`` (None
+    at the root), and the rows' nodes within the level.  With ``split`` (a
+    :class:`jaxboost.split.LevelSplit`; None at the root), ``node_of_row`` is
+    the level above's and the rows are routed by it first.  A kernel that
+    sums children by subtraction (native) gets ``parent`` with ``split``.
     ``cumulative``: ``hist`` holds running sums over the value bins (see
     :func:`jaxboost.split.find_best_splits`).
     ``level_quantised(bins, node_of_row, quantised_stats, scale, n_nodes,
-    n_bins, parent) -> (hist, carry)``: the same for ``(n_rows, n_stats)``
-    int32 statistics (:mod:`jaxboost.quantise`), summed exactly; ``hist`` is
-    the sums times ``scale`` ``(n_stats,)``, float32.
+    n_bins, parent, split)``: the same for ``(n_rows, n_stats)`` int32
+    statistics (:mod:`jaxboost.quantise`), summed exactly; ``hist`` is the
+    sums times ``scale`` ``(n_stats,)``, float32.
+    ``route``: sends the rows one level down, as :func:`route_rows` does.
     """
 
     level: Callable
     cumulative: bool
     level_quantised: Callable
-    # sends the rows one level down, as route_rows (below) does; None: route_rows
-    route: Callable | None = None
+    route: Callable
 
 
-def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent):
+def _routed(bins, node_of_row, split):
+    """``node_of_row`` routed by ``split``, or as it is without one."""
+    if split is None:
+        return node_of_row
+    return route_rows(bins, node_of_row, *split)
+
+
+def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split):
     """Integer histograms summed afresh by the reference kernel (int32 sums),
     then scaled to float32."""
+    node_of_row = _routed(bins, node_of_row, split)
     hist = build_histograms(bins, node_of_row, quantised_stats, n_nodes, n_bins)
-    return hist.astype(jnp.float32) * scale, None
+    return hist.astype(jnp.float32) * scale, None, node_of_row
 
 
 def _level_by_level(build) -> HistogramKernel:
     """A kernel that sums every level afresh, from ``build(bins, node_of_row,
     row_stats, n_nodes, n_bins)`` (quantised statistics: the reference's)."""
 
-    def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent):
-        return build(bins, node_of_row, row_stats, n_nodes, n_bins), None
+    def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split):
+        node_of_row = _routed(bins, node_of_row, split)
+        return build(bins, node_of_row, row_stats, n_nodes, n_bins), None, node_of_row
 
-    return HistogramKernel(level_histograms, False, _reference_quantised)
+    return HistogramKernel(level_histograms, False, _reference_quantised, route_rows)
 
 
 # histogram kernels by name: the plain reference, the packed CPU kernel (XLA)
-# and the native CPU kernel (C++, with subtraction; its bins stored by tiles of
-# rows, jaxboost.binning.tile_bins, as the native binning kernel writes them)
+# and the native CPU kernel (C++, with subtraction, routing a level's rows as
+# it sums its children; its bins stored by tiles of rows,
+# jaxboost.binning.tile_bins, as the native binning kernel writes them)
 HISTOGRAM_KERNELS = {
     "reference": _level_by_level(build_histograms),
     "packed": _level_by_level(build_histograms_packed),
@@ -106,44 +157,6 @@ class TreeParams(NamedTuple):
     min_child_weight: float
     min_split_gain: float
     histogram_kernel: str = "reference"
-
-
-# int32 flat indices into (n_features, n_rows) bins stay below this
-_FLAT_INDEX_LIMIT = 2**31
-
-
-def route_rows(
-    bins: jax.Array,
-    node_of_row: jax.Array,
-    feature: jax.Array,
-    threshold_bin: jax.Array,
-    missing_left: jax.Array,
-    missing_bin: int,
-) -> jax.Array:
-    """Send every row to its child in the next level.
-
-    Args:
-      bins: ``(n_features, n_rows)`` uint8 bin of every value.
-      node_of_row: ``(n_rows,)`` int32 node within the current level.
-      feature, threshold_bin, missing_left: ``(n_nodes,)`` splits of the level.
-      missing_bin: the bin index of missing values.
-    Returns:
-      ``(n_rows,)`` int32 node within the next level (``2 * node + go_right``).
-    """
-    row_feature = feature[node_of_row]
-    n_features, n_rows = bins.shape
-    if n_features * n_rows < _FLAT_INDEX_LIMIT:
-        # a 1-D gather from the flattened bins: about 30% faster on CPU
-        flat_index = row_feature * n_rows + jnp.arange(n_rows, dtype=jnp.int32)
-        row_bin = bins.reshape(-1)[flat_index].astype(jnp.int32)
-    else:  # the flat index would overflow int32
-        row_bin = jnp.take_along_axis(bins, row_feature[None, :], axis=0)[0].astype(jnp.int32)
-    goes_right = jnp.where(
-        row_bin == missing_bin,
-        ~missing_left[node_of_row],
-        row_bin > threshold_bin[node_of_row],
-    )
-    return 2 * node_of_row + goes_right.astype(jnp.int32)
 
 
 class TreeStructure(NamedTuple):
@@ -250,13 +263,16 @@ def grow_tree(
     )
     levels = []
     carry = None  # what the kernel keeps from the level above (native: its sums)
+    split = None  # the level above's splits: the kernel routes the rows by them
     for depth in range(params.max_depth):
         n_nodes, n_bins = 2**depth, max_bins + 1
         if stats_scale is None:
-            hist, carry = kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, carry)
+            hist, carry, node_of_row = kernel.level(
+                bins, node_of_row, row_stats, n_nodes, n_bins, carry, split
+            )
         else:
-            hist, carry = kernel.level_quantised(
-                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry
+            hist, carry, node_of_row = kernel.level_quantised(
+                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split
             )
         choice = search(hist)
         feature = jnp.where(choice.do_split, choice.feature, 0)
@@ -264,8 +280,6 @@ def grow_tree(
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
         threshold = jnp.where(choice.do_split, edges[feature, threshold_bin], jnp.inf)
         levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
-        node_of_row = (kernel.route or route_rows)(
-            bins, node_of_row, feature, threshold_bin, missing_left, missing_bin=max_bins
-        )
+        split = LevelSplit(feature, threshold_bin, missing_left, missing_bin=max_bins)
     structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
-    return structure, node_of_row
+    return structure, kernel.route(bins, node_of_row, *split)

@@ -15,6 +15,7 @@ import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.binning import TILE_ROWS, tile_bins
+from jaxboost.split import LevelSplit
 from jaxboost.tree import HISTOGRAM_KERNELS
 
 
@@ -29,7 +30,7 @@ def _one_level(kernel, bins, node_of_row, row_stats, n_nodes, n_bins):
     (the native kernel's float64 sums, rounded: its float32 result holds
     running sums, checked on their own below)."""
     bins = _bins_for(kernel, bins)
-    hist, carry = kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, None)
+    hist, carry, _ = kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, None, None)
     return carry.astype(jnp.float32) if kernel.cumulative else hist
 
 
@@ -145,13 +146,31 @@ def test_the_packed_kernel_equals_the_reference_exactly(n_stats):
     np.testing.assert_array_equal(packed, reference)
 
 
+def _with_routing_feature(bins, node_of_row):
+    """``bins`` with one more feature, the last bit of ``node_of_row``: a
+    split on it at bin 0 with missing values right sends the rows of node
+    ``k // 2`` to ``node_of_row`` (bin 1 is a value bin above the threshold,
+    or the missing bin when there are 2 bins)."""
+    routing = (np.asarray(node_of_row) % 2).astype(np.uint8)[None]
+    return np.concatenate([np.asarray(bins), routing])
+
+
 def _native_children(bins, node_of_row, row_stats, n_nodes, n_bins):
     """The native kernel's level of ``n_nodes`` from its parents' sums (node
-    ``k``'s parent is ``k // 2``): the subtraction path."""
+    ``k``'s parent is ``k // 2``), the rows routed in the same call by a
+    routing feature (``_with_routing_feature``, whose bins must end
+    ``bins``): the subtraction path.  Returns its sums and ``node_of_row``."""
     kernel = HISTOGRAM_KERNELS["native"]
     bins = _bins_for(kernel, bins)
-    parent = kernel.level(bins, node_of_row // 2, row_stats, n_nodes // 2, n_bins, None)[1]
-    return kernel.level(bins, node_of_row, row_stats, n_nodes, n_bins, parent)
+    n_parents = n_nodes // 2
+    parent = kernel.level(bins, node_of_row // 2, row_stats, n_parents, n_bins, None, None)[1]
+    split = LevelSplit(
+        jnp.full(n_parents, bins.shape[0] - 1, jnp.int32),
+        jnp.zeros(n_parents, jnp.int32),
+        jnp.zeros(n_parents, bool),
+        missing_bin=n_bins - 1,
+    )
+    return kernel.level(bins, node_of_row // 2, row_stats, n_nodes, n_bins, parent, split)
 
 
 def _running_sums(hist: np.ndarray) -> np.ndarray:
@@ -175,14 +194,70 @@ def test_native_children_by_subtraction_match_the_reference(
     n_features, n_rows, n_nodes, n_bins, n_stats
 ):
     bins, node_of_row, row_stats = _random_level(3, n_features, n_rows, n_nodes, n_bins, n_stats)
-    hist, exact = jax.jit(_native_children, static_argnames=("n_nodes", "n_bins"))(
+    bins = _with_routing_feature(bins, node_of_row)
+    hist, exact, routed = jax.jit(_native_children, static_argnames=("n_nodes", "n_bins"))(
         bins, node_of_row, row_stats, n_nodes=n_nodes, n_bins=n_bins
     )
+    np.testing.assert_array_equal(np.asarray(routed), node_of_row)
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, n_bins)
     assert hist.dtype == np.float32 and exact.dtype == np.float64
     np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
     # the float32 result: running sums over the value bins, rounded once
     np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+@pytest.mark.parametrize("n_rows", [900, TILE_ROWS + 700])
+def test_native_children_route_their_rows_as_route_rows(quantised, n_rows):
+    # random splits of 4 parents, missing values (the last bin) both ways: the
+    # children kernel's routing equals the reference's, and it sums the rows
+    # where they went
+    from jaxboost.tree import route_rows
+
+    rng = np.random.default_rng(n_rows)
+    n_features, n_bins, n_parents = 5, 17, 4
+    bins = rng.integers(0, n_bins, size=(n_features, n_rows)).astype(np.uint8)
+    parents = rng.integers(0, n_parents, size=n_rows).astype(np.int32)
+    split = LevelSplit(
+        jnp.asarray(rng.integers(0, n_features, n_parents), jnp.int32),
+        jnp.asarray(rng.integers(0, n_bins - 1, n_parents), jnp.int32),
+        jnp.asarray([True, False, True, False]),
+        missing_bin=n_bins - 1,
+    )
+    stats = rng.integers(-3, 4, size=(n_rows, 2)).astype(np.int32)
+    kernel = HISTOGRAM_KERNELS["native"]
+    tiled = tile_bins(bins)
+
+    def children(tiled, parents, stats):
+        if quantised:
+            level = functools.partial(kernel.level_quantised, scale=jnp.ones(2, jnp.float32))
+            level = functools.partial(level, tiled, parents, stats)
+        else:
+            level = functools.partial(kernel.level, tiled, parents, stats.astype(jnp.float32))
+        parent = level(n_nodes=n_parents, n_bins=n_bins, parent=None, split=None)[1]
+        return level(n_nodes=2 * n_parents, n_bins=n_bins, parent=parent, split=split)
+
+    _, exact, routed = jax.jit(children)(tiled, parents, stats)
+    expected = route_rows(jnp.asarray(bins), jnp.asarray(parents), *split)
+    np.testing.assert_array_equal(np.asarray(routed), np.asarray(expected))
+    reference = _reference_add_at(bins, np.asarray(expected), stats, 2 * n_parents, n_bins)
+    sums = _unpacked(exact) if quantised else np.asarray(exact)
+    np.testing.assert_array_equal(sums, reference)
+
+
+@pytest.mark.parametrize("bad", ["node", "feature"])
+def test_native_children_reject_parents_or_split_features_out_of_range(bad):
+    n_rows, n_bins = 6, 3
+    bins = jnp.zeros((2, n_rows), jnp.uint8)
+    stats = jnp.ones((n_rows, 2), jnp.float32)
+    kernel = HISTOGRAM_KERNELS["native"]
+    parent = kernel.level(bins, jnp.zeros(n_rows, jnp.int32), stats, 1, n_bins, None, None)[1]
+    parents = jnp.asarray([0, 0, 1, 0, 0, 0] if bad == "node" else [0] * n_rows, jnp.int32)
+    feature = jnp.asarray([2 if bad == "feature" else 1], jnp.int32)
+    split = LevelSplit(feature, jnp.zeros(1, jnp.int32), jnp.ones(1, bool), missing_bin=2)
+    message = "node_of_row out of range" if bad == "node" else "split feature out of range"
+    with pytest.raises(Exception, match=message):
+        jax.block_until_ready(kernel.level(bins, parents, stats, 2, n_bins, parent, split))
 
 
 @pytest.mark.parametrize(
@@ -191,9 +266,9 @@ def test_native_children_by_subtraction_match_the_reference(
 def test_native_root_returns_running_sums_over_value_bins(n_nodes, n_rows):
     bins, node_of_row, row_stats = _random_level(8, 3, n_rows, n_nodes, 20, 2)
     bins[0, :50] = 19  # the missing bin (the last) is not part of the running sums
-    hist, exact = jax.jit(
-        HISTOGRAM_KERNELS["native"].level, static_argnames=("n_nodes", "n_bins", "parent")
-    )(tile_bins(bins), node_of_row, row_stats, n_nodes=n_nodes, n_bins=20, parent=None)
+    hist, exact, _ = jax.jit(
+        HISTOGRAM_KERNELS["native"].level, static_argnames=("n_nodes", "n_bins", "parent", "split")
+    )(tile_bins(bins), node_of_row, row_stats, n_nodes=n_nodes, n_bins=20, parent=None, split=None)
     reference = _reference_add_at(bins, node_of_row, row_stats, n_nodes, 20)
     np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
@@ -214,7 +289,8 @@ def test_native_subtraction_of_lopsided_and_empty_children():
     right[200] = True
     node_of_row = (2 * parent_of_row + right).astype(np.int32)
     row_stats = np.stack([rng.integers(-4, 5, n_rows), np.ones(n_rows)], 1).astype(np.float32)
-    _, exact = _native_children(
+    bins = _with_routing_feature(bins, node_of_row)
+    _, exact, _ = _native_children(
         jnp.asarray(bins), jnp.asarray(node_of_row), jnp.asarray(row_stats), 6, n_bins
     )
     reference = _reference_add_at(bins, node_of_row, row_stats, 6, n_bins)
@@ -233,7 +309,7 @@ def test_native_kernel_rejects_nodes_out_of_range(nodes, n_nodes):
     node_of_row = jnp.asarray(nodes, jnp.int32)
     with pytest.raises(Exception, match="node_of_row out of range"):
         jax.block_until_ready(
-            HISTOGRAM_KERNELS["native"].level(bins, node_of_row, stats, n_nodes, 3, None)
+            HISTOGRAM_KERNELS["native"].level(bins, node_of_row, stats, n_nodes, 3, None, None)
         )
 
 
@@ -263,10 +339,18 @@ def _quantised_level(kernel, bins, node_of_row, stats, scale, n_nodes, n_bins, p
     """A quantised level: afresh, or (``parent_nodes``) from its parents' sums."""
     level = HISTOGRAM_KERNELS[kernel].level_quantised
     bins = _bins_for(HISTOGRAM_KERNELS[kernel], bins)
-    parent = None
-    if parent_nodes:
-        parent = level(bins, node_of_row // 2, stats, scale, parent_nodes, n_bins, None)[1]
-    return level(bins, node_of_row, stats, scale, n_nodes, n_bins, parent)
+    if not parent_nodes:
+        return level(bins, node_of_row, stats, scale, n_nodes, n_bins, None, None)[:2]
+    # routed by the routing feature, the last (_with_routing_feature)
+    parents = node_of_row // 2
+    parent = level(bins, parents, stats, scale, parent_nodes, n_bins, None, None)[1]
+    split = LevelSplit(
+        jnp.full(parent_nodes, bins.shape[0] - 1, jnp.int32),
+        jnp.zeros(parent_nodes, jnp.int32),
+        jnp.zeros(parent_nodes, bool),
+        missing_bin=n_bins - 1,
+    )
+    return level(bins, parents, stats, scale, n_nodes, n_bins, parent, split)[:2]
 
 
 @pytest.mark.parametrize(
@@ -288,6 +372,9 @@ def test_native_quantised_sums_are_exact(
     bins, node_of_row, stats, scale = _random_quantised(
         n_rows + n_nodes, n_features, n_rows, n_nodes, n_bins, n_pairs
     )
+    if from_parents:
+        bins = _with_routing_feature(bins, node_of_row)
+        n_features += 1
     hist, exact = _quantised_level(
         "native", bins, node_of_row, stats, scale, n_nodes, n_bins, n_nodes // 2 * from_parents
     )

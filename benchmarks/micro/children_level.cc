@@ -2,7 +2,8 @@
 // (SumLevel, every row in place), then jaxboost/native/histogram.cc's
 // SumChildren on 500k rows x 28 features x 256 bins, the rows split at random
 // over 2 to 32 nodes (so the summed, smaller children hold about half of the
-// rows), and its steps apart: the count of rows per node (CountRows), the row
+// rows), and its steps apart: the count of rows per node (CountRows; in the
+// library the children kernels count as they route, RouteRows), the row
 // list (ListRowsByGroup), the histogram pass (AccumulateEntries); "rest" is
 // the subtraction and running sums.  Best of 11 passes each.  Built with
 // -fPIC, as the library is: code generation differs (see AddEntries).

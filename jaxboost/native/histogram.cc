@@ -8,18 +8,26 @@
 //   JaxboostHistogramRoot: every row's statistics summed by (feature, node,
 //     bin), as jaxboost.histogram.build_histograms does, in float64.
 //   JaxboostHistogramChildren: a level's histograms from its parents'
-//     (float64) ones.  For every parent only the child with fewer rows on this
-//     shard is summed; its sibling is the parent minus that child, the
-//     subtraction LightGBM and XGBoost use.  A level then passes over at most
-//     half of the rows.  float64 keeps the difference exact to ~1e-16 of the
-//     parent's sums, far below the float32 the split search works in.
+//     (float64) ones.  It first routes the rows of the level above by that
+//     level's splits and returns where they went (route_rows.h; the
+//     children's rows are counted in the same pass).  For every parent only
+//     the child with fewer rows on this shard is summed; its sibling is the
+//     parent minus that child, the subtraction LightGBM and XGBoost use.  A
+//     level then passes over at most half of the rows.  float64 keeps the
+//     difference exact to ~1e-16 of the parent's sums, far below the float32
+//     the split search works in.
 //
 // Shapes (row-major):
 //   bins         (n_features, n_rows) uint8, each < n_bins, stored by tiles of
 //                rows (bin_tiles.h)
-//   node_of_row  (n_rows,) int32 node within the level, in [0, n_nodes)
+//   node_of_row  (n_rows,) int32 node within the level, in [0, n_nodes); for
+//                the children kernels, within the level above, in
+//                [0, n_nodes / 2)
 //   row_stats    (n_rows, n_stats) float32
 //   parent_hist  (n_features, n_nodes / 2, n_bins, n_stats) float64
+//   feature, threshold_bin, missing_left  (n_nodes / 2,) int32, int32, bool:
+//                the splits of the level above (children kernels)
+//   next         (n_rows,) int32 node within the level (children kernels)
 //   result       (n_features, n_nodes, n_bins, n_stats) float64
 //   cumulative   (n_features, n_nodes, n_bins, n_stats) float32: the result
 //                summed over value bins 0..b (running sums), the missing bin
@@ -48,6 +56,7 @@
 #include <vector>
 
 #include "bin_tiles.h"
+#include "route_rows.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -468,7 +477,6 @@ void AccumulateEntries(const uint8_t* bins, int64_t n_rows, int64_t n_features,
 // count[k] = the rows of node k; false if a node is outside [0, n_nodes).
 bool CountRows(const int32_t* node, int64_t n_rows, int64_t n_nodes,
                std::vector<int64_t>* count) {
-  if (n_nodes > INT32_MAX) return false;
   // without branches, unsigned or 64-bit compares, so that it vectorises
   const int32_t limit = static_cast<int32_t>(n_nodes);
   int out_of_range = 0;
@@ -494,10 +502,9 @@ bool CountRows(const int32_t* node, int64_t n_rows, int64_t n_nodes,
   return true;
 }
 
-// Checks the shapes and node numbers and counts the rows of every node.
-ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
-                       ffi::Span<const int64_t> stats_dims, int64_t n_nodes, int64_t n_bins,
-                       std::vector<int64_t>* count) {
+// Checks the shapes and that n_nodes and n_bins are in range.
+ffi::Error CheckShapes(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                       ffi::Span<const int64_t> stats_dims, int64_t n_nodes, int64_t n_bins) {
   auto bins_dims = bins.dimensions();
   if (bins_dims.size() != 2 || stats_dims.size() != 2 || node_of_row.dimensions().size() != 1) {
     return ffi::Error::InvalidArgument("jaxboost histogram: bad ranks");
@@ -506,10 +513,51 @@ ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_o
   if (stats_dims[0] != n_rows || node_of_row.dimensions()[0] != n_rows) {
     return ffi::Error::InvalidArgument("jaxboost histogram: row counts differ");
   }
-  if (n_bins < 1 || n_bins > 256 || n_nodes < 1) {
-    return ffi::Error::InvalidArgument("jaxboost histogram: n_bins in [1, 256], n_nodes >= 1");
+  if (n_bins < 1 || n_bins > 256 || n_nodes < 1 || n_nodes > INT32_MAX) {
+    return ffi::Error::InvalidArgument(
+        "jaxboost histogram: n_bins in [1, 256], n_nodes in [1, 2^31)");
   }
-  if (!CountRows(node_of_row.typed_data(), n_rows, n_nodes, count)) {
+  return ffi::Error::Success();
+}
+
+// Checks the shapes and node numbers of a level summed afresh and counts the
+// rows of every node.
+ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                       ffi::Span<const int64_t> stats_dims, int64_t n_nodes, int64_t n_bins,
+                       std::vector<int64_t>* count) {
+  if (auto err = CheckShapes(bins, node_of_row, stats_dims, n_nodes, n_bins); err.failure()) {
+    return err;
+  }
+  if (!CountRows(node_of_row.typed_data(), bins.dimensions()[1], n_nodes, count)) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
+  }
+  return ffi::Error::Success();
+}
+
+// A level below the root: checks the shapes, routes the rows of the level
+// above (node_of_row, n_parents nodes) by its splits into `next`, and counts
+// the rows of every child, in one pass (route_rows.h).
+ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                         ffi::Span<const int64_t> stats_dims, ffi::Buffer<ffi::S32>& feature,
+                         ffi::Buffer<ffi::S32>& threshold_bin,
+                         ffi::Buffer<ffi::PRED>& missing_left, int64_t n_parents, int64_t n_bins,
+                         int64_t missing_bin, int32_t* next, std::vector<int64_t>* count) {
+  if (auto err = CheckShapes(bins, node_of_row, stats_dims, 2 * n_parents, n_bins);
+      err.failure()) {
+    return err;
+  }
+  if (feature.element_count() != n_parents || threshold_bin.element_count() != n_parents ||
+      missing_left.element_count() != n_parents) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: one split per parent expected");
+  }
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
+  LevelSplits splits;
+  if (!splits.Read(feature.typed_data(), threshold_bin.typed_data(), missing_left.typed_data(),
+                   n_parents, n_features)) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: split feature out of range");
+  }
+  if (!RouteRows<true>(bins.typed_data(), BinTiles(n_features, n_rows), node_of_row.typed_data(),
+                       splits, missing_bin, next, count)) {
     return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
   }
   return ffi::Error::Success();
@@ -705,8 +753,10 @@ ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row
 
 ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                         ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::F64> parent_hist,
+                        ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
+                        ffi::Buffer<ffi::PRED> missing_left, ffi::ResultBuffer<ffi::S32> next,
                         ffi::ResultBuffer<ffi::F64> result, ffi::ResultBuffer<ffi::F32> cumulative,
-                        int64_t n_bins) {
+                        int64_t n_bins, int64_t missing_bin) {
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const FloatSums sums{row_stats.dimensions()[1]};
   if (auto err = CheckParent(parent_hist.dimensions(), n_features, n_bins, sums.n_stored);
@@ -715,12 +765,13 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
   }
   const int64_t n_parents = parent_hist.dimensions()[1];
   std::vector<int64_t> count;
-  if (auto err = CheckInputs(bins, node_of_row, row_stats.dimensions(), 2 * n_parents, n_bins,
-                             &count);
+  if (auto err = RouteChildren(bins, node_of_row, row_stats.dimensions(), feature, threshold_bin,
+                               missing_left, n_parents, n_bins, missing_bin, next->typed_data(),
+                               &count);
       err.failure()) {
     return err;
   }
-  SumChildren<2>(bins.typed_data(), n_features, n_rows, node_of_row.typed_data(),
+  SumChildren<2>(bins.typed_data(), n_features, n_rows, next->typed_data(),
                  row_stats.typed_data(), count, n_parents, n_bins, sums, &tls_list,
                  parent_hist.typed_data(), result->typed_data(), cumulative->typed_data());
   return ffi::Error::Success();
@@ -748,9 +799,13 @@ ffi::Error RootQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> no
 
 ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                                  ffi::Buffer<ffi::S32> row_stats, ffi::Buffer<ffi::F32> scale,
-                                 ffi::Buffer<ffi::S64> parent_hist,
+                                 ffi::Buffer<ffi::S64> parent_hist, ffi::Buffer<ffi::S32> feature,
+                                 ffi::Buffer<ffi::S32> threshold_bin,
+                                 ffi::Buffer<ffi::PRED> missing_left,
+                                 ffi::ResultBuffer<ffi::S32> next,
                                  ffi::ResultBuffer<ffi::S64> result,
-                                 ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins) {
+                                 ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
+                                 int64_t missing_bin) {
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   if (auto err = CheckScale(scale, row_stats.dimensions()[1]); err.failure()) return err;
   const PackedSums sums{row_stats.dimensions()[1] / 2, scale.typed_data()};
@@ -760,13 +815,14 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
   }
   const int64_t n_parents = parent_hist.dimensions()[1];
   std::vector<int64_t> count;
-  if (auto err = CheckInputs(bins, node_of_row, row_stats.dimensions(), 2 * n_parents, n_bins,
-                             &count);
+  if (auto err = RouteChildren(bins, node_of_row, row_stats.dimensions(), feature, threshold_bin,
+                               missing_left, n_parents, n_bins, missing_bin, next->typed_data(),
+                               &count);
       err.failure()) {
     return err;
   }
   const int64_t* packed = PackedWords(row_stats);
-  SumChildren<1>(bins.typed_data(), n_features, n_rows, node_of_row.typed_data(), packed, count,
+  SumChildren<1>(bins.typed_data(), n_features, n_rows, next->typed_data(), packed, count,
                  n_parents, n_bins, sums, &tls_packed_list, parent_hist.typed_data(),
                  result->typed_data(), cumulative->typed_data());
   return ffi::Error::Success();
@@ -790,9 +846,14 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Attr<int64_t>("n_bins"));
+                                  .Attr<int64_t>("n_bins")
+                                  .Attr<int64_t>("missing_bin"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramRootQuantised, RootQuantisedImpl,
                               ffi::Ffi::Bind()
@@ -812,6 +873,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildrenQuantised, ChildrenQuanti
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S64>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Attr<int64_t>("n_bins"));
+                                  .Attr<int64_t>("n_bins")
+                                  .Attr<int64_t>("missing_bin"));

@@ -1,0 +1,84 @@
+// Routing rows one level down a tree: the loop shared by the routing kernel
+// (route.cc) and the children histogram kernels (histogram.cc), which route a
+// level's rows and count the rows of every child in one pass before summing
+// the children.  The plain reference is jaxboost.tree.route_rows.
+//
+// Row r at node k goes to 2 k + right, where right is 1 when its bin of the
+// node's feature is the missing bin and the node sends missing values right,
+// or when it is a value bin above the node's threshold bin.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bin_tiles.h"
+
+// The splits of a level's n_nodes nodes, as the routing loop reads them.
+struct LevelSplits {
+  std::vector<int64_t> feature;
+  std::vector<int32_t> threshold;
+  std::vector<int32_t> missing_right;
+
+  // false when a feature is outside [0, n_features)
+  bool Read(const int32_t* feature_of_node, const int32_t* threshold_bin, const bool* missing_left,
+            int64_t n_nodes, int64_t n_features) {
+    feature.resize(n_nodes);
+    threshold.resize(n_nodes);
+    missing_right.resize(n_nodes);
+    for (int64_t k = 0; k < n_nodes; ++k) {
+      const int32_t f = feature_of_node[k];
+      if (f < 0 || f >= n_features) return false;
+      feature[k] = f;
+      threshold[k] = threshold_bin[k];
+      missing_right[k] = missing_left[k] ? 0 : 1;
+    }
+    return true;
+  }
+
+  int64_t n_nodes() const { return static_cast<int64_t>(feature.size()); }
+};
+
+// next[r] = 2 node[r] + right for every row of the tiled `bins`; with
+// kCount, count[j] (2 n_nodes entries) = the rows sent to node j of the next
+// level.  false when a node is outside [0, n_nodes) (next is then partly
+// written).
+template <bool kCount>
+bool RouteRows(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
+               const LevelSplits& splits, int64_t missing_bin, int32_t* next,
+               std::vector<int64_t>* count) {
+  const int64_t n_nodes = splits.n_nodes(), n_next = 2 * n_nodes;
+  // four interleaved tallies: consecutive rows sent to one node do not each
+  // wait for the previous increment's store
+  constexpr int kTallies = 4;
+  std::vector<int64_t> tally(kCount ? kTallies * n_next : 0, 0);
+  std::vector<int64_t> column(n_nodes);  // the node's feature times the tile's pitch
+  int32_t out_of_range = 0;
+  int64_t pitch = 0;
+  tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+    if (t1 - t0 != pitch) {  // the first tile, and a shorter last one
+      pitch = t1 - t0;
+      for (int64_t k = 0; k < n_nodes; ++k) column[k] = splits.feature[k] * pitch;
+    }
+    // the node's feature's bin of row r in [t0, t1) is tile[column + r]
+    const uint8_t* tile = bins + shift;
+    for (int64_t r = t0; r < t1; ++r) {
+      const int32_t k = node[r];
+      const bool bad = k < 0 || k >= n_nodes;
+      out_of_range |= static_cast<int32_t>(bad);
+      const int32_t safe = bad ? 0 : k;
+      const int32_t bin = tile[column[safe] + r];
+      const int32_t right = bin == missing_bin ? splits.missing_right[safe]
+                                               : static_cast<int32_t>(bin > splits.threshold[safe]);
+      const int32_t to = 2 * safe + right;
+      next[r] = to;
+      if constexpr (kCount) ++tally[(r & (kTallies - 1)) * n_next + to];
+    }
+  });
+  if constexpr (kCount) {
+    count->assign(n_next, 0);
+    for (int q = 0; q < kTallies; ++q) {
+      for (int64_t j = 0; j < n_next; ++j) (*count)[j] += tally[q * n_next + j];
+    }
+  }
+  return out_of_range == 0;
+}
