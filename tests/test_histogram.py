@@ -185,6 +185,7 @@ def _running_sums(hist: np.ndarray) -> np.ndarray:
         (5, 3000, 2, 256, 2),
         (7, 2000, 16, 33, 2),
         (3, 500, 8, 17, 5),
+        (3, 700, 32, 17, 5),  # float sums in row order from 16 nodes
         # tiles of rows: two whole and a part, and exactly two
         (5, 2 * TILE_ROWS + 300, 8, 64, 2),
         (2, 2 * TILE_ROWS, 4, 16, 2),

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     const double listing = BestMs(
         [&] {
           ListRowsByGroup<1>(node.data(), packed.data(), n_rows, 1, count, summed,
-                          PackedSums::kGroupShift, n_bins, BinTiles(n_features, n_rows), &list);
+                          kGroupShift, n_bins, BinTiles(n_features, n_rows), &list);
         },
         kPasses, evict);
     const double pass = BestMs(

@@ -85,23 +85,27 @@ struct RowList {
 //   FloatSums: float32 columns summed into float64, one per output column.
 //   PackedSums: int64 words each holding a (gradient j, hessian j) pair of
 //     integers; stored word j feeds output columns j and K + j, scaled.
-// kByGroup: a level below the root lists its rows by groups of
-// 2^kGroupShift nodes, in row order within a group (ListRowsByGroup), rather
-// than node by node (ListRows).  A group of 8 nodes has 4 summed children
-// (one per parent), 32 KiB of packed histograms per block of 4 features (4 x
-// 4 nodes x 256 bins x 8 bytes).  benchmarks/micro/row_order.cc measures the
-// passes alone; whole children levels on a random half of 500k rows x 28
-// features (kernel and list), packed, at 2 / 8 / 16 / 32 nodes: by groups of 8
-// 5.1 to 5.5 / 5.1 to 5.6 / 6.1 to 6.6 / 6.9 to 7.4 ms, in row order (one
-// group) 5.3 to 5.7 / 5.2 / 5.9 to 6.0 / 7.7 to 7.9.  Float sums by groups of
-// 4 nodes gained 0 to 0.8 ms at 32 nodes and lost up to 1 ms below: they stay
-// node by node.
+//
+// A level below the root of at least kRowOrderFrom nodes lists its rows by
+// groups of 2^kGroupShift nodes, in row order within a group
+// (ListRowsByGroup): up to 1024 nodes (depth 11) every row in row order.
+// A list node by node (ListRows) reads every cache line of the bins once per
+// node, and in a fit the bins come from memory.
+// benchmarks/micro/children_level.cc on 507904 rows x 28 features with
+// "cold" (64 MiB written before each pass), packed, whole children levels in
+// ms at 32 / 64 / 128 / 256 / 512 nodes: by groups of 8 nodes 4.2 to 4.9 /
+// 7.0 to 7.3 / 10.1 / 15.4 / 22.7, in row order 4.1 / 5.0 / 6.8 / 8.9 /
+// 18.3; the same at 2 to 16 nodes.  Float sums, the calls (routing included)
+// timed in a 1M-row fit, per level from 2 to 32 nodes: node by node 5.3 /
+// 4.4 / 4.9 / 6.5 / 9.1 ms, in row order 6.4 / 5.4 / 4.9 / 5.3 / 6.6; so
+// node by node below 16 nodes.
+constexpr int kGroupShift = 10;
+
 struct FloatSums {
   using Stat = float;
   using Acc = double;
   static constexpr int kParts = 1;
-  static constexpr bool kByGroup = false;
-  static constexpr int kGroupShift = 0;
+  static constexpr int64_t kRowOrderFrom = 16;
   int64_t n_stored;
   void Split(double sum, double* parts) const { parts[0] = sum; }
   int64_t Column(int64_t j, int /*part*/) const { return j; }
@@ -112,8 +116,7 @@ struct PackedSums {
   using Stat = int64_t;
   using Acc = int64_t;
   static constexpr int kParts = 2;
-  static constexpr bool kByGroup = true;
-  static constexpr int kGroupShift = 3;
+  static constexpr int64_t kRowOrderFrom = 2;
   int64_t n_stored;      // K
   const float* scale;    // (2 K,)
   // gradient * 2^32 + hessian: the hessian is the low word read as signed,
@@ -687,9 +690,9 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
       if (summed[k]) std::fill_n(hist + (f * n_nodes + k) * node_size, node_size, Acc(0));
     }
   }
-  if (Sums::kByGroup) {
-    ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, Sums::kGroupShift,
-                            node_size, BinTiles(n_features, n_rows), list);
+  if (n_nodes >= Sums::kRowOrderFrom) {
+    ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift, node_size,
+                            BinTiles(n_features, n_rows), list);
     AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
   } else {
     ListRows<kUsual>(node, stats, n_rows, n_stored, count, summed, BinTiles(n_features, n_rows),
