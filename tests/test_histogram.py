@@ -188,6 +188,7 @@ def _running_sums(hist: np.ndarray) -> np.ndarray:
         (3, 700, 32, 17, 5),  # float sums in row order from 16 nodes
         # tiles of rows: two whole and a part, and exactly two
         (5, 2 * TILE_ROWS + 300, 8, 64, 2),
+        (3, 2 * TILE_ROWS + 300, 16, 32, 2),
         (2, 2 * TILE_ROWS, 4, 16, 2),
     ],
 )
