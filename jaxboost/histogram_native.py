@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .native_library import load
+from .route_native import split_buffers
 from .split import LevelSplit
 
 
@@ -140,14 +141,10 @@ def _nodes_like(node_of_row: jax.Array) -> jax.ShapeDtypeStruct:
 
 
 def _split_arguments(split: LevelSplit | None) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The children kernels' split buffers: ``(n_parents,)`` int32, int32, bool."""
+    """The children kernels' split buffers (:func:`split_buffers`)."""
     if split is None:
         raise ValueError("the native kernel sums children as it routes: pass the level's split")
-    return (
-        split.feature.astype(jnp.int32),
-        split.threshold_bin.astype(jnp.int32),
-        split.missing_left.astype(jnp.bool_),
-    )
+    return split_buffers(split)
 
 
 def _attributes(n_bins: int, split: LevelSplit) -> dict[str, np.int64]:

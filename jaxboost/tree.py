@@ -30,24 +30,17 @@ from .split import LevelSplit, find_best_splits, first_across_shards
 _FLAT_INDEX_LIMIT = 2**31
 
 
-def route_rows(
-    bins: jax.Array,
-    node_of_row: jax.Array,
-    feature: jax.Array,
-    threshold_bin: jax.Array,
-    missing_left: jax.Array,
-    missing_bin: int,
-) -> jax.Array:
+def route_rows(bins: jax.Array, node_of_row: jax.Array, split: LevelSplit) -> jax.Array:
     """Send every row to its child in the next level.
 
     Args:
       bins: ``(n_features, n_rows)`` uint8 bin of every value.
       node_of_row: ``(n_rows,)`` int32 node within the current level.
-      feature, threshold_bin, missing_left: ``(n_nodes,)`` splits of the level.
-      missing_bin: the bin index of missing values.
+      split: the level's splits, ``(n_nodes,)`` each.
     Returns:
       ``(n_rows,)`` int32 node within the next level (``2 * node + go_right``).
     """
+    feature, threshold_bin, missing_left, missing_bin = split
     row_feature = feature[node_of_row]
     n_features, n_rows = bins.shape
     if n_features * n_rows < _FLAT_INDEX_LIMIT:
@@ -93,7 +86,7 @@ def _routed(bins, node_of_row, split):
     """``node_of_row`` routed by ``split``, or as it is without one."""
     if split is None:
         return node_of_row
-    return route_rows(bins, node_of_row, *split)
+    return route_rows(bins, node_of_row, split)
 
 
 def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split):
@@ -282,4 +275,4 @@ def grow_tree(
         levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
         split = LevelSplit(feature, threshold_bin, missing_left, missing_bin=max_bins)
     structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
-    return structure, kernel.route(bins, node_of_row, *split)
+    return structure, kernel.route(bins, node_of_row, split)

@@ -240,7 +240,7 @@ def test_native_children_route_their_rows_as_route_rows(quantised, n_rows):
         return level(n_nodes=2 * n_parents, n_bins=n_bins, parent=parent, split=split)
 
     _, exact, routed = jax.jit(children)(tiled, parents, stats)
-    expected = route_rows(jnp.asarray(bins), jnp.asarray(parents), *split)
+    expected = route_rows(jnp.asarray(bins), jnp.asarray(parents), split)
     np.testing.assert_array_equal(np.asarray(routed), np.asarray(expected))
     reference = _reference_add_at(bins, np.asarray(expected), stats, 2 * n_parents, n_bins)
     sums = _unpacked(exact) if quantised else np.asarray(exact)

@@ -11,6 +11,7 @@ import pytest
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
 from jaxboost.route_native import native_route_rows
+from jaxboost.split import LevelSplit
 from jaxboost.tree import TreeParams, grow_tree
 
 _grow = jax.jit(grow_tree, static_argnames=("params", "axis_name"))
@@ -267,11 +268,15 @@ def test_every_way_of_routing_rows_equals_numpy(monkeypatch):
 
     bins, node_of_row, split = _random_split(2)
     expected = _routed_by_numpy(bins, node_of_row, split, 16)
-    arguments = (jnp.asarray(bins), jnp.asarray(node_of_row), *map(jnp.asarray, split))
-    native = native_route_rows(*arguments, missing_bin=16)
-    flat = tree_module.route_rows(*arguments, missing_bin=16)
+    arguments = (
+        jnp.asarray(bins),
+        jnp.asarray(node_of_row),
+        LevelSplit(*map(jnp.asarray, split), missing_bin=16),
+    )
+    native = native_route_rows(*arguments)
+    flat = tree_module.route_rows(*arguments)
     monkeypatch.setattr(tree_module, "_FLAT_INDEX_LIMIT", 0)
-    by_rows = tree_module.route_rows(*arguments, missing_bin=16)
+    by_rows = tree_module.route_rows(*arguments)
     for routed in (native, flat, by_rows):
         np.testing.assert_array_equal(np.asarray(routed), expected)
 
@@ -280,9 +285,9 @@ def test_every_way_of_routing_rows_equals_numpy(monkeypatch):
 def test_native_routing_on_a_larger_level_jitted(n_nodes, n_rows):
     # the kernel reads the bins by tiles of rows
     bins, node_of_row, split = _random_split(3, 9, n_rows, n_nodes, missing_bin=255)
-    routed = jax.jit(native_route_rows, static_argnames="missing_bin")(
-        tile_bins(bins), node_of_row, *split, missing_bin=255
-    )
+    routed = jax.jit(
+        lambda bins, nodes, *split: native_route_rows(bins, nodes, LevelSplit(*split, 255))
+    )(tile_bins(bins), node_of_row, *split)
     np.testing.assert_array_equal(
         np.asarray(routed), _routed_by_numpy(bins, node_of_row, split, 255)
     )
@@ -297,5 +302,7 @@ def test_native_routing_rejects_indices_out_of_range(bad):
         feature[1] = 5
     with pytest.raises(Exception, match=f"{bad}.* out of range"):
         jax.block_until_ready(
-            native_route_rows(bins, node_of_row, feature, threshold_bin, missing_left, 16)
+            native_route_rows(
+                bins, node_of_row, LevelSplit(feature, threshold_bin, missing_left, 16)
+            )
         )
