@@ -328,7 +328,7 @@ class Booster:
                 else 0
             ),
             narrow_line_search=not hessian.informative,
-            subsampled=self._hyper().subsample < 1.0,
+            subsampled=bool(self._hyper().subsample < 1.0),
         )
         return cfg, self._hyper()
 
