@@ -57,7 +57,7 @@ MAX_DEPTH = 6  # the settings of _common.jaxboost_booster
 MAX_BINS = 255
 N_OUTPUTS = 1
 HIST_BINS = MAX_BINS + 1  # tree.grow_tree: max_bins value bins + the missing bin
-HIST_STATS = 2 * N_OUTPUTS  # boost._split_stats: [grad, hess]
+HIST_STATS = 2 * N_OUTPUTS  # the split statistics: [grad, hess]
 ROUNDS = (10, 40)
 FLOAT32_BYTES = 4
 

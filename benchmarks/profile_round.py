@@ -28,7 +28,7 @@ from _common import N_FEATURES, jaxboost_booster, make_data, print_header, print
 
 import losses
 from jaxboost.derivatives import grad_hess
-from jaxboost.split import find_best_splits
+from jaxboost.split import LevelSplit, find_best_splits
 from jaxboost.tree import HISTOGRAM_KERNELS, route_rows
 
 MAX_BINS = 255
@@ -60,6 +60,16 @@ def per_level(X, y, repeat: int) -> list[tuple[int, float]]:
     return results
 
 
+def random_split(rng: np.random.Generator, n_nodes: int) -> LevelSplit:
+    """Random splits of a level of ``n_nodes`` nodes (missing bin ``MAX_BINS``)."""
+    return LevelSplit(
+        jnp.asarray(rng.integers(0, N_FEATURES, n_nodes, dtype=np.int32)),
+        jnp.asarray(rng.integers(0, MAX_BINS, n_nodes, dtype=np.int32)),
+        jnp.asarray(rng.integers(0, 2, n_nodes).astype(bool)),
+        missing_bin=MAX_BINS,
+    )
+
+
 def kernels(n_rows: int, repeat: int) -> list[tuple[str, float]]:
     """``(kernel, ms)`` on ``n_rows`` random rows of one device."""
     rng = np.random.default_rng(0)
@@ -67,24 +77,28 @@ def kernels(n_rows: int, repeat: int) -> list[tuple[str, float]]:
     stats = jnp.asarray(rng.standard_normal((n_rows, 2)).astype(np.float32))
     results = []
     native = HISTOGRAM_KERNELS["native"].level
-    children = jax.jit(native, static_argnames=("n_nodes", "n_bins"))
     for n_nodes in (1, 32):
         node = jnp.asarray(rng.integers(0, n_nodes, n_rows, dtype=np.int32))
         for name, kernel in HISTOGRAM_KERNELS.items():
             build = jax.jit(kernel.level, static_argnames=("n_nodes", "n_bins"))
             seconds = best_seconds(
                 lambda build=build, node=node, n_nodes=n_nodes: build(
-                    bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1, parent=None
+                    bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1, parent=None, split=None
                 ),
                 repeat,
             )
             results.append((f"histograms, {n_nodes} node(s), {name} kernel", seconds * 1e3))
-        if n_nodes > 1:  # the native kernel's level below the root: by subtraction
-            parent = native(bins, node // 2, stats, n_nodes // 2, MAX_BINS + 1, None)[1]
+        if n_nodes > 1:  # the native kernel's level below the root: routing, subtraction
+            parents = node // 2
+            parent = native(bins, parents, stats, n_nodes // 2, MAX_BINS + 1, None, None)[1]
+            split = random_split(rng, n_nodes // 2)
+            children = jax.jit(
+                lambda parents, parent, n_nodes=n_nodes, split=split: native(
+                    bins, parents, stats, n_nodes, MAX_BINS + 1, parent, split
+                )
+            )
             seconds = best_seconds(
-                lambda node=node, n_nodes=n_nodes, parent=parent: children(
-                    bins, node, stats, n_nodes=n_nodes, n_bins=MAX_BINS + 1, parent=parent
-                ),
+                lambda children=children, parents=parents, parent=parent: children(parents, parent),
                 repeat,
             )
             results.append(
@@ -97,14 +111,9 @@ def kernels(n_rows: int, repeat: int) -> list[tuple[str, float]]:
         seconds = best_seconds(lambda hist=hist: search(hist), repeat)
         results.append((f"split search, {n_nodes} node(s)", seconds * 1e3))
     node = jnp.asarray(rng.integers(0, 32, n_rows, dtype=np.int32))
-    split_feature = jnp.asarray(rng.integers(0, N_FEATURES, 32, dtype=np.int32))
-    threshold = jnp.asarray(rng.integers(0, MAX_BINS, 32, dtype=np.int32))
-    missing_left = jnp.asarray(rng.integers(0, 2, 32).astype(bool))
-    route = jax.jit(route_rows, static_argnames="missing_bin")
-    seconds = best_seconds(
-        lambda: route(bins, node, split_feature, threshold, missing_left, missing_bin=MAX_BINS),
-        repeat,
-    )
+    split = random_split(rng, 32)
+    route = jax.jit(lambda bins, node: route_rows(bins, node, split))
+    seconds = best_seconds(lambda: route(bins, node), repeat)
     results.append(("routing rows one level down (32 nodes)", seconds * 1e3))
     y = jnp.asarray(rng.integers(0, 2, n_rows).astype(np.float32))
     raw = jnp.zeros((n_rows, 1), jnp.float32)
