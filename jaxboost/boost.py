@@ -30,10 +30,12 @@ from .init_score import initial_score
 from .leaf_sums import LEAF_KERNELS
 from .leaves import (
     LeafTotals,
+    across_shards,
     armijo_backtrack,
-    leaf_totals,
+    leaf_columns,
     line_search_leaf_values,
     solve_newton,
+    totals_from_sums,
 )
 from .programs import one_program_per_shape
 from .quantise import quantise_split_stats
@@ -260,24 +262,30 @@ def _grow_one(
         hyper.min_split_gain * unit * unit,
         cfg.histogram_kernel,
     )
-    structure, leaf_of_row = grow_tree(
-        data.bins, stats, edges, params, axis_name, features, stats_scale=scale
-    )
-    structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
-    # the sums of the outputs this tree fits, in one pass and one psum
-    totals = leaf_totals(
-        LEAF_KERNELS[cfg.leaf_kernels],
+    # the sums of the outputs this tree fits: summed by the last routing pass
+    # (the native kernel's: no pass of their own), then one psum
+    per_row = leaf_columns(
         grad_split if one_output else grad,
         hess_split if one_output else hess,
         data.weight,
-        leaf_of_row,
-        2**cfg.max_depth,
-        axis_name,
-        # (the Armijo check's losses at the start, in the same pass)
+        # (the Armijo check's losses at the start)
         row_loss=sample_loss(cfg.loss, data.y, raw) if cfg.armijo else None,
         # (the line search's resolution: the scores' magnitude)
         raw=raw if cfg.leaf_method == "line_search" else None,
     )
+    structure, leaf_of_row, sums = grow_tree(
+        data.bins,
+        stats,
+        edges,
+        params,
+        axis_name,
+        features,
+        stats_scale=scale,
+        leaf_columns=per_row.columns,
+        leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
+    )
+    structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
+    totals = totals_from_sums(across_shards(sums, axis_name), per_row)
     if one_output:  # the tree's output's sums in its column, 0 in the others
         totals = totals._replace(
             grad=totals.grad * output_mask,

@@ -73,6 +73,55 @@ class LeafTotals(NamedTuple):
     score: jax.Array | None = None
 
 
+class LeafColumns(NamedTuple):
+    """The per-row values whose sums by leaf make :class:`LeafTotals`: each
+    entry ``(c, n_rows)`` float32, rows last, as the leaf kernels read them
+    (for one output a transpose is free)."""
+
+    columns: tuple[jax.Array, ...]
+    # hess.shape[1:]: (K,) diagonal or (K, K) full
+    hess_shape: tuple[int, ...]
+    # the optional LeafTotals fields the columns after the weight hold
+    asked: tuple[str, ...]
+
+
+def leaf_columns(
+    grad: jax.Array,
+    hess: jax.Array,
+    weight: jax.Array,
+    row_loss: jax.Array | None = None,
+    raw: jax.Array | None = None,
+) -> LeafColumns:
+    """The columns of :func:`leaf_totals`: ``[grad, hess, weight]`` and the
+    weighted ``row_loss`` and score magnitude where given.
+
+    Args:
+      grad: ``(n_rows, K)``; hess: ``(n_rows, K)`` or ``(n_rows, K, K)``;
+      weight: ``(n_rows,)``; row_loss: ``(n_rows,)`` unweighted per-row
+        losses, or None; raw: ``(n_rows, K)`` raw scores, or None.
+    """
+    n_rows = grad.shape[0]
+    optional = {"loss": row_loss, "score": None if raw is None else _score_magnitude(raw)}
+    asked = tuple(name for name, value in optional.items() if value is not None)
+    columns = [grad.T, hess.reshape(n_rows, -1).T, weight[None, :]]
+    columns += [(weight * optional[name])[None, :] for name in asked]
+    return LeafColumns(tuple(columns), tuple(hess.shape[1:]), asked)
+
+
+def totals_from_sums(total: jax.Array, layout: LeafColumns) -> LeafTotals:
+    """:class:`LeafTotals` from ``total (n_leaves, V)``, the sums over every
+    shard of the ``V`` rows of ``layout.columns``, in their order."""
+    n_leaves = total.shape[0]
+    n_outputs, hess_width = layout.columns[0].shape[0], layout.columns[1].shape[0]
+    weight_column = n_outputs + hess_width
+    return LeafTotals(
+        grad=total[:, :n_outputs],
+        hess=total[:, n_outputs:weight_column].reshape(n_leaves, *layout.hess_shape),
+        weight=total[:, weight_column],
+        **{name: total[:, weight_column + 1 + i] for i, name in enumerate(layout.asked)},
+    )
+
+
 def leaf_totals(
     kernels: LeafKernels,
     grad: jax.Array,
@@ -89,29 +138,14 @@ def leaf_totals(
     rows and one ``psum`` (with the native kernels: summed in float64).
 
     Args:
-      grad: ``(n_rows, K)``; hess: ``(n_rows, K)`` or ``(n_rows, K, K)``;
-      weight: ``(n_rows,)``; leaf_of_row: ``(n_rows,)`` int32;
-      row_loss: ``(n_rows,)`` unweighted per-row losses, or None.
-      raw: ``(n_rows, K)`` raw scores, or None.
+      grad, hess, weight, row_loss, raw: as :func:`leaf_columns`;
+      leaf_of_row: ``(n_rows,)`` int32.
     """
-    n_rows, n_outputs = grad.shape
-    hess_columns = hess.reshape(n_rows, -1)
-    columns = [grad, hess_columns, weight[:, None]]
-    optional = {"loss": row_loss, "score": None if raw is None else _score_magnitude(raw)}
-    asked = [name for name, value in optional.items() if value is not None]
-    columns += [(weight * optional[name])[:, None] for name in asked]
+    layout = leaf_columns(grad, hess, weight, row_loss, raw)
     # (V, n_rows), row by row: concatenated as columns and transposed, XLA on
     # CPU took 0.34 ms per round of a 1M-row fit instead of 0.14
-    values = jnp.concatenate([column.T for column in columns], axis=0)
-    total = _sum_by_leaf(kernels, values, leaf_of_row, n_leaves, axis_name)
-    hess_sum = total[:, n_outputs : n_outputs + hess_columns.shape[1]]
-    weight_column = n_outputs + hess_columns.shape[1]
-    return LeafTotals(
-        grad=total[:, :n_outputs],
-        hess=hess_sum.reshape(n_leaves, *hess.shape[1:]),
-        weight=total[:, weight_column],
-        **{name: total[:, weight_column + 1 + i] for i, name in enumerate(asked)},
-    )
+    values = jnp.concatenate(layout.columns, axis=0)
+    return totals_from_sums(_sum_by_leaf(kernels, values, leaf_of_row, n_leaves, axis_name), layout)
 
 
 def _score_magnitude(raw: jax.Array) -> jax.Array:

@@ -31,7 +31,8 @@ SOURCES = tuple(
 )
 # included by the sources: part of what a cached build was built from
 HEADERS = tuple(
-    Path(__file__).with_name("native") / name for name in ("bin_tiles.h", "route_rows.h")
+    Path(__file__).with_name("native") / name
+    for name in ("bin_tiles.h", "leaf_lanes.h", "route_rows.h")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _ENV_CACHE = "JAXBOOST_CACHE_DIR"
@@ -48,6 +49,7 @@ _TARGETS = {
     "jaxboost_rows_of_leaves": "JaxboostRowsOfLeaves",
     "jaxboost_first_true_rows": "JaxboostFirstTrueRows",
     "jaxboost_route_rows": "JaxboostRouteRows",
+    "jaxboost_route_leaf_sums": "JaxboostRouteLeafSums",
 }
 
 

@@ -1,12 +1,16 @@
-"""The native CPU kernel that routes rows one level down (``native/route.cc``).
+"""The native CPU kernels that route rows one level down (``native/route.cc``).
 
 XLA fuses the split search's last per-node steps into its per-row routing
 loop and recomputes them for every row; as a custom call the routing cannot
 be fused into.  The plain reference it must equal is
-:func:`jaxboost.tree.route_rows`.
+:func:`jaxboost.tree.route_rows`.  The last level's routing also sums the
+leaves' values in the same pass (the reference: route, then
+:func:`jaxboost.leaf_sums.leaf_sums_native`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -38,3 +42,36 @@ def native_route_rows(bins: jax.Array, node_of_row: jax.Array, split: LevelSplit
         vmap_method="sequential",
     )
     return call(bins, node_of_row, *split_buffers(split), missing_bin=np.int64(split.missing_bin))
+
+
+def native_route_leaf_sums(
+    bins: jax.Array,
+    node_of_row: jax.Array,
+    split: LevelSplit,
+    columns: Sequence[jax.Array],
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`native_route_rows`, and the sums of every leaf's rows of
+    ``columns`` (each ``(c_j, n_rows)`` float32) in the same pass.
+
+    Returns:
+      ``(n_rows,)`` int32 leaf of every row, and ``(2 n_nodes, V)`` float32
+      sums (``V`` the columns' rows, in order; summed in float64 as
+      :func:`jaxboost.leaf_sums.leaf_sums_native` sums them).
+    """
+    load()
+    n_values = sum(column.shape[0] for column in columns)
+    call = jax.ffi.ffi_call(
+        "jaxboost_route_leaf_sums",
+        (
+            jax.ShapeDtypeStruct(node_of_row.shape, jnp.int32),
+            jax.ShapeDtypeStruct((2 * split.feature.shape[0], n_values), jnp.float32),
+        ),
+        vmap_method="sequential",
+    )
+    return call(
+        bins,
+        node_of_row,
+        *split_buffers(split),
+        *(column.astype(jnp.float32) for column in columns),
+        missing_bin=np.int64(split.missing_bin),
+    )

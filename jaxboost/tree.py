@@ -12,7 +12,7 @@ A forest is the same structure with a leading ``(n_trees,)`` axis.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
@@ -22,8 +22,9 @@ from jax import lax
 from .histogram import build_histograms
 from .histogram_native import native_level_histograms, native_level_histograms_quantised
 from .histogram_packed import build_histograms_packed
+from .leaf_sums import leaf_sums_reference
 from .native_library import native_for
-from .route_native import native_route_rows
+from .route_native import native_route_leaf_sums, native_route_rows
 from .split import LevelSplit, find_best_splits, first_across_shards
 
 # int32 flat indices into (n_features, n_rows) bins stay below this
@@ -74,12 +75,18 @@ class HistogramKernel(NamedTuple):
     statistics (:mod:`jaxboost.quantise`), summed exactly; ``hist`` is the
     sums times ``scale`` ``(n_stats,)``, float32.
     ``route``: sends the rows one level down, as :func:`route_rows` does.
+    ``route_and_sum(bins, node_of_row, split, columns, leaf_sums) -> (next,
+    sums)``: ``route``, and the sums ``(2 n_nodes, V)`` of ``columns`` (each
+    ``(c_j, n_rows)``, ``V`` rows in all) over the rows of every node of the
+    next level, as ``leaf_sums`` (:class:`jaxboost.leaf_sums.LeafKernels`)
+    gives them on the columns stacked (native: in the routing's pass).
     """
 
     level: Callable
     cumulative: bool
     level_quantised: Callable
     route: Callable
+    route_and_sum: Callable
 
 
 def _routed(bins, node_of_row, split):
@@ -87,6 +94,23 @@ def _routed(bins, node_of_row, split):
     if split is None:
         return node_of_row
     return route_rows(bins, node_of_row, split)
+
+
+def _route_then_sum(route: Callable) -> Callable:
+    """``route_and_sum`` of a kernel that routes with ``route`` and sums apart."""
+
+    def route_and_sum(bins, node_of_row, split, columns, leaf_sums):
+        node_of_row = route(bins, node_of_row, split)
+        values = jnp.concatenate(columns, axis=0)
+        return node_of_row, leaf_sums(values, node_of_row, 2 * split.feature.shape[0])
+
+    return route_and_sum
+
+
+def _native_route_and_sum(bins, node_of_row, split, columns, leaf_sums):
+    """The native kernel's ``route_and_sum``: one pass, summed in float64 as
+    the native leaf kernels sum (``leaf_sums`` is not called)."""
+    return native_route_leaf_sums(bins, node_of_row, split, columns)
 
 
 def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split):
@@ -105,7 +129,9 @@ def _level_by_level(build) -> HistogramKernel:
         node_of_row = _routed(bins, node_of_row, split)
         return build(bins, node_of_row, row_stats, n_nodes, n_bins), None, node_of_row
 
-    return HistogramKernel(level_histograms, False, _reference_quantised, route_rows)
+    return HistogramKernel(
+        level_histograms, False, _reference_quantised, route_rows, _route_then_sum(route_rows)
+    )
 
 
 # histogram kernels by name: the plain reference, the packed CPU kernel (XLA)
@@ -116,7 +142,11 @@ HISTOGRAM_KERNELS = {
     "reference": _level_by_level(build_histograms),
     "packed": _level_by_level(build_histograms_packed),
     "native": HistogramKernel(
-        native_level_histograms, True, native_level_histograms_quantised, native_route_rows
+        native_level_histograms,
+        True,
+        native_level_histograms_quantised,
+        native_route_rows,
+        _native_route_and_sum,
     ),
 }
 
@@ -225,7 +255,9 @@ def grow_tree(
     axis_name: str | None,
     feature_mask: jax.Array | None = None,
     stats_scale: jax.Array | None = None,
-) -> tuple[TreeStructure, jax.Array]:
+    leaf_columns: Sequence[jax.Array] = (),
+    leaf_sums: Callable = leaf_sums_reference,
+) -> tuple[TreeStructure, jax.Array, jax.Array | None]:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
     Each level builds the histograms of all its nodes in one pass over the
@@ -243,9 +275,15 @@ def grow_tree(
       stats_scale: ``(n_stats,)`` float32 when ``row_stats`` are quantised
         (int32, see :mod:`jaxboost.quantise`): what one unit of each column
         is worth.
+      leaf_columns: per-row values to sum by leaf, each ``(c_j, n_rows)``
+        float32 (:func:`jaxboost.leaves.leaf_columns`); the last routing
+        sums them (the native kernel in the same pass).
+      leaf_sums: how a kernel that routes and sums apart sums them
+        (:class:`jaxboost.leaf_sums.LeafKernels`).
     Returns:
-      The tree's internal nodes and ``leaf_of_row``: ``(n_rows,)`` int32 in
-      ``[0, 2^max_depth)``.
+      The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
+      ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
+      ``(2^max_depth, V)`` float32 (None without columns).
     """
     n_outputs = row_stats.shape[1] // 2
     kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
@@ -275,4 +313,7 @@ def grow_tree(
         levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
         split = LevelSplit(feature, threshold_bin, missing_left, missing_bin=max_bins)
     structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
-    return structure, kernel.route(bins, node_of_row, split)
+    if not leaf_columns:
+        return structure, kernel.route(bins, node_of_row, split), None
+    leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
+    return structure, leaf_of_row, sums

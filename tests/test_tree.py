@@ -10,7 +10,8 @@ import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
-from jaxboost.route_native import native_route_rows
+from jaxboost.leaf_sums import leaf_sums_native
+from jaxboost.route_native import native_route_leaf_sums, native_route_rows
 from jaxboost.split import LevelSplit
 from jaxboost.tree import TreeParams, grow_tree
 
@@ -103,7 +104,7 @@ def _data(seed, n_rows, n_outputs):
 def _grow_on(X, stats, params, max_bins):
     edges = fit_bin_edges(X, max_bins)
     bins = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(edges)))
-    structure, leaf_of_row = _grow(
+    structure, leaf_of_row, _ = _grow(
         jnp.asarray(bins), jnp.asarray(stats), jnp.asarray(edges), params=params, axis_name=None
     )
     return edges, bins, jax.tree.map(np.asarray, structure), np.asarray(leaf_of_row)
@@ -306,3 +307,73 @@ def test_native_routing_rejects_indices_out_of_range(bad):
                 bins, node_of_row, LevelSplit(feature, threshold_bin, missing_left, 16)
             )
         )
+
+
+def _leaf_values(seed, n_rows, widths):
+    """Per-row values to sum by leaf: one ``(c, n_rows)`` float32 array per width."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.normal(size=(width, n_rows)).astype(np.float32) for width in widths)
+
+
+@pytest.mark.parametrize(
+    "widths, n_nodes, n_rows",
+    [((1, 1, 1), 4, 300), ((1, 1, 1, 1), 32, 2 * TILE_ROWS + 300), ((3, 3, 1, 1), 2, 5000)],
+)
+def test_native_routing_sums_the_leaves_as_the_leaf_kernel_does(widths, n_nodes, n_rows):
+    # one pass routes the last level and sums its leaves: the same leaves as
+    # the routing kernel, and the same float64 sums as the native leaf kernel
+    # on the values stacked (so a fit's leaf totals are unchanged), for the
+    # widths a fit passes (3 and 4 values unrolled, 8 taken from the buffers)
+    bins, node_of_row, split = _random_split(5, 9, n_rows, n_nodes, missing_bin=255)
+    columns = _leaf_values(6, n_rows, widths)
+    leaf_of_row, sums = jax.jit(
+        lambda bins, nodes, columns, *split: native_route_leaf_sums(
+            bins, nodes, LevelSplit(*split, 255), columns
+        )
+    )(tile_bins(bins), node_of_row, columns, *split)
+    expected_leaves = _routed_by_numpy(bins, node_of_row, split, 255)
+    np.testing.assert_array_equal(np.asarray(leaf_of_row), expected_leaves)
+    stacked = np.concatenate(columns, axis=0)
+    by_kernel = leaf_sums_native(jnp.asarray(stacked), jnp.asarray(expected_leaves), 2 * n_nodes)
+    np.testing.assert_array_equal(np.asarray(sums), np.asarray(by_kernel))
+    by_numpy = np.zeros((2 * n_nodes, stacked.shape[0]))
+    np.add.at(by_numpy, expected_leaves, stacked.T.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(sums), by_numpy, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", ["node_of_row", "feature"])
+def test_native_routing_with_leaf_sums_rejects_indices_out_of_range(bad):
+    bins, node_of_row, (feature, threshold_bin, missing_left) = _random_split(7)
+    if bad == "node_of_row":
+        node_of_row[11] = -1
+    else:
+        feature[2] = 5
+    split = LevelSplit(feature, threshold_bin, missing_left, 16)
+    with pytest.raises(Exception, match=f"{bad} out of range"):
+        jax.block_until_ready(
+            native_route_leaf_sums(bins, node_of_row, split, _leaf_values(8, 300, (1, 1, 1)))
+        )
+
+
+@pytest.mark.parametrize("kernel", ["reference", "packed", "native"])
+def test_grown_trees_sum_their_leaves_as_routed(kernel):
+    # grow_tree's leaf sums (the native kernel's in its last routing pass)
+    # are the sums over the rows of each leaf it returns
+    X, stats = _data(seed=9, n_rows=400, n_outputs=1)
+    edges = fit_bin_edges(X, 32)
+    bins = apply_bins(jnp.asarray(X), jnp.asarray(edges))
+    if kernel == "native":
+        bins = tile_bins(np.asarray(bins))
+    columns = _leaf_values(10, X.shape[0], (1, 2))
+    params = TreeParams(3, 1.0, 0.0, 0.0, histogram_kernel=kernel)
+    _, leaf_of_row, sums = _grow(
+        jnp.asarray(bins),
+        jnp.asarray(stats),
+        jnp.asarray(edges),
+        params=params,
+        axis_name=None,
+        leaf_columns=columns,
+    )
+    expected = np.zeros((8, 3))
+    np.add.at(expected, np.asarray(leaf_of_row), np.concatenate(columns).T.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(sums), expected, rtol=1e-5, atol=1e-5)

@@ -38,21 +38,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "leaf_lanes.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
-
-constexpr int64_t kLanes = 4;
-
-// The leaf, or 0 with *out_of_range set where it lies outside [0, n_leaves):
-// no branch in the row loops, one error after them.
-inline int64_t CheckedLeaf(int32_t leaf, int64_t n_leaves, int32_t* out_of_range) {
-  const bool bad = leaf < 0 || leaf >= n_leaves;
-  *out_of_range |= static_cast<int32_t>(bad);
-  return bad ? 0 : leaf;
-}
 
 // Row i's values go to the partial sums of lane i % kLanes, so that
 // neighbouring rows in the same leaf do not wait on each other's additions;
@@ -70,15 +61,6 @@ bool SumRows(const float* data, const int32_t* leaf_of_row, int64_t n_rows, int6
     for (int64_t v = 0; v < values_per_row; ++v) sums[v] += data[v * n_rows + i];
   }
   return out_of_range == 0;
-}
-
-// Adds every lane's partial sums into out (n_leaves * n_values), rounding once.
-void ReduceLanes(const std::vector<double>& partial, int64_t n_sums, float* out) {
-  for (int64_t k = 0; k < n_sums; ++k) {
-    double total = 0.0;
-    for (int64_t lane = 0; lane < kLanes; ++lane) total += partial[lane * n_sums + k];
-    out[k] = static_cast<float>(total);
-  }
 }
 
 ffi::Error LeafSumsImpl(ffi::Buffer<ffi::F32> values, ffi::Buffer<ffi::S32> leaf,

@@ -11,6 +11,11 @@
 //
 //   JaxboostRouteRows: next[r] = 2 * node[r] + goes_right (route_rows.h, whose
 //     loop the children histogram kernels share).
+//   JaxboostRouteLeafSums: the same, the last level of a tree, and in the
+//     same pass sums[l, v] = the sum of value v over the rows routed to leaf
+//     l, in float64 rounded once: what JaxboostLeafSums (leaf_sums.cc) gives
+//     on the values stacked as rows, in the same order.  A fit's leaf totals
+//     (gradient, hessian and weight sums) then cost no pass of their own.
 //
 // Shapes (row-major):
 //   bins           (n_features, n_rows) uint8, by tiles of rows (bin_tiles.h)
@@ -19,10 +24,15 @@
 //   threshold_bin  (n_nodes,) int32
 //   missing_left   (n_nodes,) bool
 //   result         (n_rows,) int32 node within the next level
+//   values         any number of (n_values_j, n_rows) float32 buffers
+//   sums           (2 n_nodes, sum of n_values_j) float32
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "bin_tiles.h"
+#include "leaf_lanes.h"
 #include "route_rows.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -30,22 +40,34 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
-                     ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
-                     ffi::Buffer<ffi::PRED> missing_left, ffi::ResultBuffer<ffi::S32> next,
-                     int64_t missing_bin) {
+// The level's splits, after checking the buffers' shapes against the bins
+// (errors name `kernel`).
+ffi::Error ReadLevel(const std::string& kernel, const ffi::Buffer<ffi::U8>& bins,
+                     const ffi::Buffer<ffi::S32>& node_of_row, const ffi::Buffer<ffi::S32>& feature,
+                     const ffi::Buffer<ffi::S32>& threshold_bin,
+                     const ffi::Buffer<ffi::PRED>& missing_left, LevelSplits* splits) {
   auto dims = bins.dimensions();
   const int64_t n_nodes = feature.element_count();
   if (dims.size() != 2 || node_of_row.element_count() != dims[1] ||
       threshold_bin.element_count() != n_nodes || missing_left.element_count() != n_nodes) {
-    return ffi::Error::InvalidArgument("jaxboost route: shapes differ");
+    return ffi::Error::InvalidArgument(kernel + ": shapes differ");
   }
-  const int64_t n_features = dims[0], n_rows = dims[1];
+  if (!splits->Read(feature.typed_data(), threshold_bin.typed_data(), missing_left.typed_data(),
+                    n_nodes, dims[0])) {
+    return ffi::Error::InvalidArgument(kernel + ": feature out of range");
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
+                     ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
+                     ffi::Buffer<ffi::PRED> missing_left, ffi::ResultBuffer<ffi::S32> next,
+                     int64_t missing_bin) {
   LevelSplits splits;
-  if (!splits.Read(feature.typed_data(), threshold_bin.typed_data(), missing_left.typed_data(),
-                   n_nodes, n_features)) {
-    return ffi::Error::InvalidArgument("jaxboost route: feature out of range");
-  }
+  ffi::Error read =
+      ReadLevel("jaxboost route", bins, node_of_row, feature, threshold_bin, missing_left, &splits);
+  if (read.failure()) return read;
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   if (!RouteRows<false>(bins.typed_data(), BinTiles(n_features, n_rows), node_of_row.typed_data(),
                         splits, missing_bin, next->typed_data(), nullptr)) {
     return ffi::Error::InvalidArgument("jaxboost route: node_of_row out of range");
@@ -53,14 +75,96 @@ ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_ro
   return ffi::Error::Success();
 }
 
+// Row r's values (value v at value_rows[v][r]) added to the partial sums of
+// its leaf in lane r % kLanes; kValues > 0 fixes the number of values at
+// compile time, 0 takes it from value_rows.
+// partial[(lane * n_leaves + leaf) * n_values + value]
+template <int64_t kValues>
+bool RouteAndSum(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
+                 const LevelSplits& splits, int64_t missing_bin, int32_t* next,
+                 const std::vector<const float*>& value_rows, double* partial) {
+  const int64_t n_values = kValues > 0 ? kValues : static_cast<int64_t>(value_rows.size());
+  const int64_t n_leaves = 2 * splits.n_nodes();
+  const float* const* rows = value_rows.data();
+  return RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
+    for (int64_t r = t0; r < t1; ++r) {
+      double* sums = partial + ((r % kLanes) * n_leaves + next[r]) * n_values;
+      for (int64_t v = 0; v < n_values; ++v) sums[v] += rows[v][r];
+    }
+  });
+}
+
+ffi::Error RouteLeafSumsImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
+                             ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
+                             ffi::Buffer<ffi::PRED> missing_left, ffi::RemainingArgs values,
+                             ffi::ResultBuffer<ffi::S32> next, ffi::ResultBuffer<ffi::F32> sums,
+                             int64_t missing_bin) {
+  LevelSplits splits;
+  ffi::Error read = ReadLevel("jaxboost route leaf sums", bins, node_of_row, feature,
+                              threshold_bin, missing_left, &splits);
+  if (read.failure()) return read;
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
+  const int64_t n_leaves = 2 * splits.n_nodes();
+  std::vector<const float*> value_rows;
+  for (size_t j = 0; j < values.size(); ++j) {
+    auto buffer = values.get<ffi::Buffer<ffi::F32>>(j);
+    if (buffer.has_error()) return buffer.error();
+    auto value_dims = buffer->dimensions();
+    if (value_dims.size() != 2 || value_dims[1] != n_rows) {
+      return ffi::Error::InvalidArgument("jaxboost route leaf sums: values not (n, n_rows)");
+    }
+    for (int64_t v = 0; v < value_dims[0]; ++v) {
+      value_rows.push_back(buffer->typed_data() + v * n_rows);
+    }
+  }
+  const int64_t n_values = static_cast<int64_t>(value_rows.size());
+  if (sums->element_count() != n_leaves * n_values) {
+    return ffi::Error::InvalidArgument("jaxboost route leaf sums: sums not (2 n_nodes, n_values)");
+  }
+  std::vector<double> partial(kLanes * n_leaves * n_values, 0.0);
+  const BinTiles tiles(n_features, n_rows);
+  const uint8_t* b = bins.typed_data();
+  const int32_t* node = node_of_row.typed_data();
+  int32_t* out = next->typed_data();
+  bool in_range;
+  switch (n_values) {  // a fit's: [grad, hess, weight] per output, and the extras
+    case 3:
+      in_range = RouteAndSum<3>(b, tiles, node, splits, missing_bin, out, value_rows, partial.data());
+      break;
+    case 4:
+      in_range = RouteAndSum<4>(b, tiles, node, splits, missing_bin, out, value_rows, partial.data());
+      break;
+    default:
+      in_range = RouteAndSum<0>(b, tiles, node, splits, missing_bin, out, value_rows, partial.data());
+  }
+  if (!in_range) {
+    return ffi::Error::InvalidArgument("jaxboost route leaf sums: node_of_row out of range");
+  }
+  ReduceLanes(partial, n_leaves * n_values, sums->typed_data());
+  return ffi::Error::Success();
+}
+
+// Both kernels' first arguments: the bins, node_of_row and the level's
+// splits (feature, threshold bin, missing left).
+auto BindLevel() {
+  return ffi::Ffi::Bind()
+      .Arg<ffi::Buffer<ffi::U8>>()
+      .Arg<ffi::Buffer<ffi::S32>>()
+      .Arg<ffi::Buffer<ffi::S32>>()
+      .Arg<ffi::Buffer<ffi::S32>>()
+      .Arg<ffi::Buffer<ffi::PRED>>();
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostRouteRows, RouteImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U8>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                              BindLevel()
                                   .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Attr<int64_t>("missing_bin"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostRouteLeafSums, RouteLeafSumsImpl,
+                              BindLevel()
+                                  .RemainingArgs()
+                                  .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<int64_t>("missing_bin"));

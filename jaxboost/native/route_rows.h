@@ -38,19 +38,15 @@ struct LevelSplits {
   int64_t n_nodes() const { return static_cast<int64_t>(feature.size()); }
 };
 
-// next[r] = 2 node[r] + right for every row of the tiled `bins`; with
-// kCount, count[j] (2 n_nodes entries) = the rows sent to node j of the next
-// level.  false when a node is outside [0, n_nodes) (next is then partly
-// written).
-template <bool kCount>
-bool RouteRows(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
-               const LevelSplits& splits, int64_t missing_bin, int32_t* next,
-               std::vector<int64_t>* count) {
-  const int64_t n_nodes = splits.n_nodes(), n_next = 2 * n_nodes;
-  // four interleaved tallies: consecutive rows sent to one node do not each
-  // wait for the previous increment's store
-  constexpr int kTallies = 4;
-  std::vector<int64_t> tally(kCount ? kTallies * n_next : 0, 0);
+// next[r] = 2 node[r] + right for every row of the tiled `bins`, tile by
+// tile in order, each tile followed by after_tile(t0, t1) (its rows [t0, t1),
+// whose next is then written and in cache).  false when a node is outside
+// [0, n_nodes) (the row is then routed as if at node 0).
+template <typename AfterTile>
+bool RouteTiles(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
+                const LevelSplits& splits, int64_t missing_bin, int32_t* next,
+                AfterTile&& after_tile) {
+  const int64_t n_nodes = splits.n_nodes();
   std::vector<int64_t> column(n_nodes);  // the node's feature times the tile's pitch
   int32_t out_of_range = 0;
   int64_t pitch = 0;
@@ -69,16 +65,35 @@ bool RouteRows(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
       const int32_t bin = tile[column[safe] + r];
       const int32_t right = bin == missing_bin ? splits.missing_right[safe]
                                                : static_cast<int32_t>(bin > splits.threshold[safe]);
-      const int32_t to = 2 * safe + right;
-      next[r] = to;
-      if constexpr (kCount) ++tally[(r & (kTallies - 1)) * n_next + to];
+      next[r] = 2 * safe + right;
     }
+    after_tile(t0, t1);
   });
-  if constexpr (kCount) {
+  return out_of_range == 0;
+}
+
+// RouteTiles; with kCount, count[j] (2 n_nodes entries) = the rows sent
+// to node j of the next level.
+template <bool kCount>
+bool RouteRows(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
+               const LevelSplits& splits, int64_t missing_bin, int32_t* next,
+               std::vector<int64_t>* count) {
+  if constexpr (!kCount) {
+    return RouteTiles(bins, tiles, node, splits, missing_bin, next, [](int64_t, int64_t) {});
+  } else {
+    const int64_t n_next = 2 * splits.n_nodes();
+    // four interleaved tallies: consecutive rows sent to one node do not each
+    // wait for the previous increment's store
+    constexpr int kTallies = 4;
+    std::vector<int64_t> tally(kTallies * n_next, 0);
+    const bool in_range =
+        RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
+          for (int64_t r = t0; r < t1; ++r) ++tally[(r & (kTallies - 1)) * n_next + next[r]];
+        });
     count->assign(n_next, 0);
     for (int q = 0; q < kTallies; ++q) {
       for (int64_t j = 0; j < n_next; ++j) (*count)[j] += tally[q * n_next + j];
     }
+    return in_range;
   }
-  return out_of_range == 0;
 }
