@@ -159,9 +159,14 @@ struct BlockBins {
 // them (packed statistics and their sums are both int64) and reloads them
 // after every store; built as the shared library (-fPIC), GCC 13 then kept
 // the block's bin pointers on the stack, and the root pass on 500k rows x 28
-// features took 4.5 ms instead of 3.0 ms.
+// features took 4.5 ms instead of 3.0 ms.  Never inlined, for the same
+// reason: inlined into the children kernels' handler (one large function),
+// the listed pass reloaded five spilled values from the stack for every
+// entry; a 1M-row quantised fit's children levels (traces, per round) took
+// 4.6 to 4.9 / 4.1 / 3.9 to 4.1 / 4.0 to 4.3 / 4.6 to 5.6 ms at 2 to 32
+// nodes, and 3.9 / 3.4 / 3.4 / 3.7 / 4.3 ms as a function of its own.
 template <typename Stat, typename Acc, int kStats, int kBlock, bool kListed, bool kOffsets>
-void AddEntries(const BlockBins& block, Acc* const* block_hist, int64_t stride,
+__attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* block_hist, int64_t stride,
                 const int64_t* bin_at, const int64_t* offset, const Stat* stats, int64_t begin,
                 int64_t end) {
   static_assert(kBlock == 1 || kBlock == 4, "blocks of 1 or 4 features");
