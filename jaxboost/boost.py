@@ -367,19 +367,19 @@ def boost_round(
     return trees, raw + updates.T
 
 
-def mean_loss(loss: Loss, data: ShardData, raw: jax.Array, axis_name) -> jax.Array:
-    """Weighted mean training loss over all shards (a scalar)."""
-    sums = jnp.stack([jnp.sum(data.weight * sample_loss(loss, data.y, raw)), jnp.sum(data.weight)])
+def mean_loss(loss: Loss, y: jax.Array, weight: jax.Array, raw: jax.Array, axis_name) -> jax.Array:
+    """Weighted mean training loss over all shards (a scalar); ``y``,
+    ``weight`` and ``raw`` are a shard's rows."""
+    sums = jnp.stack([jnp.sum(weight * sample_loss(loss, y, raw)), jnp.sum(weight)])
     if axis_name is not None:
         sums = lax.psum(sums, axis_name)
     return sums[0] / sums[1]
 
 
-def _mean_loss_at(loss: Loss, data: ShardData, score: jax.Array, axis_name) -> jax.Array:
+def _mean_loss_at(loss: Loss, y, weight, score: jax.Array, axis_name) -> jax.Array:
     """:func:`mean_loss` with every row's raw score ``score (K,)``."""
-    return mean_loss(
-        loss, data, jnp.broadcast_to(score, (data.weight.shape[0], score.shape[0])), axis_name
-    )
+    raw = jnp.broadcast_to(score, (weight.shape[0], score.shape[0]))
+    return mean_loss(loss, y, weight, raw, axis_name)
 
 
 def _train_chunk(
@@ -396,7 +396,7 @@ def _train_chunk(
 
     def one_round(raw, chunk_round):
         def boost(raw):
-            loss_before = mean_loss(cfg.loss, data, raw, axis_name)
+            loss_before = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
             trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, axis_name)
             return trees, new_raw, loss_before
 
@@ -412,7 +412,7 @@ def _train_chunk(
 
     raw, (trees, loss_before) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
     # round i's loss is the one before round i + 1; the last active round's, now
-    last_loss = mean_loss(cfg.loss, data, raw, axis_name)
+    last_loss = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
     loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
     rounds = jnp.arange(cfg.rounds_per_chunk)
     train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
@@ -440,36 +440,42 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
     return jax.jit(sharded)
 
 
+# the targets and weights alone, sharded on rows: the initial score needs no
+# bins, so that it can run while the host computes the bin edges
+_TARGET_SPECS = (P(ROWS), P(ROWS))
+
+
 @one_program_per_shape()
 def init_score_program(
     loss: Loss, n_outputs: int, mesh: Mesh, leaf_kernels: str = "reference"
 ) -> Callable:
-    """``(data) -> (F0 (K,), train_loss at F0)``, jitted and sharded;
-    ``leaf_kernels`` names the line search's kernels, as in :class:`BoostConfig`."""
+    """``(y, weight) -> (F0 (K,), train_loss at F0)``, jitted and sharded
+    (``y``, ``weight``: the rows of :class:`ShardData`); ``leaf_kernels``
+    names the line search's kernels, as in :class:`BoostConfig`."""
     axis_name = collective_axis(mesh)
 
-    def local(data: ShardData):
+    def local(y, weight):
         kernels = LEAF_KERNELS[leaf_kernels]
-        score = initial_score(loss, data.y, data.weight, n_outputs, axis_name, kernels)
-        return score, _mean_loss_at(loss, data, score, axis_name)
+        score = initial_score(loss, y, weight, n_outputs, axis_name, kernels)
+        return score, _mean_loss_at(loss, y, weight, score, axis_name)
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(_DATA_SPECS,), out_specs=(P(), P()), check_vma=False
+        local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
     )
     return jax.jit(sharded)
 
 
 @one_program_per_shape()
 def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
-    """``(data, score (K,)) -> train_loss at score``, jitted and sharded: the
-    first training loss of a fit whose initial score is given."""
+    """``(y, weight, score (K,)) -> train_loss at score``, jitted and sharded:
+    the first training loss of a fit whose initial score is given."""
     axis_name = collective_axis(mesh)
 
-    def local(data: ShardData, score):
-        return _mean_loss_at(loss, data, score, axis_name)
+    def local(y, weight, score):
+        return _mean_loss_at(loss, y, weight, score, axis_name)
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(_DATA_SPECS, P()), out_specs=P(), check_vma=False
+        local, mesh=mesh, in_specs=(*_TARGET_SPECS, P()), out_specs=P(), check_vma=False
     )
     return jax.jit(sharded)
 

@@ -379,23 +379,38 @@ class Booster:
         return Hyper(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------
-    def _shard_rows(
-        self, mesh, layout: RowLayout, features: np.ndarray, edges, y: np.ndarray, weight
-    ) -> ShardData:
-        """Pad this process's rows to ``layout.n_padded`` (copies of row 0,
-        weight 0), place each shard on its device and bin it there."""
+    def _target_rows(
+        self, mesh, layout: RowLayout, y: np.ndarray, weight: np.ndarray
+    ) -> tuple[jax.Array, jax.Array]:
+        """This process's targets and weights padded to ``layout.n_padded``
+        (copies of row 0, weight 0), sharded on rows over ``mesh``."""
         n_padded = layout.n_padded
         weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
+        return global_rows(mesh, y, n_padded), global_rows(mesh, weight)
+
+    def _shard_rows(
+        self, mesh, layout: RowLayout, features: np.ndarray, edges, y: jax.Array, weight: jax.Array
+    ) -> ShardData:
+        """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
+        place each shard on its device and bin it there; ``y`` and ``weight``
+        are :meth:`_target_rows`'."""
+        n_padded = layout.n_padded
         row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
         # the float features live on the devices only until they are binned
         native = native_for(mesh.devices.flat[0].platform)
         bins = bin_rows_program(mesh, native)(global_rows(mesh, features, n_padded), edges)
-        return ShardData(
-            bins=bins,
-            y=global_rows(mesh, y, n_padded),
-            weight=global_rows(mesh, weight),
-            row_id=global_rows(mesh, row_id),
-        )
+        return ShardData(bins=bins, y=y, weight=weight, row_id=global_rows(mesh, row_id))
+
+    def _start_init_score(self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array):
+        """Dispatches the initial score's program (the given one's training
+        loss): ``(init_score, init_loss)``, device arrays to fetch."""
+        init_score = self._given_init_score(n_outputs)
+        if init_score is None:
+            platform = mesh.devices.flat[0].platform
+            program = init_score_program(loss, n_outputs, mesh, default_leaf_kernels(platform))
+            return program(y, weight)
+        loss_at = loss_at_score_program(loss, mesh)
+        return init_score, loss_at(y, weight, replicated(mesh, init_score))
 
     def _checked_inputs(
         self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
@@ -520,6 +535,12 @@ class Booster:
         layout = row_layout(features.shape[0], mesh)
         # any integer seed, as the uint32 the hashes take
         seed = np.uint32(0 if self.random_state is None else int(self.random_state) % 2**32)
+        # the initial score needs the targets only: it runs on the devices
+        # while this process computes the bin edges
+        y_rows, weight_rows = self._target_rows(mesh, layout, targets, weight)
+        pending_init = self._start_init_score(loss, n_outputs, mesh, y_rows, weight_rows)
+        if jax.process_count() > 1:  # the edges' gather runs collectives of its own
+            pending_init = fetch(pending_init)
         edges = trim_unused_bins(
             fit_bin_edges(
                 features, int(self.max_bins), seed=seed, first_row=layout.first_row, gather=gather
@@ -532,23 +553,17 @@ class Booster:
             1 if self.multi_strategy == "one_output_per_tree" else n_outputs,
             memory_per_device(mesh.local_devices),
         )
-        replicated_edges = replicated(mesh, edges)
-        data = self._shard_rows(mesh, layout, features, replicated_edges, targets, weight)
-
-        platform = mesh.devices.flat[0].platform
-        init_score = self._given_init_score(n_outputs)
-        if init_score is None:
-            init_program = init_score_program(loss, n_outputs, mesh, default_leaf_kernels(platform))
-            init_score, init_loss = fetch(init_program(data))
-        else:
-            loss_at = loss_at_score_program(loss, mesh)
-            init_loss = fetch(loss_at(data, replicated(mesh, init_score)))
+        # fetched before the binning program is queued behind it
+        init_score, init_loss = fetch(pending_init)
         if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
             raise ValueError(
                 f"loss: the training loss at the initial score {init_score} is "
                 f"{float(init_loss)} (not finite); check the loss for overflow, e.g. write "
                 "log(cosh(d)) as logaddexp(d, -d) - log(2)"
             )
+        replicated_edges = replicated(mesh, edges)
+        data = self._shard_rows(mesh, layout, features, replicated_edges, y_rows, weight_rows)
+        platform = mesh.devices.flat[0].platform
         probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
         hessian = probe_hessian(
