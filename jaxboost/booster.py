@@ -71,7 +71,6 @@ from .validation import (
     as_targets,
     as_weights,
     check_columns,
-    check_finite_features,
     check_histogram_memory,
     check_loss,
     check_not_all_constant,
@@ -418,10 +417,9 @@ class Booster:
         """``fit``'s arguments checked and converted (no collectives):
         ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
         self._check_settings()
-        features = as_features(X)
+        features = as_features(X, finite=True)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
-        check_finite_features(features)
         loss = _resolve_loss(self.loss)
         check_target_domain(loss, targets)
         eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1], loss)
@@ -449,8 +447,7 @@ class Booster:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
             name = f"validation_{index}"
-            X = as_features(pair[0], f"eval_set[{index}] X")
-            check_finite_features(X, f"eval_set[{index}] X")
+            X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
             check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
             y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
             check_target_domain(loss, y, f"eval_set[{index}] y")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,11 +39,15 @@ def _frame_to_numpy(frame: Any, dtype: Any) -> np.ndarray:
 
 
 def _as_float32(
-    values: Any, name: str, to_array: Callable[[Any, Any], np.ndarray] = np.asarray
+    values: Any,
+    name: str,
+    to_array: Callable[[Any, Any], np.ndarray] = np.asarray,
+    reject_infinite: bool = False,
 ) -> np.ndarray:
     """``to_array(values, np.float32)``, or a :class:`Float32RangeError` naming
     the first entry that is finite in ``to_array(values, None)`` but beyond
-    float32's range (and no numpy overflow warning)."""
+    float32's range (and no numpy overflow warning); with ``reject_infinite``
+    a ValueError naming the first infinite entry (the same scan finds both)."""
     with np.errstate(over="ignore"):
         array = to_array(values, np.float32)
     infinite = np.isinf(array)
@@ -52,21 +57,32 @@ def _as_float32(
             overflow = infinite & np.isfinite(before)
             if overflow.any():
                 index = np.unravel_index(np.argmax(overflow), overflow.shape)
-                where = ", ".join(f"{axis} {int(i)}" for axis, i in zip(("row", "column"), index))
                 raise Float32RangeError(
-                    f"{name}: {before[index].item()!r} ({where}) is beyond float32's range "
-                    f"(magnitude at most {np.finfo(np.float32).max:.3g}); jaxboost computes "
-                    "in float32, so rescale these values"
+                    f"{name}: {before[index].item()!r} ({_position(index)}) is beyond float32's "
+                    f"range (magnitude at most {np.finfo(np.float32).max:.3g}); jaxboost "
+                    "computes in float32, so rescale these values"
                 )
+        if reject_infinite:
+            index = np.unravel_index(np.argmax(infinite), infinite.shape)
+            raise ValueError(
+                f"{name}: contains infinite values (first at {_position(index)}); "
+                "use NaN for missing values"
+            )
     return array
 
 
-def as_features(X: Any, name: str = "X") -> np.ndarray:
+def _position(index: tuple[int, ...]) -> str:
+    """``"row r, column c"`` (or ``"row r"``) of an array index."""
+    return ", ".join(f"{axis} {int(i)}" for axis, i in zip(("row", "column"), index))
+
+
+def as_features(X: Any, name: str = "X", finite: bool = False) -> np.ndarray:
     """``(n_rows, n_features)`` float32 with NaN for missing, or a clear error.
 
     Accepts numpy and JAX arrays, nested lists and numeric pandas DataFrames
     (nullable columns too: ``pd.NA`` is missing).  Sparse matrices are
-    refused: they would have to be made dense (``X.toarray()``).
+    refused: they would have to be made dense (``X.toarray()``).  With
+    ``finite`` (training data: NaN means missing) infinities are refused too.
     """
     if hasattr(X, "tocsr") or hasattr(X, "todense"):
         raise ValueError(
@@ -78,7 +94,8 @@ def as_features(X: Any, name: str = "X") -> np.ndarray:
         _check_numeric_columns(X, name)
     try:
         # (nullable DataFrame columns hold pd.NA)
-        array = _as_float32(X, name, _frame_to_numpy if pandas_frame else np.asarray)
+        to_array = _frame_to_numpy if pandas_frame else np.asarray
+        array = _as_float32(X, name, to_array, reject_infinite=finite)
     except Float32RangeError:
         raise
     except (TypeError, ValueError) as error:
@@ -167,16 +184,6 @@ def check_columns(
         raise ValueError(
             f"{name}: feature names differ from those seen in fit: expected {fitted_names}, "
             f"got {names}"
-        )
-
-
-def check_finite_features(X: np.ndarray, name: str = "X") -> None:
-    """NaN means missing; infinities are rejected."""
-    if np.isinf(X).any():
-        rows, columns = np.nonzero(np.isinf(X))
-        raise ValueError(
-            f"{name}: contains infinite values (first at row {rows[0]}, column {columns[0]}); "
-            "use NaN for missing values"
         )
 
 
@@ -273,18 +280,40 @@ def check_per_sample(
     """Call ``fn(y, f)`` of one sample (a loss or a metric; ``role`` names it in
     the message, ``name`` is the argument the error starts with) on a few rows
     of ``y`` and scores of ``n_outputs``, with its gradient if
-    ``differentiate``; raises a ValueError as :func:`check_loss` describes."""
-    y_rows = jnp.asarray(y[:n_rows])
-    f_rows = jnp.zeros((y_rows.shape[0],) if n_outputs == 1 else (y_rows.shape[0], n_outputs))
+    ``differentiate``; raises a ValueError as :func:`check_loss` describes.
+
+    Only shapes and dtypes are traced, so a function that passed with these
+    shapes passes again: repeated fits skip the tracing (a few ms)."""
+    y_rows = jax.ShapeDtypeStruct(
+        (min(n_rows, y.shape[0]), *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype)
+    )
+    arguments = (fn, y_rows, n_outputs, name, role, differentiate)
+    try:
+        hash(arguments)
+    except TypeError:  # an unhashable callable: traced every time
+        _traced_per_sample.__wrapped__(*arguments)
+        return
+    _traced_per_sample(*arguments)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_per_sample(
+    fn, y_rows: jax.ShapeDtypeStruct, n_outputs: int, name: str, role: str, differentiate: bool
+) -> None:
+    """:func:`check_per_sample` on the shapes of a few rows (cached on
+    success; a failure raises, and is not cached)."""
+    n_rows = y_rows.shape[0]
+    f_rows = jax.ShapeDtypeStruct((n_rows,) if n_outputs == 1 else (n_rows, n_outputs), jnp.float32)
     f_shape = "()" if n_outputs == 1 else f"({n_outputs},)"
     where = (
-        f"{role}(y, f) with one sample's y of shape {tuple(y.shape[1:])} and f of shape {f_shape}"
+        f"{role}(y, f) with one sample's y of shape {tuple(y_rows.shape[1:])} and f of shape "
+        f"{f_shape}"
     )
     try:
         values = jax.eval_shape(jax.vmap(fn), y_rows, f_rows)
-        if values.shape != (y_rows.shape[0],):
+        if values.shape != (n_rows,):
             hint = ""
-            if y.ndim == 2 and y.shape[1] == 1 and values.shape[1:] == (1,):
+            if len(y_rows.shape) == 2 and y_rows.shape[1] == 1 and values.shape[1:] == (1,):
                 hint = "; for one target per sample pass y of shape (n_rows,), e.g. y.ravel()"
             raise ValueError(
                 f"{name}: {where} must return a scalar per sample, got shape "
