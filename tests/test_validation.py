@@ -227,3 +227,18 @@ def test_a_dataframe_value_beyond_float32_is_named(data):
     frame.iloc[7, 0] = 5e40
     with pytest.raises(ValueError, match="X: 5e\\+40 \\(row 7, column 0\\) is beyond float32"):
         jb.Booster(n_estimators=2).fit(frame, y)
+
+
+def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure():
+    from jaxboost.validation import check_loss
+
+    def first_target_only(y, f):  # fine for scalar targets, not for vectors
+        return jnp.square(f - y)
+
+    check_loss(first_target_only, np.zeros(20, np.float32), 1)
+    check_loss(first_target_only, np.zeros(20, np.float32), 1)  # cached: passes again
+    for _ in range(2):  # another target shape is checked afresh, and fails each time
+        with pytest.raises(ValueError, match="must return a scalar per sample"):
+            check_loss(first_target_only, np.zeros((20, 3), np.float32), 1)
+    with pytest.raises(ValueError, match="must return a float"):
+        check_loss(lambda y, f: (f > y).astype(jnp.int32), np.zeros(20, np.float32), 1)
