@@ -409,3 +409,22 @@ def test_native_quantised_sums_at_the_limits_of_the_packed_halves():
     node_of_row = np.zeros(n_rows, np.int32)
     _, exact = _quantised_level("native", bins, node_of_row, stats, np.ones(2, np.float32), 1, 2, 0)
     np.testing.assert_array_equal(_unpacked(exact)[0, 0, 0], stats.astype(np.int64).sum(axis=0))
+
+
+@pytest.mark.parametrize("heavy", ["left", "right"])
+def test_native_quantised_children_sum_the_lighter_child_even_with_more_rows(heavy):
+    # quantised children are summed for the child of smaller hessian sum (known
+    # from the parent's histogram before the rows are routed), here the one
+    # with nine tenths of the rows; the other is the parent minus it, exactly
+    n_rows, n_bins = 3000, 64
+    bins, node_of_row, stats, scale = _random_quantised(31, 4, n_rows, 2, n_bins, 1)
+    many = np.arange(n_rows) % 10 != 0
+    node_of_row[:] = np.where(many, 0, 1) if heavy == "right" else np.where(many, 1, 0)
+    stats[:, 1] = np.where(many, 0, 4)  # the few rows hold all the hessian
+    bins = _with_routing_feature(bins, node_of_row)
+    hist, exact = _quantised_level("native", bins, node_of_row, stats, scale, 2, n_bins, 1)
+    reference = _reference_add_at(bins, node_of_row, stats.astype(np.int64), 2, n_bins)
+    np.testing.assert_array_equal(_unpacked(exact), reference)
+    np.testing.assert_allclose(
+        np.asarray(hist), _running_sums(reference) * scale, rtol=1e-6, atol=1e-5
+    )

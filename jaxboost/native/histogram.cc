@@ -378,6 +378,32 @@ void ListRows(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_
   });
 }
 
+// Appends rows [t0, t1) of a tile (Start(r) = r + shift) whose node is kept
+// to a list in row order (its entries must have room for every row, plus
+// one: a dropped row is written and then overwritten by the next).
+template <int kUsual, typename Stat>
+void ListTileInRowOrder(const int32_t* node, const Stat* stats, int64_t n_stats,
+                        const uint8_t* keep, int64_t node_size, int64_t t0, int64_t t1,
+                        int64_t shift, RowList<Stat>* list) {
+  int64_t* __restrict bin_at = list->bin_at.data();
+  int64_t* __restrict listed_offset = list->offset.data();
+  Stat* __restrict listed = list->stats.data();
+  const Stat* __restrict row_stats = stats;
+  const int32_t* __restrict row_node = node;
+  const uint8_t* __restrict kept = keep;
+  int64_t i = list->size;
+  WithStatCount<kUsual>(n_stats, [&](auto fixed) {
+    for (int64_t r = t0; r < t1; ++r) {
+      const int32_t k = row_node[r];
+      bin_at[i] = r + shift;
+      listed_offset[i] = k * node_size;
+      CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
+      i += kept[k];
+    }
+  });
+  list->size = i;
+}
+
 // Lists the rows whose node is kept by groups of 2^group_shift consecutive
 // nodes, in row order within a group, with their nodes' offsets (node *
 // node_size, the node's histograms within a feature's).  A list grouped by
@@ -399,21 +425,12 @@ void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int
   Stat* __restrict listed = list->stats.data();
   const Stat* __restrict row_stats = stats;
   const int32_t* __restrict row_node = node;
-  if (n_groups == 1) {  // row order: a dropped row is overwritten by the next
-    const uint8_t* __restrict kept = keep.data();
-    int64_t i = 0;
-    WithStatCount<kUsual>(n_stats, [&](auto fixed) {
-      tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
-        for (int64_t r = t0; r < t1; ++r) {
-          const int32_t k = row_node[r];
-          bin_at[i] = r + shift;
-          listed_offset[i] = k * node_size;
-          CopyStats<fixed()>(row_stats + r * n_stats, listed + i * n_stats, n_stats);
-          i += kept[k];
-        }
-      });
+  if (n_groups == 1) {  // row order
+    list->size = 0;
+    tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+      ListTileInRowOrder<kUsual>(node, stats, n_stats, keep.data(), node_size, t0, t1, shift,
+                                 list);
     });
-    list->size = i;
     return;
   }
   std::vector<int64_t> next(n_groups + 1, 0);  // the last: a spare slot for dropped rows
@@ -545,11 +562,11 @@ ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_o
 // A level below the root: checks the shapes, routes the rows of the level
 // above (node_of_row, n_parents nodes) by its splits into `next`, and counts
 // the rows of every child, in one pass (route_rows.h).
-ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
-                         ffi::Span<const int64_t> stats_dims, ffi::Buffer<ffi::S32>& feature,
-                         ffi::Buffer<ffi::S32>& threshold_bin,
-                         ffi::Buffer<ffi::PRED>& missing_left, int64_t n_parents, int64_t n_bins,
-                         int64_t missing_bin, int32_t* next, std::vector<int64_t>* count) {
+ffi::Error ReadParentSplits(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                            ffi::Span<const int64_t> stats_dims, ffi::Buffer<ffi::S32>& feature,
+                            ffi::Buffer<ffi::S32>& threshold_bin,
+                            ffi::Buffer<ffi::PRED>& missing_left, int64_t n_parents,
+                            int64_t n_bins, LevelSplits* splits) {
   if (auto err = CheckShapes(bins, node_of_row, stats_dims, 2 * n_parents, n_bins);
       err.failure()) {
     return err;
@@ -558,17 +575,76 @@ ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
       missing_left.element_count() != n_parents) {
     return ffi::Error::InvalidArgument("jaxboost histogram: one split per parent expected");
   }
-  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
-  LevelSplits splits;
-  if (!splits.Read(feature.typed_data(), threshold_bin.typed_data(), missing_left.typed_data(),
-                   n_parents, n_features)) {
+  if (!splits->Read(feature.typed_data(), threshold_bin.typed_data(), missing_left.typed_data(),
+                    n_parents, bins.dimensions()[0])) {
     return ffi::Error::InvalidArgument("jaxboost histogram: split feature out of range");
   }
+  return ffi::Error::Success();
+}
+
+ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                         ffi::Span<const int64_t> stats_dims, ffi::Buffer<ffi::S32>& feature,
+                         ffi::Buffer<ffi::S32>& threshold_bin,
+                         ffi::Buffer<ffi::PRED>& missing_left, int64_t n_parents, int64_t n_bins,
+                         int64_t missing_bin, int32_t* next, std::vector<int64_t>* count) {
+  LevelSplits splits;
+  if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
+                                  missing_left, n_parents, n_bins, &splits);
+      err.failure()) {
+    return err;
+  }
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   if (!RouteRows<true>(bins.typed_data(), BinTiles(n_features, n_rows), node_of_row.typed_data(),
                        splits, missing_bin, next, count)) {
     return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
   }
   return ffi::Error::Success();
+}
+
+// Quantised sums: the child of every parent with the smaller hessian sum
+// (ties: the left one), read off the parent's histogram of its split
+// feature: a stand-in for the smaller row count that is known before the
+// rows are routed, so that one pass routes them and lists the summed
+// children's (RouteAndList).  The sums are exact integers, so either choice
+// gives the same histograms.  parent (n_features, n_parents, n_bins, K).
+std::vector<uint8_t> LighterChildren(const int64_t* parent, const PackedSums& sums,
+                                     const LevelSplits& splits, int64_t n_bins,
+                                     int64_t missing_bin) {
+  const int64_t n_parents = splits.n_nodes(), n_stored = sums.n_stored;
+  std::vector<uint8_t> summed(2 * n_parents, 0);
+  for (int64_t p = 0; p < n_parents; ++p) {
+    const int64_t* hist = parent + (splits.feature[p] * n_parents + p) * n_bins * n_stored;
+    int64_t side[2] = {0, 0};  // hessian sums, left and right
+    for (int64_t b = 0; b < n_bins; ++b) {
+      const int right = b == missing_bin ? splits.missing_right[p] : b > splits.threshold[p];
+      for (int64_t j = 0; j < n_stored; ++j) {
+        int64_t parts[2];
+        sums.Split(hist[b * n_stored + j], parts);
+        side[right] += parts[1];
+      }
+    }
+    summed[2 * p + (side[1] < side[0] ? 1 : 0)] = 1;
+  }
+  return summed;
+}
+
+// Routes the rows one level down (RouteTiles) and lists the rows of the
+// children marked in `summed` in row order, each tile as soon as it is
+// routed; false when a node is out of range.
+template <typename Stat>
+bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
+                  const LevelSplits& splits, int64_t missing_bin, int32_t* next,
+                  const Stat* stats, int64_t n_stats, const std::vector<uint8_t>& summed,
+                  int64_t node_size, RowList<Stat>* list) {
+  const int64_t n_rows = tiles.last_start + tiles.last_pitch;
+  list->bin_at.resize(n_rows + 1);
+  list->offset.resize(n_rows + 1);
+  list->stats.resize((n_rows + 1) * n_stats);
+  list->size = 0;
+  return RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
+    ListTileInRowOrder<1>(next, stats, n_stats, summed.data(), node_size, t0, t1,
+                          tiles.Start(t0) - t0, list);
+  });
 }
 
 thread_local RowList<float> tls_list;
@@ -675,29 +751,39 @@ void SumLevel(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int
   RunningSums(result, n_features * n_nodes, n_bins, sums, cumulative);
 }
 
-// A level below the root: for every parent the child with fewer rows here
-// is summed (ties: the left one), the other is the parent minus it.
-template <int kUsual, class Sums>
-void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int32_t* node,
-                 const typename Sums::Stat* stats, const std::vector<int64_t>& count,
-                 int64_t n_parents, int64_t n_bins, const Sums& sums,
-                 RowList<typename Sums::Stat>* list, const typename Sums::Acc* parent,
-                 typename Sums::Acc* hist, float* running) {
-  using Acc = typename Sums::Acc;
-  const int64_t n_nodes = 2 * n_parents, n_stored = sums.n_stored;
-  std::vector<uint8_t> summed(n_nodes, 0);
+// The child of every parent with fewer rows (ties: the left one): 1 at
+// the children summed, 0 at those taken as the parent minus their sibling.
+std::vector<uint8_t> SmallerChildren(const std::vector<int64_t>& count, int64_t n_parents) {
+  std::vector<uint8_t> summed(2 * n_parents, 0);
   for (int64_t p = 0; p < n_parents; ++p) {
     summed[2 * p + (count[2 * p + 1] < count[2 * p] ? 1 : 0)] = 1;
   }
+  return summed;
+}
+
+// A level below the root: for every parent the child marked in `summed` is
+// summed, the other is the parent minus it.  With `listed` the list holds
+// the summed children's rows in row order already (RouteAndList); else they
+// are listed here from `count`.
+template <int kUsual, class Sums>
+void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int32_t* node,
+                 const typename Sums::Stat* stats, const std::vector<int64_t>& count,
+                 const std::vector<uint8_t>& summed, bool listed, int64_t n_parents,
+                 int64_t n_bins, const Sums& sums, RowList<typename Sums::Stat>* list,
+                 const typename Sums::Acc* parent, typename Sums::Acc* hist, float* running) {
+  using Acc = typename Sums::Acc;
+  const int64_t n_nodes = 2 * n_parents, n_stored = sums.n_stored;
   const int64_t node_size = n_bins * n_stored, out_size = node_size * Sums::kParts;
   for (int64_t f = 0; f < n_features; ++f) {
     for (int64_t k = 0; k < n_nodes; ++k) {
       if (summed[k]) std::fill_n(hist + (f * n_nodes + k) * node_size, node_size, Acc(0));
     }
   }
-  if (n_nodes >= Sums::kRowOrderFrom) {
-    ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift, node_size,
-                            BinTiles(n_features, n_rows), list);
+  if (listed || n_nodes >= Sums::kRowOrderFrom) {
+    if (!listed) {
+      ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift,
+                              node_size, BinTiles(n_features, n_rows), list);
+    }
     AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
   } else {
     ListRows<kUsual>(node, stats, n_rows, n_stored, count, summed, BinTiles(n_features, n_rows),
@@ -780,8 +866,9 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
     return err;
   }
   SumChildren<2>(bins.typed_data(), n_features, n_rows, next->typed_data(),
-                 row_stats.typed_data(), count, n_parents, n_bins, sums, &tls_list,
-                 parent_hist.typed_data(), result->typed_data(), cumulative->typed_data());
+                 row_stats.typed_data(), count, SmallerChildren(count, n_parents), false,
+                 n_parents, n_bins, sums, &tls_list, parent_hist.typed_data(),
+                 result->typed_data(), cumulative->typed_data());
   return ffi::Error::Success();
 }
 
@@ -822,6 +909,26 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
     return err;
   }
   const int64_t n_parents = parent_hist.dimensions()[1];
+  const int64_t* packed = PackedWords(row_stats);
+  if (2 * n_parents <= (int64_t{1} << kGroupShift)) {  // one list in row order
+    LevelSplits splits;
+    if (auto err = ReadParentSplits(bins, node_of_row, row_stats.dimensions(), feature,
+                                    threshold_bin, missing_left, n_parents, n_bins, &splits);
+        err.failure()) {
+      return err;
+    }
+    const std::vector<uint8_t> summed =
+        LighterChildren(parent_hist.typed_data(), sums, splits, n_bins, missing_bin);
+    if (!RouteAndList(bins.typed_data(), BinTiles(n_features, n_rows), node_of_row.typed_data(),
+                      splits, missing_bin, next->typed_data(), packed, sums.n_stored, summed,
+                      n_bins * sums.n_stored, &tls_packed_list)) {
+      return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
+    }
+    SumChildren<1>(bins.typed_data(), n_features, n_rows, next->typed_data(), packed, {},
+                   summed, true, n_parents, n_bins, sums, &tls_packed_list,
+                   parent_hist.typed_data(), result->typed_data(), cumulative->typed_data());
+    return ffi::Error::Success();
+  }
   std::vector<int64_t> count;
   if (auto err = RouteChildren(bins, node_of_row, row_stats.dimensions(), feature, threshold_bin,
                                missing_left, n_parents, n_bins, missing_bin, next->typed_data(),
@@ -829,10 +936,10 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
       err.failure()) {
     return err;
   }
-  const int64_t* packed = PackedWords(row_stats);
   SumChildren<1>(bins.typed_data(), n_features, n_rows, next->typed_data(), packed, count,
-                 n_parents, n_bins, sums, &tls_packed_list, parent_hist.typed_data(),
-                 result->typed_data(), cumulative->typed_data());
+                 SmallerChildren(count, n_parents), false, n_parents, n_bins, sums,
+                 &tls_packed_list, parent_hist.typed_data(), result->typed_data(),
+                 cumulative->typed_data());
   return ffi::Error::Success();
 }
 
