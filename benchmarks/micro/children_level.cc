@@ -3,8 +3,9 @@
 // SumChildren on 500k rows x 28 features x 256 bins, the rows split at random
 // over 2 to 32 nodes (so the summed, smaller children hold about half of the
 // rows), and its steps apart: the count of rows per node (CountRows; in the
-// library the children kernels count as they route, RouteRows), the row
-// list (ListRowsByGroup), the histogram pass (AccumulateEntries); "rest" is
+// library the float children kernels count as they route, RouteRows, and the
+// quantised ones route and list in one pass, RouteAndList), the row list
+// (ListRowsByGroup), the histogram pass (AccumulateEntries); "rest" is
 // the subtraction and running sums.  Best of 11 passes each.  Built with
 // -fPIC, as the library is: code generation differs (see AddEntries).
 //
@@ -58,8 +59,9 @@ int main(int argc, char** argv) {
     for (auto& k : node) k = rng() % n_nodes;
     std::vector<int64_t> count(n_nodes, 0);
     for (auto k : node) ++count[k];
-    std::vector<uint8_t> summed(n_nodes, 0);  // what SumChildren picks: the smaller child
-    for (int64_t p = 0; p < n_parents; ++p) summed[2 * p + (count[2 * p + 1] < count[2 * p])] = 1;
+    // the smaller child of every parent (the float kernels' choice; quantised
+    // ones take the child of smaller hessian sum, which random rows make alike)
+    const std::vector<uint8_t> summed = SmallerChildren(count, n_parents);
     std::vector<int64_t> parent(n_features * n_parents * n_bins, 0);
     std::vector<int64_t> hist(n_features * n_nodes * n_bins);
     std::vector<float> running(n_features * n_nodes * n_bins * 2);
@@ -67,8 +69,8 @@ int main(int argc, char** argv) {
     const double level = BestMs(
         [&] {
           SumChildren<1, PackedSums>(bins.data(), n_features, n_rows, node.data(), packed.data(),
-                                     count, n_parents, n_bins, sums, &list, parent.data(),
-                                     hist.data(), running.data());
+                                     count, summed, false, n_parents, n_bins, sums, &list,
+                                     parent.data(), hist.data(), running.data());
         },
         kPasses, evict);
     const double counting = BestMs(
