@@ -166,9 +166,10 @@ struct BlockBins {
 // 4.6 to 4.9 / 4.1 / 3.9 to 4.1 / 4.0 to 4.3 / 4.6 to 5.6 ms at 2 to 32
 // nodes, and 3.9 / 3.4 / 3.4 / 3.7 / 4.3 ms as a function of its own.
 template <typename Stat, typename Acc, int kStats, int kBlock, bool kListed, bool kOffsets>
-__attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* block_hist, int64_t stride,
-                const int64_t* bin_at, const int64_t* offset, const Stat* stats, int64_t begin,
-                int64_t end) {
+__attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* block_hist,
+                                          int64_t stride, const int64_t* bin_at,
+                                          const int64_t* offset, const Stat* stats,
+                                          int64_t begin, int64_t end) {
   static_assert(kBlock == 1 || kBlock == 4, "blocks of 1 or 4 features");
   constexpr int kLast = kBlock - 1;  // features 1 to 3 are read when kBlock is 4
   const uint8_t* __restrict b0 = kListed ? nullptr : block.column[0];

@@ -126,16 +126,17 @@ ffi::Error RouteLeafSumsImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> no
   const uint8_t* b = bins.typed_data();
   const int32_t* node = node_of_row.typed_data();
   int32_t* out = next->typed_data();
+  double* sum = partial.data();
   bool in_range;
   switch (n_values) {  // a fit's: [grad, hess, weight] per output, and the extras
     case 3:
-      in_range = RouteAndSum<3>(b, tiles, node, splits, missing_bin, out, value_rows, partial.data());
+      in_range = RouteAndSum<3>(b, tiles, node, splits, missing_bin, out, value_rows, sum);
       break;
     case 4:
-      in_range = RouteAndSum<4>(b, tiles, node, splits, missing_bin, out, value_rows, partial.data());
+      in_range = RouteAndSum<4>(b, tiles, node, splits, missing_bin, out, value_rows, sum);
       break;
     default:
-      in_range = RouteAndSum<0>(b, tiles, node, splits, missing_bin, out, value_rows, partial.data());
+      in_range = RouteAndSum<0>(b, tiles, node, splits, missing_bin, out, value_rows, sum);
   }
   if (!in_range) {
     return ffi::Error::InvalidArgument("jaxboost route leaf sums: node_of_row out of range");
