@@ -456,7 +456,9 @@ class Booster:
             )
             n_padded = bucket_size(X.shape[0])
             weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
-            X, y = jnp.asarray(pad_rows(X, n_padded)), jnp.asarray(pad_rows(y, n_padded))
+            # a CPU device takes aligned rows in place (jaxboost.shapes)
+            X = jnp.asarray(pad_rows(X, n_padded, aligned=jax.default_backend() == "cpu"))
+            y = jnp.asarray(pad_rows(y, n_padded))
             sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
         return sets
 
@@ -742,7 +744,8 @@ class Booster:
         """``(n_rounds, n_rows, K)`` raw scores after each round."""
         features = self._features_for_predict(X)
         per_round = self.trees_per_round_
-        padded = pad_rows(features, bucket_size(features.shape[0]))
+        on_cpu = jax.default_backend() == "cpu"
+        padded = pad_rows(features, bucket_size(features.shape[0]), aligned=on_cpu)
         increments = round_increments(self._trees(None), jnp.asarray(padded), per_round)
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
         return staged[:, : features.shape[0]]

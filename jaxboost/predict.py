@@ -141,7 +141,8 @@ def predict_on_devices(
     """
     n_rows = X.shape[0]
     n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
-    padded = pad_rows(X, bucket_size(n_rows, n_devices))
+    on_cpu = devices[0].platform == "cpu"  # taken in place when aligned (jaxboost.shapes)
+    padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=on_cpu)
     predict = _predict_function(devices)
     if n_devices == 1:
         raw = predict(forest, init_score, jax.device_put(padded, devices[0]))

@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.shapes import bucket_size, pad_rows, padded_slice
+from jaxboost.shapes import (
+    CPU_IN_PLACE_ALIGNMENT,
+    aligned_empty,
+    bucket_size,
+    is_aligned,
+    pad_rows,
+    padded_slice,
+)
 
 _compilations = []
 jax.monitoring.register_event_duration_secs_listener(
@@ -38,6 +45,40 @@ def test_padded_slices_cut_the_padded_array():
     for start, stop in [(0, 3), (3, 6), (4, 8), (6, 12), (0, 12)]:
         np.testing.assert_array_equal(padded_slice(array, start, stop), padded[start:stop])
     assert np.shares_memory(padded_slice(array, 1, 4), array)  # no copy without padding
+
+
+def _misaligned(array: np.ndarray) -> np.ndarray:
+    """A copy of ``array`` whose data starts 16 bytes past an aligned boundary."""
+    raw = aligned_empty((array.nbytes + 16,), np.uint8)
+    copy = raw[16:].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
+def test_aligned_slices_are_copied_onto_the_boundary_only_when_needed():
+    array = np.arange(40, dtype=np.float32).reshape(10, 4)  # 16 bytes a row
+    misaligned = _misaligned(array)
+    assert not is_aligned(misaligned)
+    for start, stop in [(0, 3), (1, 4), (4, 10), (6, 13), (0, 16)]:
+        sliced = padded_slice(misaligned, start, stop, aligned=True)
+        assert is_aligned(sliced)
+        np.testing.assert_array_equal(sliced, pad_rows(array, 16)[start:stop])
+    aligned = pad_rows(misaligned, 10, aligned=True)
+    assert is_aligned(aligned) and not np.shares_memory(aligned, misaligned)
+    assert pad_rows(aligned, 10, aligned=True) is aligned
+    # a view where it starts on the boundary: 4 rows are 64 bytes
+    assert np.shares_memory(padded_slice(aligned, 4, 8, aligned=True), aligned)
+    assert not np.shares_memory(padded_slice(aligned, 1, 5, aligned=True), aligned)
+
+
+def test_cpu_devices_take_aligned_host_rows_in_place():
+    """What the alignment is for: PJRT's CPU client uses such an array as the
+    device buffer itself (if a jaxlib changes this, the copy is back)."""
+    rows = aligned_empty((256, 28), np.float32)
+    rows[...] = 1.5
+    assert rows.ctypes.data % CPU_IN_PLACE_ALIGNMENT == 0
+    on_device = jax.device_put(rows, jax.devices("cpu")[0])
+    assert on_device.unsafe_buffer_pointer() == rows.ctypes.data
 
 
 def test_a_fit_of_a_nearby_size_compiles_nothing():
