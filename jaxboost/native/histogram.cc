@@ -38,8 +38,9 @@
 // LightGBM 4's quantised training): every row's (gradient j, hessian j) pair
 // of integers comes packed into one int64, gradient * 2^32 + hessian, so one
 // integer add sums both: the sums are exact (subtraction too) and the adds
-// are 1.4x to 1.7x faster than two floats into doubles
-// (benchmarks/micro/histogram_accumulators.cc),
+// were 1.4x to 1.7x faster than two floats into doubles added one by one
+// (benchmarks/micro/histogram_accumulators.cc); added as a pair (EntryStats),
+// the float root pass takes about 1.15x the packed one's time,
 //   row_stats    (n_rows, 2 K) int32: K little-endian int64 words per row
 //                (jaxboost.histogram_native.packed_pairs), each half's sum
 //                below 2^31 in magnitude
@@ -54,6 +55,10 @@
 #include <cstdint>
 #include <type_traits>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "bin_tiles.h"
 #include "route_rows.h"
@@ -150,6 +155,39 @@ struct BlockBins {
   int64_t first_feature;
 };
 
+// One entry's kStats statistics, read once and added to the histograms of
+// every feature of a block.
+template <typename Stat, typename Acc, int kStats>
+struct EntryStats {
+  Stat value[kStats];
+  explicit EntryStats(const Stat* __restrict stats) {
+    for (int j = 0; j < kStats; ++j) value[j] = stats[j];
+  }
+  void AddTo(Acc* __restrict sums) const {
+    for (int j = 0; j < kStats; ++j) sums[j] += value[j];
+  }
+};
+
+#if defined(__SSE2__)
+// Two float statistics (gradient, hessian) into double sums: converted once
+// as a pair and added with one instruction.  GCC 13 emitted two scalar
+// conversions and two scalar adds for every feature; these are the same
+// additions, so the same sums.  On 507904 rows x 28 features from memory,
+// SumLevel / SumChildren at 2, 4, 8, 16, 32 nodes went from 6.8 / 4.8, 4.8,
+// 5.1, 5.8, 6.7 ms to 3.9 / 3.2, 3.3, 3.5, 4.3, 5.1 ms; a 1M-row float
+// log-cosh fit from about 39 to about 31 ms per round.
+template <>
+struct EntryStats<float, double, 2> {
+  __m128d pair;
+  explicit EntryStats(const float* __restrict stats)
+      : pair(_mm_cvtps_pd(
+            _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(stats))))) {}
+  void AddTo(double* __restrict sums) const {
+    _mm_storeu_pd(sums, _mm_add_pd(_mm_loadu_pd(sums), pair));
+  }
+};
+#endif
+
 // The inner loop of every pass: list entries [begin, end) added to their
 // bins in kBlock features' histograms, hist[k][at + bin(k, r) * stride + j]
 // += stats[i * stride + j], with r the entry's row (i itself in place; listed,
@@ -211,11 +249,9 @@ __attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* bl
       }
     }
     if constexpr (kStats > 0) {
-      Stat v[kStats];
-      for (int j = 0; j < kStats; ++j) v[j] = s[j];
+      const EntryStats<Stat, Acc, kStats> entry(s);
       const auto add = [&](Acc* __restrict hist, int64_t b) {
-        Acc* __restrict sums = hist + at + b * kStats;
-        for (int j = 0; j < kStats; ++j) sums[j] += v[j];
+        entry.AddTo(hist + at + b * kStats);
       };
       add(h0, bin[0]);
       if constexpr (kBlock == 4) {
