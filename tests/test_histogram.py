@@ -428,3 +428,53 @@ def test_native_quantised_children_sum_the_lighter_child_even_with_more_rows(hea
     np.testing.assert_allclose(
         np.asarray(hist), _running_sums(reference) * scale, rtol=1e-6, atol=1e-5
     )
+
+
+@pytest.mark.parametrize("heavy", ["left", "right"])
+def test_native_float_children_where_few_rows_hold_the_hessian(heavy):
+    # float children too are summed for the child of smaller hessian sum,
+    # here the one with nine tenths of the rows (the other is the parent minus
+    # it, to float64 rounding): the sums are the same either way
+    rng = np.random.default_rng(32)
+    n_rows, n_bins = 3000, 64
+    bins = rng.integers(0, n_bins - 1, size=(4, n_rows)).astype(np.uint8)
+    many = np.arange(n_rows) % 10 != 0
+    node_of_row = (np.where(many, 0, 1) if heavy == "right" else np.where(many, 1, 0)).astype(
+        np.int32
+    )
+    gradient = rng.normal(size=n_rows)
+    hessian = np.where(many, 1e-3, 4.0)  # the few rows hold nearly all the hessian
+    row_stats = np.stack([gradient, hessian], 1).astype(np.float32)
+    bins = _with_routing_feature(bins, node_of_row)
+    hist, exact, routed = _native_children(
+        jnp.asarray(bins), jnp.asarray(node_of_row), jnp.asarray(row_stats), 2, n_bins
+    )
+    np.testing.assert_array_equal(np.asarray(routed), node_of_row)
+    reference = _reference_add_at(bins, node_of_row, row_stats, 2, n_bins)
+    np.testing.assert_allclose(np.asarray(exact), reference, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(hist), _running_sums(reference), rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+def test_native_children_beyond_1024_nodes_match_the_reference(quantised):
+    # 2048 children (depth 11): routed and counted first, the children with
+    # fewer rows summed, listed by groups of 1024 nodes
+    n_nodes, n_bins, n_rows = 2048, 8, 7000
+    rng = np.random.default_rng(11)
+    bins = rng.integers(0, n_bins - 1, size=(2, n_rows)).astype(np.uint8)
+    node_of_row = rng.integers(0, n_nodes, n_rows).astype(np.int32)
+    bins = _with_routing_feature(bins, node_of_row)
+    stats = rng.integers(-3, 4, size=(n_rows, 2)).astype(np.int32)
+    if quantised:
+        scale = np.ones(2, np.float32)
+        _, exact = _quantised_level(
+            "native", bins, node_of_row, stats, scale, n_nodes, n_bins, n_nodes // 2
+        )
+        sums = _unpacked(exact)
+    else:
+        _, exact, _ = jax.jit(_native_children, static_argnames=("n_nodes", "n_bins"))(
+            bins, node_of_row, stats.astype(np.float32), n_nodes=n_nodes, n_bins=n_bins
+        )
+        sums = np.asarray(exact)
+    reference = _reference_add_at(bins, node_of_row, stats.astype(np.int64), n_nodes, n_bins)
+    np.testing.assert_array_equal(sums, reference)

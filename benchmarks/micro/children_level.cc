@@ -3,8 +3,8 @@
 // SumChildren on 500k rows x 28 features x 256 bins, the rows split at random
 // over 2 to 32 nodes (so the summed, smaller children hold about half of the
 // rows), and its steps apart: the count of rows per node (CountRows; in the
-// library the float children kernels count as they route, RouteRows, and the
-// quantised ones route and list in one pass, RouteAndList), the row list
+// library children levels up to 1024 nodes route and list in one pass,
+// RouteAndList, and wider ones count as they route, RouteRows), the row list
 // (ListRowsByGroup), the histogram pass (AccumulateEntries); "rest" is
 // the subtraction and running sums.  Best of 11 passes each.  Built with
 // -fPIC, as the library is: code generation differs (see AddEntries).

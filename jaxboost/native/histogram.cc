@@ -8,14 +8,14 @@
 //   JaxboostHistogramRoot: every row's statistics summed by (feature, node,
 //     bin), as jaxboost.histogram.build_histograms does, in float64.
 //   JaxboostHistogramChildren: a level's histograms from its parents'
-//     (float64) ones.  It first routes the rows of the level above by that
-//     level's splits and returns where they went (route_rows.h; the
-//     children's rows are counted in the same pass).  For every parent only
-//     the child with fewer rows on this shard is summed; its sibling is the
-//     parent minus that child, the subtraction LightGBM and XGBoost use.  A
-//     level then passes over at most half of the rows.  float64 keeps the
-//     difference exact to ~1e-16 of the parent's sums, far below the float32
-//     the split search works in.
+//     (float64) ones.  It routes the rows of the level above by that level's
+//     splits and returns where they went (route_rows.h).  For every parent
+//     only one child is summed, the one of smaller hessian sum on this shard
+//     (its rows listed as they are routed; see ChildrenLevel); its sibling is
+//     the parent minus that child, the subtraction LightGBM and XGBoost use.
+//     A level then passes over about half of the rows or fewer.  float64
+//     keeps the difference exact to ~1e-16 of the parent's sums, far below
+//     the float32 the split search works in.
 //
 // Shapes (row-major):
 //   bins         (n_features, n_rows) uint8, each < n_bins, stored by tiles of
@@ -91,28 +91,33 @@ struct RowList {
 //   PackedSums: int64 words each holding a (gradient j, hessian j) pair of
 //     integers; stored word j feeds output columns j and K + j, scaled.
 //
-// A level below the root of at least kRowOrderFrom nodes lists its rows by
-// groups of 2^kGroupShift nodes, in row order within a group
-// (ListRowsByGroup): up to 1024 nodes (depth 11) every row in row order.
+// A level below the root lists its summed children's rows by groups of
+// 2^kGroupShift nodes, in row order within a group (ListRowsByGroup,
+// RouteAndList): up to 1024 nodes (depth 11) every row in row order.
 // A list node by node (ListRows) reads every cache line of the bins once per
 // node, and in a fit the bins come from memory.
 // benchmarks/micro/children_level.cc on 507904 rows x 28 features with
 // "cold" (64 MiB written before each pass), packed, whole children levels in
 // ms at 32 / 64 / 128 / 256 / 512 nodes: by groups of 8 nodes 4.2 to 4.9 /
 // 7.0 to 7.3 / 10.1 / 15.4 / 22.7, in row order 4.1 / 5.0 / 6.8 / 8.9 /
-// 18.3; the same at 2 to 16 nodes.  Float sums, the calls (routing included)
-// timed in a 1M-row fit, per level from 2 to 32 nodes: node by node 5.3 /
-// 4.4 / 4.9 / 6.5 / 9.1 ms, in row order 6.4 / 5.4 / 4.9 / 5.3 / 6.6; so
-// node by node below 16 nodes.
+// 18.3; the same at 2 to 16 nodes.  (Float sums were listed node by node
+// below 16 nodes until their adds were paired, EntryStats, and their rows
+// listed as routed: see ChildrenLevel.)
 constexpr int kGroupShift = 10;
 
 struct FloatSums {
   using Stat = float;
   using Acc = double;
   static constexpr int kParts = 1;
-  static constexpr int64_t kRowOrderFrom = 16;
-  int64_t n_stored;
+  int64_t n_stored;  // 2 K [+ 1]: K gradients, K hessians [, the weight]
   void Split(double sum, double* parts) const { parts[0] = sum; }
+  // the hessian sum (over outputs) of one bin's n_stored sums
+  double Hessian(const double* bin) const {
+    const int64_t n_outputs = n_stored / 2;
+    double total = 0.0;
+    for (int64_t k = n_outputs; k < 2 * n_outputs; ++k) total += bin[k];
+    return total;
+  }
   int64_t Column(int64_t j, int /*part*/) const { return j; }
   float Value(double running, int64_t /*column*/) const { return static_cast<float>(running); }
 };
@@ -121,7 +126,6 @@ struct PackedSums {
   using Stat = int64_t;
   using Acc = int64_t;
   static constexpr int kParts = 2;
-  static constexpr int64_t kRowOrderFrom = 2;
   int64_t n_stored;      // K
   const float* scale;    // (2 K,)
   // gradient * 2^32 + hessian: the hessian is the low word read as signed,
@@ -132,6 +136,15 @@ struct PackedSums {
     parts[1] = low;
   }
   int64_t Column(int64_t j, int part) const { return part * n_stored + j; }
+  int64_t Hessian(const int64_t* bin) const {
+    int64_t total = 0;
+    for (int64_t j = 0; j < n_stored; ++j) {
+      int64_t parts[2];
+      Split(bin[j], parts);
+      total += parts[1];
+    }
+    return total;
+  }
   float Value(int64_t running, int64_t column) const {
     return static_cast<float>(static_cast<double>(running) * scale[column]);
   }
@@ -446,7 +459,7 @@ void ListTileInRowOrder(const int32_t* node, const Stat* stats, int64_t n_stats,
 // node_size, the node's histograms within a feature's).  A list grouped by
 // node reads every cache line of the bins once per node; in row order (one
 // group) once, but each block of features then updates the histograms of
-// every node; groups bound those to what stays in L1 (see PackedSums).
+// every node; groups bound those to what stays in L1 (see kGroupShift).
 template <int kUsual, typename Stat>
 void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int64_t n_stats,
                      const std::vector<int64_t>& count, const std::vector<uint8_t>& keep,
@@ -638,27 +651,25 @@ ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
   return ffi::Error::Success();
 }
 
-// Quantised sums: the child of every parent with the smaller hessian sum
-// (ties: the left one), read off the parent's histogram of its split
-// feature: a stand-in for the smaller row count that is known before the
-// rows are routed, so that one pass routes them and lists the summed
-// children's (RouteAndList).  The sums are exact integers, so either choice
-// gives the same histograms.  parent (n_features, n_parents, n_bins, K).
-std::vector<uint8_t> LighterChildren(const int64_t* parent, const PackedSums& sums,
+// The child of every parent with the smaller hessian sum (ties: the left
+// one), read off the parent's histogram of its split feature: a stand-in for
+// the smaller row count that is known before the rows are routed, so that
+// one pass routes them and lists the summed children's (RouteAndList).
+// Either child gives the same histograms: exactly for quantised sums; for
+// float ones to float64 rounding (~1e-16 of the parent's sums).
+// parent (n_features, n_parents, n_bins, n_stored).
+template <class Sums>
+std::vector<uint8_t> LighterChildren(const typename Sums::Acc* parent, const Sums& sums,
                                      const LevelSplits& splits, int64_t n_bins,
                                      int64_t missing_bin) {
   const int64_t n_parents = splits.n_nodes(), n_stored = sums.n_stored;
   std::vector<uint8_t> summed(2 * n_parents, 0);
   for (int64_t p = 0; p < n_parents; ++p) {
-    const int64_t* hist = parent + (splits.feature[p] * n_parents + p) * n_bins * n_stored;
-    int64_t side[2] = {0, 0};  // hessian sums, left and right
+    const auto* hist = parent + (splits.feature[p] * n_parents + p) * n_bins * n_stored;
+    typename Sums::Acc side[2] = {0, 0};  // hessian sums, left and right
     for (int64_t b = 0; b < n_bins; ++b) {
       const int right = b == missing_bin ? splits.missing_right[p] : b > splits.threshold[p];
-      for (int64_t j = 0; j < n_stored; ++j) {
-        int64_t parts[2];
-        sums.Split(hist[b * n_stored + j], parts);
-        side[right] += parts[1];
-      }
+      side[right] += sums.Hessian(hist + b * n_stored);
     }
     summed[2 * p + (side[1] < side[0] ? 1 : 0)] = 1;
   }
@@ -668,7 +679,7 @@ std::vector<uint8_t> LighterChildren(const int64_t* parent, const PackedSums& su
 // Routes the rows one level down (RouteTiles) and lists the rows of the
 // children marked in `summed` in row order, each tile as soon as it is
 // routed; false when a node is out of range.
-template <typename Stat>
+template <int kUsual, typename Stat>
 bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
                   const LevelSplits& splits, int64_t missing_bin, int32_t* next,
                   const Stat* stats, int64_t n_stats, const std::vector<uint8_t>& summed,
@@ -679,8 +690,8 @@ bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* nod
   list->stats.resize((n_rows + 1) * n_stats);
   list->size = 0;
   return RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
-    ListTileInRowOrder<1>(next, stats, n_stats, summed.data(), node_size, t0, t1,
-                          tiles.Start(t0) - t0, list);
+    ListTileInRowOrder<kUsual>(next, stats, n_stats, summed.data(), node_size, t0, t1,
+                               tiles.Start(t0) - t0, list);
   });
 }
 
@@ -816,19 +827,11 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
       if (summed[k]) std::fill_n(hist + (f * n_nodes + k) * node_size, node_size, Acc(0));
     }
   }
-  if (listed || n_nodes >= Sums::kRowOrderFrom) {
-    if (!listed) {
-      ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift,
-                              node_size, BinTiles(n_features, n_rows), list);
-    }
-    AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
-  } else {
-    ListRows<kUsual>(node, stats, n_rows, n_stored, count, summed, BinTiles(n_features, n_rows),
-                     list);
-    Accumulate<kUsual>(bins, n_rows, n_features, *list,
-                       static_cast<const typename Sums::Stat*>(nullptr), n_stored, n_bins,
-                       n_nodes, hist);
+  if (!listed) {
+    ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift, node_size,
+                            BinTiles(n_features, n_rows), list);
   }
+  AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
   for (int64_t f = 0; f < n_features; ++f) {
     for (int64_t p = 0; p < n_parents; ++p) {
       const int64_t summed_child = summed[2 * p] ? 2 * p : 2 * p + 1;
@@ -882,31 +885,71 @@ ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row
   return ffi::Error::Success();
 }
 
+// A level below the root, for either kind of statistics: `stats` (n_rows,
+// n_stored) and the parent's sums `parent` as Sums stores them.  Up to 1024
+// nodes (one list in row order) the rows are routed and the lighter
+// children's listed in one pass (LighterChildren, RouteAndList); beyond, the
+// rows are routed and counted first, and the children with fewer rows summed.
+// Float sums were routed and counted first at every depth, and listed node
+// by node below 16 nodes; listed as routed, the children levels at 2 / 4 /
+// 8 / 16 / 32 nodes of a 1M-row float log-cosh fit (traces, ms per round,
+// two runs) went from 3.95-4.11 / 3.22-3.34 / 3.23-3.40 / 3.71-3.88 / 4.25 to
+// 3.79-3.88 / 2.91-3.01 / 2.91-3.01 / 3.09-3.21 / 3.77-3.86.  Which child a
+// float level sums changes its sums' last bits only.
+template <int kUsual, class Sums>
+ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                         ffi::Span<const int64_t> stats_dims, const typename Sums::Stat* stats,
+                         ffi::Span<const int64_t> parent_dims, const typename Sums::Acc* parent,
+                         ffi::Buffer<ffi::S32>& feature, ffi::Buffer<ffi::S32>& threshold_bin,
+                         ffi::Buffer<ffi::PRED>& missing_left, int32_t* next,
+                         typename Sums::Acc* result, float* cumulative, int64_t n_bins,
+                         int64_t missing_bin, const Sums& sums,
+                         RowList<typename Sums::Stat>* list) {
+  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
+  if (auto err = CheckParent(parent_dims, n_features, n_bins, sums.n_stored); err.failure()) {
+    return err;
+  }
+  const int64_t n_parents = parent_dims[1];
+  if (2 * n_parents <= (int64_t{1} << kGroupShift)) {  // one list in row order
+    LevelSplits splits;
+    if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
+                                    missing_left, n_parents, n_bins, &splits);
+        err.failure()) {
+      return err;
+    }
+    const std::vector<uint8_t> summed = LighterChildren(parent, sums, splits, n_bins, missing_bin);
+    if (!RouteAndList<kUsual>(bins.typed_data(), BinTiles(n_features, n_rows),
+                              node_of_row.typed_data(), splits, missing_bin, next, stats,
+                              sums.n_stored, summed, n_bins * sums.n_stored, list)) {
+      return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
+    }
+    SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, {}, summed, true,
+                        n_parents, n_bins, sums, list, parent, result, cumulative);
+    return ffi::Error::Success();
+  }
+  std::vector<int64_t> count;
+  if (auto err = RouteChildren(bins, node_of_row, stats_dims, feature, threshold_bin,
+                               missing_left, n_parents, n_bins, missing_bin, next, &count);
+      err.failure()) {
+    return err;
+  }
+  SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, count,
+                      SmallerChildren(count, n_parents), false, n_parents, n_bins, sums, list,
+                      parent, result, cumulative);
+  return ffi::Error::Success();
+}
+
 ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                         ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::F64> parent_hist,
                         ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
                         ffi::Buffer<ffi::PRED> missing_left, ffi::ResultBuffer<ffi::S32> next,
                         ffi::ResultBuffer<ffi::F64> result, ffi::ResultBuffer<ffi::F32> cumulative,
                         int64_t n_bins, int64_t missing_bin) {
-  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const FloatSums sums{row_stats.dimensions()[1]};
-  if (auto err = CheckParent(parent_hist.dimensions(), n_features, n_bins, sums.n_stored);
-      err.failure()) {
-    return err;
-  }
-  const int64_t n_parents = parent_hist.dimensions()[1];
-  std::vector<int64_t> count;
-  if (auto err = RouteChildren(bins, node_of_row, row_stats.dimensions(), feature, threshold_bin,
-                               missing_left, n_parents, n_bins, missing_bin, next->typed_data(),
-                               &count);
-      err.failure()) {
-    return err;
-  }
-  SumChildren<2>(bins.typed_data(), n_features, n_rows, next->typed_data(),
-                 row_stats.typed_data(), count, SmallerChildren(count, n_parents), false,
-                 n_parents, n_bins, sums, &tls_list, parent_hist.typed_data(),
-                 result->typed_data(), cumulative->typed_data());
-  return ffi::Error::Success();
+  return ChildrenLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
+                          parent_hist.dimensions(), parent_hist.typed_data(), feature,
+                          threshold_bin, missing_left, next->typed_data(), result->typed_data(),
+                          cumulative->typed_data(), n_bins, missing_bin, sums, &tls_list);
 }
 
 ffi::Error RootQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
@@ -938,46 +981,13 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
                                  ffi::ResultBuffer<ffi::S64> result,
                                  ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
                                  int64_t missing_bin) {
-  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   if (auto err = CheckScale(scale, row_stats.dimensions()[1]); err.failure()) return err;
   const PackedSums sums{row_stats.dimensions()[1] / 2, scale.typed_data()};
-  if (auto err = CheckParent(parent_hist.dimensions(), n_features, n_bins, sums.n_stored);
-      err.failure()) {
-    return err;
-  }
-  const int64_t n_parents = parent_hist.dimensions()[1];
-  const int64_t* packed = PackedWords(row_stats);
-  if (2 * n_parents <= (int64_t{1} << kGroupShift)) {  // one list in row order
-    LevelSplits splits;
-    if (auto err = ReadParentSplits(bins, node_of_row, row_stats.dimensions(), feature,
-                                    threshold_bin, missing_left, n_parents, n_bins, &splits);
-        err.failure()) {
-      return err;
-    }
-    const std::vector<uint8_t> summed =
-        LighterChildren(parent_hist.typed_data(), sums, splits, n_bins, missing_bin);
-    if (!RouteAndList(bins.typed_data(), BinTiles(n_features, n_rows), node_of_row.typed_data(),
-                      splits, missing_bin, next->typed_data(), packed, sums.n_stored, summed,
-                      n_bins * sums.n_stored, &tls_packed_list)) {
-      return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
-    }
-    SumChildren<1>(bins.typed_data(), n_features, n_rows, next->typed_data(), packed, {},
-                   summed, true, n_parents, n_bins, sums, &tls_packed_list,
-                   parent_hist.typed_data(), result->typed_data(), cumulative->typed_data());
-    return ffi::Error::Success();
-  }
-  std::vector<int64_t> count;
-  if (auto err = RouteChildren(bins, node_of_row, row_stats.dimensions(), feature, threshold_bin,
-                               missing_left, n_parents, n_bins, missing_bin, next->typed_data(),
-                               &count);
-      err.failure()) {
-    return err;
-  }
-  SumChildren<1>(bins.typed_data(), n_features, n_rows, next->typed_data(), packed, count,
-                 SmallerChildren(count, n_parents), false, n_parents, n_bins, sums,
-                 &tls_packed_list, parent_hist.typed_data(), result->typed_data(),
-                 cumulative->typed_data());
-  return ffi::Error::Success();
+  return ChildrenLevel<1>(bins, node_of_row, row_stats.dimensions(), PackedWords(row_stats),
+                          parent_hist.dimensions(), parent_hist.typed_data(), feature,
+                          threshold_bin, missing_left, next->typed_data(), result->typed_data(),
+                          cumulative->typed_data(), n_bins, missing_bin, sums,
+                          &tls_packed_list);
 }
 
 }  // namespace
