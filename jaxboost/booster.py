@@ -64,7 +64,7 @@ from .native_library import native_for
 from .precision import in_float32
 from .predict import predict_on_devices, round_increments
 from .quantise import check_quantisation
-from .shapes import bucket_size, pad_rows
+from .shapes import bucket_size, in_place_on, pad_rows
 from .tree import Tree, default_histogram_kernel
 from .validation import (
     as_features,
@@ -456,8 +456,7 @@ class Booster:
             )
             n_padded = bucket_size(X.shape[0])
             weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
-            # a CPU device takes aligned rows in place (jaxboost.shapes)
-            X = jnp.asarray(pad_rows(X, n_padded, aligned=jax.default_backend() == "cpu"))
+            X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
             y = jnp.asarray(pad_rows(y, n_padded))
             sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
         return sets
@@ -744,8 +743,8 @@ class Booster:
         """``(n_rounds, n_rows, K)`` raw scores after each round."""
         features = self._features_for_predict(X)
         per_round = self.trees_per_round_
-        on_cpu = jax.default_backend() == "cpu"
-        padded = pad_rows(features, bucket_size(features.shape[0]), aligned=on_cpu)
+        aligned = in_place_on(jax.default_backend())
+        padded = pad_rows(features, bucket_size(features.shape[0]), aligned=aligned)
         increments = round_increments(self._trees(None), jnp.asarray(padded), per_round)
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
         return staged[:, : features.shape[0]]

@@ -24,7 +24,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .devices import ROWS
-from .shapes import bucket_size, pad_rows, padded_slice
+from .shapes import bucket_size, in_place_on, pad_rows, padded_slice
 
 T = TypeVar("T")
 
@@ -152,8 +152,7 @@ def global_rows(mesh: Mesh, local: np.ndarray, n_padded: int | None = None) -> j
     """
     n_padded = local.shape[0] if n_padded is None else n_padded
     sharding = NamedSharding(mesh, P(ROWS))
-    # CPU devices take 64-byte-aligned host rows in place (jaxboost.shapes)
-    aligned = mesh.devices.flat[0].platform == "cpu"
+    aligned = in_place_on(mesh.devices.flat[0].platform)
     if jax.process_count() > 1:
         local = pad_rows(local, n_padded, aligned)
         return jax.make_array_from_process_local_data(sharding, local)

@@ -19,7 +19,7 @@ from jax.sharding import PartitionSpec as P
 from .devices import ROWS, make_mesh
 from .native_library import load, native_for
 from .programs import one_program_per_shape
-from .shapes import bucket_size, pad_rows
+from .shapes import bucket_size, in_place_on, pad_rows
 from .tree import Tree
 
 # rows per batch: a batch's rows stay in cache while every tree walks them
@@ -141,8 +141,8 @@ def predict_on_devices(
     """
     n_rows = X.shape[0]
     n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
-    on_cpu = devices[0].platform == "cpu"  # taken in place when aligned (jaxboost.shapes)
-    padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=on_cpu)
+    aligned = in_place_on(devices[0].platform)
+    padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=aligned)
     predict = _predict_function(devices)
     if n_devices == 1:
         raw = predict(forest, init_score, jax.device_put(padded, devices[0]))

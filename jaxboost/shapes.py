@@ -35,6 +35,12 @@ def bucket_size(n_rows: int, multiple: int = 1) -> int:
 CPU_IN_PLACE_ALIGNMENT = 64
 
 
+def in_place_on(platform: str) -> bool:
+    """Whether devices of ``platform`` take aligned host rows in place, so
+    that :func:`pad_rows` and :func:`padded_slice` should align them: CPU."""
+    return platform == "cpu"
+
+
 def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised C-contiguous array whose data starts at a multiple of
     :data:`CPU_IN_PLACE_ALIGNMENT` bytes."""

@@ -9,6 +9,7 @@ from jaxboost.shapes import (
     CPU_IN_PLACE_ALIGNMENT,
     aligned_empty,
     bucket_size,
+    in_place_on,
     is_aligned,
     pad_rows,
     padded_slice,
@@ -79,6 +80,8 @@ def test_cpu_devices_take_aligned_host_rows_in_place():
     assert rows.ctypes.data % CPU_IN_PLACE_ALIGNMENT == 0
     on_device = jax.device_put(rows, jax.devices("cpu")[0])
     assert on_device.unsafe_buffer_pointer() == rows.ctypes.data
+    # only CPU devices get aligned copies (a GPU copies the rows anyway)
+    assert in_place_on("cpu") and not in_place_on("gpu")
 
 
 def test_a_fit_of_a_nearby_size_compiles_nothing():
