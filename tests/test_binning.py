@@ -259,6 +259,63 @@ def test_native_binning_equals_searchsorted_on_edges_and_between_them(max_bins):
     )
 
 
+def _awkward_edges(max_bins: int) -> np.ndarray:
+    """``(9, max_bins)`` ascending edges, +inf padded, that take the native
+    kernel's every way to a bin: a lookup table with one compare per value
+    (evenly spread edges, one finite edge), one with several (a few edges
+    crowded into one of 4096 buckets; a span that overflows float32, 6e38,
+    which puts every edge in bucket 0), a binary search (edges too crowded
+    for any table: an outlier far from the rest, Cauchy draws; a span of
+    2e-39, which XLA flushes to 0) and no edge at all."""
+    rng = np.random.default_rng(7)
+    n = max_bins - 1  # the searched edges
+    columns = [
+        np.linspace(-2.0, 3.0, n),
+        np.sort(rng.normal(size=n)),
+        np.sort(np.concatenate([np.linspace(0.0, 1.0, n - 3), 0.5 + 1e-7 * np.arange(1, 4)])),
+        np.concatenate([np.linspace(0.0, 1e-6, n - 1), [1e3]]),
+        np.array([1.2e-38, 1.3e-38, 1.4e-38]),
+        np.array([-3e38, -1.0, 0.0, 3e38]),
+        np.array([0.25]),
+        np.array([]),
+        np.sort(rng.standard_cauchy(size=n)),
+    ]
+    edges = np.full((len(columns), max_bins), np.inf, np.float32)
+    for f, column in enumerate(columns):
+        column = np.unique(column.astype(np.float32))[:n]
+        edges[f, : column.size] = column
+    return edges
+
+
+def test_native_binning_equals_searchsorted_on_awkward_edges():
+    max_bins = 255
+    edges = _awkward_edges(max_bins)
+    rng = np.random.default_rng(8)
+    n_rows = 3000
+    X = np.empty((n_rows, edges.shape[0]), np.float32)
+    for f in range(edges.shape[0]):
+        finite = edges[f, np.isfinite(edges[f])]
+        if finite.size == 0:
+            finite = np.zeros(1, np.float32)
+        on_edge = rng.choice(finite, n_rows)
+        # values on the edges, their float32 neighbours, between and beyond them
+        X[:, f] = np.select(
+            [rng.random(n_rows) < 0.25, rng.random(n_rows) < 0.33, rng.random(n_rows) < 0.5],
+            [
+                on_edge,
+                np.nextafter(on_edge, np.where(rng.random(n_rows) < 0.5, -np.inf, np.inf)),
+                rng.uniform(finite.min(), finite.max(), n_rows),
+            ],
+            rng.choice(np.array([-np.inf, np.inf, -3.4e38, 3.4e38, np.nan], np.float32), n_rows),
+        )
+    native = np.asarray(apply_bins_native(jnp.asarray(X), jnp.asarray(edges)))
+    expected = np.stack(
+        [np.searchsorted(edges[f, :-1], X[:, f], side="left") for f in range(edges.shape[0])]
+    )
+    expected[np.isnan(X.T)] = max_bins
+    np.testing.assert_array_equal(native, expected)
+
+
 @pytest.mark.parametrize(
     "n_rows", [1, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, 2 * TILE_ROWS + 77, 3 * TILE_ROWS]
 )
