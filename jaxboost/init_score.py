@@ -103,7 +103,7 @@ def initial_score(
         raw = zeros + score
         grad, hess = grad_hess(loss, y, raw, full_hessian=True)
         grad, hess = grad * weight[:, None], hess * weight[:, None, None]
-        direction = newton_leaf_values(grad, hess, all_in_one_leaf, 1, 0.0, axis_name)
+        direction = newton_leaf_values(grad, hess, all_in_one_leaf, 1, 0.0, axis_name, kernels)
         step = line_search_leaf_values(
             loss, y, raw, weight, all_in_one_leaf, direction, axis_name, kernels
         )

@@ -47,9 +47,14 @@ def across_shards(total: jax.Array, axis_name) -> jax.Array:
     return lax.psum(total, axis_name) if axis_name is not None else total
 
 
-def _sum_rows(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int, axis_name) -> jax.Array:
-    total = jax.ops.segment_sum(values, leaf_of_row, num_segments=n_leaves)
-    return across_shards(total, axis_name)
+def _sum_rows(
+    kernels: LeafKernels, values: jax.Array, leaf_of_row: jax.Array, n_leaves: int, axis_name
+) -> jax.Array:
+    """``values (n_rows, ...)`` -> ``(n_leaves, ...)`` sums over the rows of every
+    leaf and every shard (rows first: :func:`_sum_by_leaf` for row-major values)."""
+    columns = values.reshape(values.shape[0], -1).T  # (V, n_rows)
+    total = _sum_by_leaf(kernels, columns, leaf_of_row, n_leaves, axis_name)
+    return total.reshape(n_leaves, *values.shape[1:])
 
 
 def _sum_by_leaf(
@@ -185,6 +190,7 @@ def newton_leaf_values(
     n_leaves: int,
     reg_lambda: float,
     axis_name: str | None = None,
+    kernels: LeafKernels = LEAF_KERNELS["reference"],
 ) -> jax.Array:
     """``-G / (H + lambda)`` per leaf (or the full-hessian Newton step).
 
@@ -192,11 +198,12 @@ def newton_leaf_values(
       grad: ``(n_rows, K)`` weighted gradients.
       hess: ``(n_rows, K)`` or ``(n_rows, K, K)`` weighted hessians.
       leaf_of_row: ``(n_rows,)`` int32.
+      kernels: how rows are summed by leaf (:data:`jaxboost.leaf_sums.LEAF_KERNELS`).
     Returns:
       ``(n_leaves, K)`` float32.
     """
-    grad_sum = _sum_rows(grad, leaf_of_row, n_leaves, axis_name)
-    hess_sum = _sum_rows(hess, leaf_of_row, n_leaves, axis_name)
+    grad_sum = _sum_rows(kernels, grad, leaf_of_row, n_leaves, axis_name)
+    hess_sum = _sum_rows(kernels, hess, leaf_of_row, n_leaves, axis_name)
     return solve_newton(grad_sum, hess_sum, reg_lambda)
 
 
@@ -458,7 +465,7 @@ def line_search_leaf_values(
 
     if leaf_weight is None or score_sum is None:
         per_row = jnp.stack([weight, weight * _score_magnitude(raw)], axis=1)
-        leaf_weight, score_sum = _sum_rows(per_row, leaf_of_row, n_leaves, axis_name).T
+        leaf_weight, score_sum = _sum_rows(kernels, per_row, leaf_of_row, n_leaves, axis_name).T
     if start is None:  # (the penalty included)
         slope, curvature, _, _ = derivatives(jnp.zeros((n_leaves, 1), raw.dtype))
         slope, curvature = slope[:, 0], curvature[:, 0]

@@ -245,7 +245,8 @@ def _count_row_sums(monkeypatch):
 
 @pytest.mark.parametrize(
     "loss_name, most_sums, most_sums_over_all_rows",
-    [("squared_error", 8, 8), ("log_cosh", 8, 8), ("quantile", 22, 7)],
+    # (the counts include the leaves' weight sums, which the search takes first)
+    [("squared_error", 8, 8), ("log_cosh", 8, 8), ("quantile", 22, 8)],
 )
 def test_line_search_converges_in_few_sums(
     monkeypatch, loss_name, most_sums, most_sums_over_all_rows
@@ -352,7 +353,8 @@ def test_a_sharded_pinball_search_narrows_to_the_exact_quantiles(monkeypatch, ke
     jax.effects_barrier()  # every shard's callbacks have run
     shard_rows = n_rows // len(devices)
     sums_over_shards = [n for n in calls if n == shard_rows]
-    assert len(sums_over_shards) <= 7 * len(devices)
+    # (the leaves' weight sums, taken first, included)
+    assert len(sums_over_shards) <= 8 * len(devices)
     assert len(calls) - len(sums_over_shards) >= 5 * len(devices)
     np.testing.assert_allclose(np.asarray(values)[:, 0], expected, rtol=2e-6, atol=1e-6)
 
