@@ -23,6 +23,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from ._workarounds import vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
 from .devices import ROWS, collective_axis
@@ -437,7 +438,7 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
         out_specs=(P(ROWS), P(), P()),
         check_vma=False,
     )
-    return jax.jit(sharded)
+    return jax.jit(sharded, compiler_options=_compiler_options(cfg.n_outputs))
 
 
 # the targets and weights alone, sharded on rows: the initial score needs no
@@ -462,7 +463,13 @@ def init_score_program(
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
     )
-    return jax.jit(sharded)
+    return jax.jit(sharded, compiler_options=_compiler_options(n_outputs))
+
+
+def _compiler_options(n_outputs: int) -> dict[str, str]:
+    """XLA options of a program for ``n_outputs`` scores per row (see
+    :mod:`jaxboost._workarounds`)."""
+    return vector_output_compiler_options() if n_outputs > 1 else {}
 
 
 @one_program_per_shape()
