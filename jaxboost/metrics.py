@@ -17,6 +17,7 @@ import numpy as np
 
 import losses as loss_catalogue
 
+from ._workarounds import vector_output_compiler_options
 from .derivatives import sample_loss
 from .validation import check_per_sample
 
@@ -156,7 +157,6 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
     raise TypeError(f"eval_metric: expected a name or a callable, got {metric!r}")
 
 
-@functools.partial(jax.jit, static_argnames="metric")
 def metric_per_round(metric: Metric, y: jax.Array, staged_raw: jax.Array, weight: jax.Array):
     """The metric after every round.
 
@@ -165,4 +165,21 @@ def metric_per_round(metric: Metric, y: jax.Array, staged_raw: jax.Array, weight
     Returns:
       ``(n_rounds,)`` float32.
     """
+    return _METRIC_PROGRAMS[staged_raw.shape[-1] > 1](metric, y, staged_raw, weight)
+
+
+def _metric_per_round(metric: Metric, y: jax.Array, staged_raw: jax.Array, weight: jax.Array):
     return jax.vmap(lambda raw: metric.fn(y, raw, weight))(staged_raw)
+
+
+# by whether the rows hold vector outputs: their metrics (a softmax's sum over
+# classes) compile with the options of jaxboost._workarounds (a 10-class log
+# loss over 100 rounds of 20k rows: 82 -> 15 ms)
+_METRIC_PROGRAMS = {
+    vector: jax.jit(
+        _metric_per_round,
+        static_argnames="metric",
+        compiler_options=vector_output_compiler_options() if vector else None,
+    )
+    for vector in (False, True)
+}

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 import losses
-from jaxboost import _workarounds
+from jaxboost import _workarounds, metrics
 from jaxboost.boost import init_score_program
 from jaxboost.devices import make_mesh
 
@@ -61,3 +61,19 @@ def test_vector_output_programs_keep_their_reductions_out_of_ynnpack():
     assert "%ynn_fusion" not in vector
     scalar = build(losses.squared_error, 1, mesh).lower(y, weight).compile().as_text()
     assert "%ynn_fusion" in scalar  # one output keeps the default (faster there)
+
+
+def test_vector_output_metrics_keep_their_reductions_out_of_ynnpack():
+    if not _workarounds.vector_output_compiler_options():
+        pytest.skip("this jaxlib gets no YNNPACK option")
+    n_rounds, n_rows = 4, 500_000
+    y = weight = jax.ShapeDtypeStruct((n_rows,), jnp.float32)
+    texts = {}
+    for n_outputs in (1, 5):
+        loss = losses.softmax_cross_entropy if n_outputs > 1 else losses.squared_error
+        staged = jax.ShapeDtypeStruct((n_rounds, n_rows, n_outputs), jnp.float32)
+        program = metrics._METRIC_PROGRAMS[n_outputs > 1]
+        metric = metrics.resolve_metric("loss", loss)
+        texts[n_outputs] = program.lower(metric, y, staged, weight).compile().as_text()
+    assert "%ynn_fusion" not in texts[5]
+    assert "%ynn_fusion" in texts[1]
