@@ -438,7 +438,7 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
         out_specs=(P(ROWS), P(), P()),
         check_vma=False,
     )
-    return jax.jit(sharded, compiler_options=_compiler_options(cfg.n_outputs))
+    return jax.jit(sharded)
 
 
 # the targets and weights alone, sharded on rows: the initial score needs no
@@ -467,8 +467,10 @@ def init_score_program(
 
 
 def _compiler_options(n_outputs: int) -> dict[str, str]:
-    """XLA options of a program for ``n_outputs`` scores per row (see
-    :mod:`jaxboost._workarounds`)."""
+    """XLA options of a program that works on rows alone, for ``n_outputs``
+    scores per row (see :mod:`jaxboost._workarounds`; not the training
+    rounds': their split search on the histograms ran slower with them, 0.69
+    -> 0.80 s for 100 rounds of one tree per class on 7000 rows x 5 classes)."""
     return vector_output_compiler_options() if n_outputs > 1 else {}
 
 
