@@ -82,6 +82,10 @@ class BoostConfig:
     # Hyper.subsample.  False skips the draw: hashing every row of every round
     # cost a 1M-row fit on CPU 0.3 ms of about 30 per round
     subsampled: bool = True
+    # compile with jaxboost._workarounds.vector_output_compiler_options: vector
+    # outputs on enough rows per device that the rows' sums over the outputs
+    # outweigh the split search's (which those options slow down)
+    vector_row_options: bool = False
 
     @property
     def trees_per_round(self) -> int:
@@ -438,7 +442,8 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
         out_specs=(P(ROWS), P(), P()),
         check_vma=False,
     )
-    return jax.jit(sharded)
+    options = vector_output_compiler_options() if cfg.vector_row_options else None
+    return jax.jit(sharded, compiler_options=options)
 
 
 # the targets and weights alone, sharded on rows: the initial score needs no
@@ -468,9 +473,7 @@ def init_score_program(
 
 def _compiler_options(n_outputs: int) -> dict[str, str]:
     """XLA options of a program that works on rows alone, for ``n_outputs``
-    scores per row (see :mod:`jaxboost._workarounds`; not the training
-    rounds': their split search on the histograms ran slower with them, 0.69
-    -> 0.80 s for 100 rounds of one tree per class on 7000 rows x 5 classes)."""
+    scores per row (see :mod:`jaxboost._workarounds`)."""
     return vector_output_compiler_options() if n_outputs > 1 else {}
 
 

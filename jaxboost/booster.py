@@ -85,6 +85,13 @@ _MONITORED_CHUNK = 10
 # changing it (a grid search) compiles nothing; the last chunk's unused rounds
 # are skipped inside the program
 _UNMONITORED_CHUNK = 50
+# rows per device from which the training rounds of vector outputs compile
+# with jaxboost._workarounds' options.  ms per round of softmax fits (depth
+# 6, two devices), XLA's default against those options: 7000 rows x 5
+# classes, one tree per class, 7.0 against 8.4; 50k x 10, vector leaves, 35.4
+# against 33.9; 500k x 5, 99.5 against 88.7 (vector leaves) and 94.4 against
+# 85.4 (one tree per class)
+_VECTOR_OPTIONS_ROWS = 16384
 # rows on which an undeclared loss's hessian is probed at the initial score,
 # spread evenly over the data (a file sorted by target must not decide)
 _HESSIAN_PROBE_ROWS = 1024
@@ -328,6 +335,7 @@ class Booster:
             ),
             narrow_line_search=not hessian.informative,
             subsampled=bool(self._hyper().subsample < 1.0),
+            vector_row_options=n_outputs > 1 and rows_per_shard >= _VECTOR_OPTIONS_ROWS,
         )
         return cfg, self._hyper()
 

@@ -11,7 +11,9 @@ import pytest
 
 import losses
 from jaxboost import _workarounds, metrics
-from jaxboost.boost import init_score_program
+from jaxboost.boost import BoostConfig, Hyper, ShardData, init_score_program, train_chunk_program
+from jaxboost.booster import _VECTOR_OPTIONS_ROWS, Booster
+from jaxboost.derivatives import HessianProbe
 from jaxboost.devices import make_mesh
 
 
@@ -77,3 +79,55 @@ def test_vector_output_metrics_keep_their_reductions_out_of_ynnpack():
         texts[n_outputs] = program.lower(metric, y, staged, weight).compile().as_text()
     assert "%ynn_fusion" not in texts[5]
     assert "%ynn_fusion" in texts[1]
+
+
+def _train_program_text(vector_row_options: bool, n_rows: int) -> str:
+    """The compiled training program of a 3-class softmax on ``n_rows`` rows
+    (shapes only, nothing runs)."""
+    struct = jax.ShapeDtypeStruct
+    n_features, n_bins = 2, 16
+    cfg = BoostConfig(
+        loss=losses.softmax_cross_entropy,
+        n_outputs=3,
+        max_depth=2,
+        rounds_per_chunk=1,
+        vector_row_options=vector_row_options,
+    )
+    data = ShardData(
+        bins=struct((n_features, n_rows), jnp.uint8),
+        y=struct((n_rows,), jnp.float32),
+        weight=struct((n_rows,), jnp.float32),
+        row_id=struct((n_rows,), jnp.uint32),
+    )
+    scalar = struct((), jnp.int32)
+    hyper = Hyper(*(struct((), jnp.float32) for _ in Hyper._fields))
+    program = train_chunk_program.__wrapped__(cfg, make_mesh(jax.devices()[:1]))
+    edges = struct((n_features, n_bins - 1), jnp.float32)
+    raw = struct((n_rows, 3), jnp.float32)
+    lowered = program.lower(data, edges, raw, scalar, scalar, struct((), jnp.uint32), hyper)
+    return lowered.compile().as_text()
+
+
+def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
+    """The training program compiles with the options where the booster asks
+    for them (vector outputs, at least _VECTOR_OPTIONS_ROWS rows per device),
+    and the booster asks exactly there."""
+    if not _workarounds.vector_output_compiler_options():
+        pytest.skip("this jaxlib gets no YNNPACK option")
+    assert "%ynn_fusion" in _train_program_text(False, 65536)
+    assert "%ynn_fusion" not in _train_program_text(True, 65536)
+    booster = Booster(loss="softmax_cross_entropy")
+    probe = HessianProbe(informative=True, negative=False)
+    asks = {
+        (n_outputs, rows): booster._config(
+            losses.softmax_cross_entropy, n_outputs, False, probe, "cpu", rows
+        )[0].vector_row_options
+        for n_outputs in (1, 3)
+        for rows in (_VECTOR_OPTIONS_ROWS // 2, _VECTOR_OPTIONS_ROWS)
+    }
+    assert asks == {
+        (1, _VECTOR_OPTIONS_ROWS // 2): False,
+        (1, _VECTOR_OPTIONS_ROWS): False,
+        (3, _VECTOR_OPTIONS_ROWS // 2): False,
+        (3, _VECTOR_OPTIONS_ROWS): True,
+    }
