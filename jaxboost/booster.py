@@ -87,11 +87,11 @@ _MONITORED_CHUNK = 10
 _UNMONITORED_CHUNK = 50
 # rows per device from which the training rounds of vector outputs compile
 # with jaxboost._workarounds' options.  ms per round of softmax fits (depth
-# 6, two devices), XLA's default against those options: 7000 rows x 5
-# classes, one tree per class, 7.0 against 8.4; 50k x 10, vector leaves, 35.4
-# against 33.9; 500k x 5, 99.5 against 88.7 (vector leaves) and 94.4 against
-# 85.4 (one tree per class)
-_VECTOR_OPTIONS_ROWS = 16384
+# 6, two devices; vector leaves, one tree per class), XLA's default against
+# those options: 7000 rows x 5 classes 7.4 / 7.0 against 7.5 / 8.4; 40k x 10
+# 32.3-33.3 / 31.7-32.3 against 32.2-32.4 / 32.3-32.6; 150k x 5 32.7 / 31.9
+# against 30.6 / 29.7; 500k x 5 99.5 / 94.4 against 88.7 / 85.4
+_VECTOR_OPTIONS_ROWS = 32768
 # rows on which an undeclared loss's hessian is probed at the initial score,
 # spread evenly over the data (a file sorted by target must not decide)
 _HESSIAN_PROBE_ROWS = 1024
