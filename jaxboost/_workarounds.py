@@ -53,8 +53,11 @@ def apply_gpu_scatter_workaround() -> bool:
 # logsumexp, the full hessian's rows), ran at about 25 ns per element: 63 ms
 # per (507904, 5) sum, where XLA's own loop takes 3 ms; a 5-class initial
 # score on 1M rows took 1.1 s, 0.3 s without them.  Programs of vector
-# outputs compile with YNNPACK kept to dot products.  (Single-output
-# programs keep the default: their reductions run over rows, at full speed.)
+# outputs compile with YNNPACK kept to dot products: the initial score and
+# the metrics always, the training rounds on many rows per device (their
+# split search runs faster with the default; jaxboost.booster's
+# _VECTOR_OPTIONS_ROWS).  Single-output programs keep the default: their
+# reductions run over rows, at full speed.
 _YNN_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 _YNN_VERSIONS = ((0, 10, 0), (0, 10, 99))
 
