@@ -124,7 +124,8 @@ def edge_sample(
     if smallest.size < sample_size:  # fewer rows than the sample in all
         return gather(X)
     threshold = np.partition(smallest, sample_size - 1)[sample_size - 1]
-    return gather(X[hashes <= threshold])
+    # (a boolean index of 1M x 28 rows took 14 ms; take by row numbers 3 ms)
+    return gather(X.take(np.flatnonzero(hashes <= threshold), axis=0))
 
 
 def fit_bin_edges(
@@ -154,10 +155,13 @@ def fit_bin_edges(
     X = edge_sample(X, sample_size, seed, first_row, gather)
     # each column sorted as a contiguous row of the transposed sample (numpy
     # sorts those ~1.7x faster than strided columns); NaN sorts last
-    sorted_sample = np.sort(np.ascontiguousarray(X.T), axis=1).T
-    is_new_value = np.ones(sorted_sample.shape, dtype=bool)
-    is_new_value[1:] = sorted_sample[1:] != sorted_sample[:-1]
-    n_distinct = (is_new_value & ~np.isnan(sorted_sample)).sum(axis=0)
+    sorted_rows = np.sort(np.ascontiguousarray(X.T), axis=1)  # (n_features, n_rows)
+    sorted_sample = sorted_rows.T
+    # distinct values counted along the contiguous rows (2.2x faster)
+    is_new_value = np.ones(sorted_rows.shape, dtype=bool)
+    np.not_equal(sorted_rows[:, 1:], sorted_rows[:, :-1], out=is_new_value[:, 1:])
+    is_new_value &= ~np.isnan(sorted_rows)
+    n_distinct = np.count_nonzero(is_new_value, axis=1)
     n_edges = max_bins - 1
     few_values = n_distinct <= max_bins  # (n_features,): one bin per value
     edges = _upper_edges_quantile(sorted_sample, n_edges)
