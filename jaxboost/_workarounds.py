@@ -62,12 +62,13 @@ _YNN_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 _YNN_VERSIONS = ((0, 10, 0), (0, 10, 99))
 
 
-def vector_output_compiler_options() -> dict[str, str]:
-    """``compiler_options`` for :func:`jax.jit` of programs whose rows hold
-    vector outputs: YNNPACK fusions limited to dot products on the jaxlibs
-    named above, none elsewhere (the option may not exist there)."""
+def vector_output_compiler_options(platform: str) -> dict[str, str]:
+    """``compiler_options`` for :func:`jax.jit` of programs for devices of
+    ``platform`` whose rows hold vector outputs: on CPU, YNNPACK fusions
+    limited to dot products on the jaxlibs named above; none elsewhere (the
+    option may not exist there)."""
     jaxlib_version = _installed_jaxlib_version()
     low, high = _YNN_VERSIONS
-    if jaxlib_version is None or not (low <= jaxlib_version <= high):
+    if platform != "cpu" or jaxlib_version is None or not (low <= jaxlib_version <= high):
         return {}
     return {_YNN_OPTION: "LIBRARY_FUSION_TYPE_DOT"}

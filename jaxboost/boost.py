@@ -442,7 +442,8 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
         out_specs=(P(ROWS), P(), P()),
         check_vma=False,
     )
-    options = vector_output_compiler_options() if cfg.vector_row_options else None
+    platform = mesh.devices.flat[0].platform
+    options = vector_output_compiler_options(platform) if cfg.vector_row_options else None
     return jax.jit(sharded, compiler_options=options)
 
 
@@ -468,13 +469,14 @@ def init_score_program(
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
     )
-    return jax.jit(sharded, compiler_options=_compiler_options(n_outputs))
+    platform = mesh.devices.flat[0].platform
+    return jax.jit(sharded, compiler_options=_compiler_options(n_outputs, platform))
 
 
-def _compiler_options(n_outputs: int) -> dict[str, str]:
+def _compiler_options(n_outputs: int, platform: str) -> dict[str, str]:
     """XLA options of a program that works on rows alone, for ``n_outputs``
-    scores per row (see :mod:`jaxboost._workarounds`)."""
-    return vector_output_compiler_options() if n_outputs > 1 else {}
+    scores per row on devices of ``platform`` (see :mod:`jaxboost._workarounds`)."""
+    return vector_output_compiler_options(platform) if n_outputs > 1 else {}
 
 
 @one_program_per_shape()

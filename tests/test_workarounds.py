@@ -41,14 +41,15 @@ def test_the_gpu_scatter_flag_is_added_once_on_the_affected_jaxlibs(monkeypatch,
 )
 def test_vector_output_options_only_on_the_jaxlibs_that_need_them(monkeypatch, version, applies):
     monkeypatch.setattr(_workarounds, "_installed_jaxlib_version", lambda: version)
-    assert bool(_workarounds.vector_output_compiler_options()) is applies
+    assert bool(_workarounds.vector_output_compiler_options("cpu")) is applies
+    assert _workarounds.vector_output_compiler_options("gpu") == {}  # CPU only
 
 
 def test_vector_output_programs_keep_their_reductions_out_of_ynnpack():
     """A sum over a short minor axis (softmax's over its outputs) compiles to a
     YNNPACK fusion by default on this jaxlib, and not in the programs of
     vector outputs (63 ms against 3 ms per (507904, 5) sum)."""
-    options = _workarounds.vector_output_compiler_options()
+    options = _workarounds.vector_output_compiler_options("cpu")
     if not options:
         pytest.skip("this jaxlib gets no YNNPACK option")
     # (compiled, not run: at a few rows XLA sums in its own loops anyway)
@@ -66,7 +67,7 @@ def test_vector_output_programs_keep_their_reductions_out_of_ynnpack():
 
 
 def test_vector_output_metrics_keep_their_reductions_out_of_ynnpack():
-    if not _workarounds.vector_output_compiler_options():
+    if not _workarounds.vector_output_compiler_options("cpu"):
         pytest.skip("this jaxlib gets no YNNPACK option")
     n_rounds, n_rows = 4, 500_000
     y = weight = jax.ShapeDtypeStruct((n_rows,), jnp.float32)
@@ -74,7 +75,7 @@ def test_vector_output_metrics_keep_their_reductions_out_of_ynnpack():
     for n_outputs in (1, 5):
         loss = losses.softmax_cross_entropy if n_outputs > 1 else losses.squared_error
         staged = jax.ShapeDtypeStruct((n_rounds, n_rows, n_outputs), jnp.float32)
-        program = metrics._METRIC_PROGRAMS[n_outputs > 1]
+        program = metrics._metric_program(n_outputs > 1, "cpu")
         metric = metrics.resolve_metric("loss", loss)
         texts[n_outputs] = program.lower(metric, y, staged, weight).compile().as_text()
     assert "%ynn_fusion" not in texts[5]
@@ -112,7 +113,7 @@ def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
     """The training program compiles with the options where the booster asks
     for them (vector outputs, at least _VECTOR_OPTIONS_ROWS rows per device),
     and the booster asks exactly there."""
-    if not _workarounds.vector_output_compiler_options():
+    if not _workarounds.vector_output_compiler_options("cpu"):
         pytest.skip("this jaxlib gets no YNNPACK option")
     assert "%ynn_fusion" in _train_program_text(False, 65536)
     assert "%ynn_fusion" not in _train_program_text(True, 65536)
