@@ -24,3 +24,10 @@ def run_script(
         timeout=timeout,
         cwd=cwd,
     )
+
+
+def xla_flags_without(*names: str) -> str:
+    """This process's ``XLA_FLAGS`` less the flags called ``names`` (e.g.
+    ``--xla_force_host_platform_device_count``), for a script's environment."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    return " ".join(flag for flag in flags if flag.split("=")[0] not in names)

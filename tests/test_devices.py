@@ -2,14 +2,16 @@
 
 from pathlib import Path
 
-from run_script import run_script
+from run_script import run_script, xla_flags_without
 
 SCRIPT = Path(__file__).parent / "scripts" / "four_devices.py"
 
 
 def test_four_cpu_devices_train_the_single_device_model():
-    # XLA_FLAGS cleared: a device count forced there would override the one asked for
-    result = run_script(SCRIPT, {"JAXBOOST_CPU_DEVICES": "4", "XLA_FLAGS": ""})
+    # a device count forced in XLA_FLAGS would override the one asked for; the
+    # suite's other flags (LLVM at -O0, conftest.py) stay
+    flags = xla_flags_without("--xla_force_host_platform_device_count")
+    result = run_script(SCRIPT, {"JAXBOOST_CPU_DEVICES": "4", "XLA_FLAGS": flags})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
     names = [line.split(":")[0] for line in lines]
