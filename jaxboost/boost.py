@@ -470,13 +470,8 @@ def init_score_program(
         local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
     )
     platform = mesh.devices.flat[0].platform
-    return jax.jit(sharded, compiler_options=_compiler_options(n_outputs, platform))
-
-
-def _compiler_options(n_outputs: int, platform: str) -> dict[str, str]:
-    """XLA options of a program that works on rows alone, for ``n_outputs``
-    scores per row on devices of ``platform`` (see :mod:`jaxboost._workarounds`)."""
-    return vector_output_compiler_options(platform) if n_outputs > 1 else {}
+    options = vector_output_compiler_options(platform) if n_outputs > 1 else None
+    return jax.jit(sharded, compiler_options=options)
 
 
 @one_program_per_shape()
