@@ -19,6 +19,10 @@ from jax import lax
 from .native_library import load
 
 DEFAULT_SAMPLE_SIZE = 200_000
+# float32's smallest normal magnitude (about 1.2e-38): XLA on CPU reads a
+# smaller (subnormal) number as 0 inside its programs, where the rows are
+# binned and the trees applied
+SMALLEST_NORMAL = np.finfo(np.float32).tiny
 # rows per tile of the native kernels' bins (kBinTileRows in native/bin_tiles.h)
 TILE_ROWS = 32768
 
@@ -36,6 +40,7 @@ def _upper_edges_exact(sorted_sample: np.ndarray, n_edges: int) -> np.ndarray:
     # In float32 the midpoint of two neighbouring values can round up to the
     # upper one, which would merge the two bins: keep the lower value instead.
     mid = np.where(mid < high, mid, low)
+    mid = _off_negative_zero(mid, low <= -SMALLEST_NORMAL)
     starts_new_value = (high != low) & ~np.isnan(high)
     candidates = np.where(starts_new_value, mid, np.inf).astype(np.float32)
     candidates = np.sort(candidates, axis=0)
@@ -66,10 +71,22 @@ def _upper_edges_quantile(sorted_sample: np.ndarray, n_edges: int) -> np.ndarray
     step = high - low
     quantiles = np.where(fraction >= 0.5, high - step * (1 - fraction), low + step * fraction)
     quantiles = np.where(n_present > 0, quantiles, np.nan).astype(np.float32)
+    quantiles = _off_negative_zero(quantiles, True)
     repeated = np.zeros_like(quantiles, dtype=bool)
     repeated[1:] = quantiles[1:] == quantiles[:-1]
     quantiles = np.where(repeated | np.isnan(quantiles), np.inf, quantiles)
     return np.sort(quantiles, axis=0)
+
+
+def _off_negative_zero(edges: np.ndarray, allowed: np.ndarray | bool) -> np.ndarray:
+    """``edges`` with those in ``(-SMALLEST_NORMAL, 0)`` moved to
+    ``-SMALLEST_NORMAL`` where ``allowed`` (no value lies between: the lower
+    neighbour is a normal number).  XLA on CPU reads such an edge as -0, so
+    zeros would share the negative values' bin (``-1.2e-38`` and ``0`` could
+    not be split); a subnormal edge in ``[0, SMALLEST_NORMAL)`` reads as 0 and
+    splits normal values as it does."""
+    subnormal_negative = (edges < 0) & (edges > -SMALLEST_NORMAL) & allowed
+    return np.where(subnormal_negative, -SMALLEST_NORMAL, edges).astype(np.float32)
 
 
 def _pad_rows(values: np.ndarray, n_rows: int) -> np.ndarray:

@@ -332,14 +332,17 @@ def boost_round(
       raw: ``(n_rows, K)`` current raw scores of the shard.
       round_index, seed: int32 scalars that fix this round's subsamples.
     Returns:
-      ``(trees, raw)``: the round's trees, stacked ``(trees_per_round, ...)``,
-      and the updated ``(n_rows, K)`` raw scores (of every row, in bag or not).
+      ``(trees, raw, n_not_finite)``: the round's trees, stacked
+      ``(trees_per_round, ...)``, the updated ``(n_rows, K)`` raw scores (of
+      every row, in bag or not), and the number of rows (of all shards, of
+      positive weight) whose gradient or hessian is NaN or infinite.
     """
+    grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
+    n_not_finite = _count_not_finite(grad, hess, data.weight, axis_name)
     if cfg.subsampled:
         in_bag = row_mask(data.row_id, round_index, seed, hyper.subsample)
         data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
     features = feature_mask(data.bins.shape[0], round_index, seed, hyper.colsample_bytree)
-    grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
     hess = stabilise_hessian(hess, cfg.hessian_mode, hyper.hessian_floor)
     grad = grad * data.weight[:, None]
     hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
@@ -359,7 +362,7 @@ def boost_round(
     )
     if cfg.trees_per_round == 1:
         tree, update = grow(jnp.ones(cfg.n_outputs, jnp.float32))
-        return jax.tree.map(lambda leaf: leaf[None], tree), raw + update
+        return jax.tree.map(lambda leaf: leaf[None], tree), raw + update, n_not_finite
 
     def grow_output(output: jax.Array):
         """Tree ``output`` and its update of that output alone, ``(n_rows,)``
@@ -369,7 +372,17 @@ def boost_round(
 
     # (summing the (K, n_rows, K) updates instead took XLA on CPU 10x longer)
     trees, updates = lax.map(grow_output, jnp.arange(cfg.n_outputs))
-    return trees, raw + updates.T
+    return trees, raw + updates.T, n_not_finite
+
+
+def _count_not_finite(grad: jax.Array, hess: jax.Array, weight: jax.Array, axis_name) -> jax.Array:
+    """The rows of positive ``weight`` (before any subsample), over all
+    shards, whose ``grad (n, K)`` or ``hess (n, K[, K])`` is NaN or infinite
+    (an int32 scalar)."""
+    finite = jnp.all(jnp.isfinite(grad), axis=1)
+    finite &= jnp.all(jnp.isfinite(hess.reshape(hess.shape[0], -1)), axis=1)
+    count = jnp.sum((~finite & (weight > 0)).astype(jnp.int32))
+    return lax.psum(count, axis_name) if axis_name is not None else count
 
 
 def mean_loss(loss: Loss, y: jax.Array, weight: jax.Array, raw: jax.Array, axis_name) -> jax.Array:
@@ -391,7 +404,9 @@ def _train_chunk(
     cfg: BoostConfig, axis_name, data: ShardData, edges, raw, first_round, n_active, seed, hyper
 ):
     """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
-    at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,))``.
+    at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,),
+    n_not_finite (rounds_per_chunk,))``, the last the rows whose derivatives
+    were not finite at the start of each round (:func:`boost_round`).
 
     Each round's training loss is evaluated at the start of the next round,
     on the scores its gradients are taken at, so that XLA can share the
@@ -402,26 +417,32 @@ def _train_chunk(
     def one_round(raw, chunk_round):
         def boost(raw):
             loss_before = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
-            trees, new_raw = boost_round(cfg, hyper, data, edges, raw, round_index, seed, axis_name)
-            return trees, new_raw, loss_before
+            trees, new_raw, n_not_finite = boost_round(
+                cfg, hyper, data, edges, raw, round_index, seed, axis_name
+            )
+            return trees, new_raw, loss_before, n_not_finite
 
         def skip(raw):  # a round past n_active: no work, zeros (discarded)
             shapes = jax.eval_shape(boost, raw)
-            trees, _, loss_before = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-            return trees, raw, loss_before
+            trees, _, loss_before, n_not_finite = jax.tree.map(
+                lambda s: jnp.zeros(s.shape, s.dtype), shapes
+            )
+            return trees, raw, loss_before, n_not_finite
 
         round_index = first_round + chunk_round
         # every shard takes the same branch: n_active is the same everywhere
-        trees, raw, loss_before = lax.cond(chunk_round < n_active, boost, skip, raw)
-        return raw, (trees, loss_before)
+        trees, raw, loss_before, n_not_finite = lax.cond(chunk_round < n_active, boost, skip, raw)
+        return raw, (trees, loss_before, n_not_finite)
 
-    raw, (trees, loss_before) = lax.scan(one_round, raw, jnp.arange(cfg.rounds_per_chunk))
+    raw, (trees, loss_before, n_not_finite) = lax.scan(
+        one_round, raw, jnp.arange(cfg.rounds_per_chunk)
+    )
     # round i's loss is the one before round i + 1; the last active round's, now
     last_loss = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
     loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
     rounds = jnp.arange(cfg.rounds_per_chunk)
     train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
-    return raw, trees, train_loss
+    return raw, trees, train_loss, n_not_finite
 
 
 _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS))
@@ -430,7 +451,7 @@ _DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(
 @one_program_per_shape()
 def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
-    train_loss)``,
+    train_loss, n_not_finite)`` (see :func:`_train_chunk`),
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
@@ -439,7 +460,7 @@ def train_chunk_program(cfg: BoostConfig, mesh: Mesh) -> Callable:
         functools.partial(_train_chunk, cfg, collective_axis(mesh)),
         mesh=mesh,
         in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P(), P()),
-        out_specs=(P(ROWS), P(), P()),
+        out_specs=(P(ROWS), P(), P(), P()),
         check_vma=False,
     )
     platform = mesh.devices.flat[0].platform

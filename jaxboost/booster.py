@@ -7,6 +7,7 @@ forest.  Nothing here loops over rows, nodes or features.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +36,7 @@ from .boost import (
 )
 from .derivatives import HessianProbe, probe_hessian
 from .devices import (
+    check_devices,
     default_training_devices,
     device_keys,
     devices_from_keys,
@@ -58,12 +60,13 @@ from .inspection import (
     partial_dependence,
 )
 from .leaf_sums import default_leaf_kernels
-from .metrics import Metric, check_metric, resolve_metric
+from .metrics import Metric, check_metric, per_sample, resolve_metric
 from .monitor import EvalSet, Monitor
 from .native_library import native_for
-from .precision import in_float32
+from .precision import LOSS_DTYPES, Float64Loss, in_float32, loss_in
 from .predict import predict_on_devices, round_increments
 from .quantise import check_quantisation
+from .round_checks import Event, first_event, float64_message, loss_rose_message, not_finite_error
 from .shapes import bucket_size, in_place_on, pad_rows
 from .tree import Tree, default_histogram_kernel
 from .validation import (
@@ -74,8 +77,10 @@ from .validation import (
     check_histogram_memory,
     check_loss,
     check_not_all_constant,
+    check_random_state,
     check_target_domain,
     choice,
+    draw_seed,
     feature_names,
 )
 
@@ -98,21 +103,22 @@ _HESSIAN_PROBE_ROWS = 1024
 
 
 def _resolve_loss(loss: str | Callable) -> Callable:
-    if isinstance(loss, str):
-        return loss_catalogue.get(loss)
-    if not callable(loss):
-        raise TypeError(f"loss: expected a catalogue name or a callable loss(y, f), got {loss!r}")
-    return loss
+    """The callable trained on (``losses.resolve``: names looked up, optax adapted)."""
+    return loss_catalogue.resolve(loss)
 
 
-def _raise_if_not_finite(round_losses: np.ndarray, first_round: int) -> None:
-    bad = np.flatnonzero(~np.isfinite(round_losses))
-    if bad.size:
-        raise FloatingPointError(
-            f"training loss became {round_losses[bad[0]]} at round {first_round + bad[0] + 1}: "
-            "the loss or its derivatives overflowed; lower learning_rate, raise reg_lambda, "
-            "or write the loss in a numerically stable form"
-        )
+def _dtype_of(loss: Callable) -> str:
+    """``"float64"`` for a loss the engine evaluates in float64, else ``"float32"``."""
+    return "float64" if isinstance(loss, Float64Loss) else "float32"
+
+
+def _metric_in(metric: Metric, loss: Callable, dtype: str) -> Metric:
+    """``metric``, the training loss's (``eval_metric="loss"``) evaluated in ``dtype``."""
+    inner = metric.per_sample
+    inner = inner.loss if isinstance(inner, Float64Loss) else inner
+    if inner is None or inner is not loss:
+        return metric
+    return per_sample(metric.name, loss_in(loss, dtype))
 
 
 def _integer(name: str, value: int) -> int:
@@ -196,15 +202,28 @@ class Booster:
         are rounded to integers in ``[-bins / 2, bins / 2]`` times a per-round
         scale, hessians to ``[0, bins]`` (``[-bins, bins]`` when negative).
       random_state: seed of the subsamples, of the binning sample and of the
-        quantisation's rounding.
-      devices: devices to shard rows over (default: all devices; in a single
-        process, fewer for small data, so that each has at least 16,384 rows).
+        quantisation's rounding: a whole number in ``[0, 2**32 - 1]``, a
+        numpy ``RandomState`` or ``Generator`` (each fit draws its seed from
+        it), or None: a fresh seed each fit, drawn from numpy's global
+        ``RandomState`` (as scikit-learn does).  With several processes,
+        process 0's seed is used by all.
+      devices: devices to shard rows over, a list of distinct ``jax.Device``
+        objects of one platform (or one device); default: all devices (in a
+        single process, fewer for small data, so that each has at least
+        16,384 rows).
       rounds_per_chunk: rounds run in one device program (default 50, whatever
         ``n_estimators`` is, so that changing it compiles nothing; 10 when
         evaluation sets, callbacks or ``verbose`` watch the rounds).
       base_score: the initial raw score ``F0`` (XGBoost's ``base_score``, on
         the raw scale: log-odds for log loss), one number or one per output;
         None (the default) finds it by minimising the training loss.
+      loss_dtype: the precision the loss's value, gradient and hessian are
+        computed in: ``"float32"``, ``"float64"`` (the loss's own arithmetic
+        only: trees, histograms and predictions stay float32), or ``"auto"``:
+        float32, and float64 from the first round (or the initial score)
+        where the loss or its derivatives are not finite in float32, with a
+        warning saying so (``log(cosh(f - y))`` overflows float32 at
+        residuals beyond 89).  ``loss_dtype_`` says which the fit ended with.
     """
 
     def __init__(
@@ -233,6 +252,7 @@ class Booster:
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
+        loss_dtype: str = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -258,6 +278,7 @@ class Booster:
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
+        self.loss_dtype = loss_dtype
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -282,6 +303,8 @@ class Booster:
                     "max(y) and needs at least two; every label here is 0"
                 )
             return n_classes
+        if declared == "n_targets":  # one score per column of 2-D targets
+            return int(y.shape[1]) if y.ndim == 2 else 1
         return int(declared)
 
     def _config(
@@ -340,14 +363,16 @@ class Booster:
         return cfg, self._hyper()
 
     def _check_settings(self) -> None:
-        """The numeric settings checked before any work: a ValueError names
-        the first one out of range."""
+        """The settings checked before any work: a ValueError (a TypeError for
+        ``devices`` of the wrong type) names the first one out of range."""
         _integer("n_estimators", self.n_estimators)
         _integer("max_depth", self.max_depth)
         if self.rounds_per_chunk is not None:
             _integer("rounds_per_chunk", self.rounds_per_chunk)
         self._hyper()
         self._given_init_score(None)
+        check_random_state(self.random_state)
+        check_devices(self.devices)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -425,7 +450,12 @@ class Booster:
         """``fit``'s arguments checked and converted (no collectives):
         ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
         self._check_settings()
-        features = as_features(X, finite=True)
+        if early_stopping_rounds is not None:
+            try:
+                _integer("early_stopping_rounds", early_stopping_rounds)
+            except ValueError as error:
+                raise ValueError(f"{error} (None turns early stopping off)") from None
+        features = as_features(X, finite=True, refuse_subnormal=True)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
         loss = _resolve_loss(self.loss)
@@ -534,13 +564,14 @@ class Booster:
 
         on_every_process(check_loss_and_metrics)
         monitored = bool(eval_sets or callbacks or verbose)
-        devices = self.devices
+        devices = check_devices(self.devices)
         if devices is None:
             devices = default_training_devices(features.shape[0])
         mesh = make_mesh(devices)
         layout = row_layout(features.shape[0], mesh)
-        # any integer seed, as the uint32 the hashes take
-        seed = np.uint32(0 if self.random_state is None else int(self.random_state) % 2**32)
+        # the uint32 the hashes take; one drawn (random_state None or a
+        # generator) differs between processes: process 0's counts
+        seed = np.uint32(first_process_value(draw_seed(self.random_state)))
         # the initial score needs the targets only: it runs on the devices
         # while this process computes the bin edges
         y_rows, weight_rows = self._target_rows(mesh, layout, targets, weight)
@@ -560,20 +591,16 @@ class Booster:
             memory_per_device(mesh.local_devices),
         )
         # fetched before the binning program is queued behind it
-        init_score, init_loss = fetch(pending_init)
-        if not (np.all(np.isfinite(init_score)) and np.isfinite(init_loss)):
-            raise ValueError(
-                f"loss: the training loss at the initial score {init_score} is "
-                f"{float(init_loss)} (not finite); check the loss for overflow, e.g. write "
-                "log(cosh(d)) as logaddexp(d, -d) - log(2)"
-            )
+        init_score, init_loss, loss_dtype = self._finite_init_score(
+            loss, n_outputs, mesh, y_rows, weight_rows, pending_init
+        )
         replicated_edges = replicated(mesh, edges)
         data = self._shard_rows(mesh, layout, features, replicated_edges, y_rows, weight_rows)
         platform = mesh.devices.flat[0].platform
         probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
         hessian = probe_hessian(
-            loss,
+            loss_in(loss, loss_dtype),
             jnp.asarray(probe),
             jnp.broadcast_to(init_score, (probe.shape[0], n_outputs)),
             full_hessian=self.hessian == "full",
@@ -581,14 +608,16 @@ class Booster:
         # every process must run the same programs: process 0 decides
         hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
         rows_per_shard = layout.n_padded // mesh.local_mesh.size
-        cfg, hyper = self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard)
+        cfg, hyper = self._config(
+            loss_in(loss, loss_dtype), n_outputs, monitored, hessian, platform, rows_per_shard
+        )
         raw = global_rows(
             mesh, np.broadcast_to(init_score, (layout.n_padded, n_outputs)).astype(np.float32)
         )
         monitor = Monitor(
             self,
             eval_sets,
-            metrics,
+            [_metric_in(metric, loss, loss_dtype) for metric in metrics],
             init_score,
             cfg.trees_per_round,
             int(self.n_estimators),
@@ -596,27 +625,9 @@ class Booster:
             callbacks or (),
             int(verbose),
         )
-        program = train_chunk_program(cfg, mesh)
-        chunks, train_loss = [], [float(init_loss)]
-        for first_round in range(0, int(self.n_estimators), cfg.rounds_per_chunk):
-            n_active = min(cfg.rounds_per_chunk, int(self.n_estimators) - first_round)
-            raw, trees, chunk_loss = program(
-                data, replicated_edges, raw, first_round, n_active, seed, hyper
-            )
-            # block before the next dispatch: queued collective programs can
-            # deadlock on CPU devices
-            trees, chunk_loss = fetch((trees, chunk_loss))
-            chunk_loss = chunk_loss[:n_active]
-            _raise_if_not_finite(chunk_loss, first_round)
-            trees = jax.tree.map(lambda leaf, n=n_active: _flatten_rounds(leaf[:n]), trees)
-            # process 0's evaluation sets and callbacks decide for every process
-            kept, stop = first_process_value(monitor.after_chunk(trees, chunk_loss, first_round))
-            kept, stop = int(kept), bool(stop)
-            chunks.append(jax.tree.map(lambda leaf, n=kept: leaf[: n * cfg.trees_per_round], trees))
-            train_loss.extend(float(value) for value in chunk_loss[:kept])
-            if stop:
-                break
-
+        cfg, chunks, train_loss = self._run_rounds(
+            cfg, hyper, mesh, data, replicated_edges, raw, seed, monitor, init_loss, loss
+        )
         forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
         n_rounds = len(train_loss) - 1
         if early_stopping_rounds is not None and monitor.best_iteration is not None:
@@ -637,11 +648,113 @@ class Booster:
         self.leaf_method_ = cfg.leaf_method  # what "auto" resolved to
         self.split_criterion_ = cfg.split_criterion
         self.armijo_ = cfg.armijo
+        self.loss_dtype_ = _dtype_of(cfg.loss)
         if names is not None:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         return self
+
+    def _finite_init_score(self, loss, n_outputs, mesh, y, weight, pending):
+        """The initial score, its training loss and the loss's dtype
+        (``"float32"``, or ``"float64"`` where ``loss_dtype`` asks for it or,
+        ``"auto"``, where the loss is finite at the initial score only in
+        float64); ``pending`` is :meth:`_start_init_score`'s in float32."""
+        setting = choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
+        if setting == "float64":
+            pending = self._start_init_score(loss_in(loss, "float64"), n_outputs, mesh, y, weight)
+        init_score, init_loss = fetch(pending)
+        finite = bool(np.all(np.isfinite(init_score)) and np.isfinite(init_loss))
+        dtype = "float64" if setting == "float64" else "float32"
+        if not finite and setting == "auto":
+            wide = loss_in(loss, "float64")
+            wide_score, wide_loss = fetch(self._start_init_score(wide, n_outputs, mesh, y, weight))
+            if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
+                warnings.warn(
+                    float64_message("the training loss is", "at the initial score"), stacklevel=4
+                )
+                init_score, init_loss, finite, dtype = wide_score, wide_loss, True, "float64"
+        if not finite:
+            tried = "float32 and float64" if setting == "auto" else setting
+            raise ValueError(
+                f"loss: the training loss at the initial score {init_score} is "
+                f"{float(init_loss)} (not finite, in {tried}); check the loss for overflow, e.g. "
+                "write log(cosh(d)) as logaddexp(d, -d) - log(2)"
+            )
+        return init_score, init_loss, dtype
+
+    def _run_rounds(self, cfg, hyper, mesh, data, edges, raw, seed, monitor, init_loss, loss):
+        """The boosting rounds, a chunk per device program, watched by
+        ``monitor``: ``(cfg, chunks of trees, training losses)``, ``cfg`` as
+        the last rounds ran (see :mod:`jaxboost.round_checks`: a round whose
+        derivatives or loss were not finite runs again with the loss in
+        float64 (``loss_dtype="auto"``), one that raised the loss with
+        Armijo's safeguard (``armijo=None``); else the fit stops)."""
+        program = train_chunk_program(cfg, mesh)
+        chunks, train_loss = [], [float(init_loss)]
+        first_round, n_rounds = 0, int(self.n_estimators)
+        warned_of_rise, widened = False, None
+        while first_round < n_rounds:
+            n_active = min(cfg.rounds_per_chunk, n_rounds - first_round)
+            start_raw = raw
+            raw, trees, chunk_loss, n_not_finite = fetch(
+                program(data, edges, raw, first_round, n_active, seed, hyper)
+            )  # blocks before the next dispatch: queued collectives can deadlock on CPU
+            chunk_loss, n_not_finite = chunk_loss[:n_active], n_not_finite[:n_active]
+            switch_on_rise = self.armijo is None and not cfg.armijo
+            event = first_event(chunk_loss, n_not_finite, train_loss[-1], switch_on_rise)
+            if event is not None:
+                remedied = self._remedy(cfg, event, first_round, loss)
+                n_active = event.index
+                if n_active:  # the rounds before the event, again (the same trees)
+                    raw, trees, chunk_loss, _ = fetch(
+                        program(data, edges, start_raw, first_round, n_active, seed, hyper)
+                    )
+                    chunk_loss = chunk_loss[:n_active]
+                else:
+                    raw = start_raw
+                if remedied.loss is not cfg.loss:  # said once the round has passed
+                    what = "gradient or hessian is" if event.n_rows else "training loss is"
+                    widened = float64_message(
+                        "the " + what, f"at round {first_round + event.index + 1}"
+                    )
+                if remedied is not cfg:
+                    cfg, program = remedied, train_chunk_program(remedied, mesh)
+                    monitor.metrics = [
+                        _metric_in(metric, loss, _dtype_of(cfg.loss)) for metric in monitor.metrics
+                    ]
+                if not n_active:
+                    continue
+            elif widened is not None:
+                warnings.warn(widened, stacklevel=4)
+                widened = None
+            elif self.armijo is False and not warned_of_rise:
+                rise = first_event(chunk_loss, n_not_finite, train_loss[-1], watch_rises=True)
+                if rise is not None:
+                    warnings.warn(loss_rose_message(rise, first_round, False), stacklevel=4)
+                    warned_of_rise = True
+            trees = jax.tree.map(lambda leaf, n=n_active: _flatten_rounds(leaf[:n]), trees)
+            # process 0's evaluation sets and callbacks decide for every process
+            kept, stop = first_process_value(monitor.after_chunk(trees, chunk_loss, first_round))
+            kept, stop = int(kept), bool(stop)
+            n_trees = kept * cfg.trees_per_round
+            chunks.append(jax.tree.map(lambda leaf, n=n_trees: leaf[:n], trees))
+            train_loss.extend(float(value) for value in chunk_loss[:kept])
+            first_round += n_active
+            if stop:
+                break
+        return cfg, chunks, train_loss
+
+    def _remedy(self, cfg: BoostConfig, event: Event, first_round: int, loss) -> BoostConfig:
+        """The settings that run the round of ``event`` again (Armijo's
+        safeguard on after a rise, the loss in float64 after non-finite
+        values); raises where nothing is left to try."""
+        if event.kind == "loss_rose":
+            warnings.warn(loss_rose_message(event, first_round, True), stacklevel=5)
+            return dataclasses.replace(cfg, armijo=True)
+        if self.loss_dtype == "auto" and not isinstance(cfg.loss, Float64Loss):
+            return dataclasses.replace(cfg, loss=loss_in(loss, "float64"))
+        raise not_finite_error(event, first_round)
 
     # -- prediction ----------------------------------------------------------
     @property
@@ -725,7 +838,7 @@ class Booster:
         of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
         features = self._features_for_predict(X)
         trees = self._trees(iteration_range)
-        devices = list(self.devices) if self.devices is not None else jax.local_devices()
+        devices = check_devices(self.devices) or jax.local_devices()
         raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
         return self._shape_raw(raw)
 

@@ -38,6 +38,9 @@ def grad_hess(
 ) -> tuple[jax.Array, jax.Array]:
     """Gradient and hessian of the loss with respect to the raw score, per row.
 
+    The gradient is :func:`row_gradient`'s: at a kink (``|y - f|`` at ``f =
+    y``) the middle of the subdifferential, not the one side JAX picks.
+
     Args:
       y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets.
       raw: ``(n_rows, n_outputs)`` raw scores.
@@ -47,17 +50,54 @@ def grad_hess(
       ``grad (n_rows, n_outputs)`` and ``hess (n_rows, n_outputs)``, or
       ``hess (n_rows, n_outputs, n_outputs)`` when ``full_hessian``.
     """
+    grad = row_gradient(loss, y, raw)
     if raw.shape[1] == 1:
-        f = raw[:, 0]
-        grad = jax.vmap(jax.grad(loss, argnums=1))(y, f)[:, None]
-        hess = jax.vmap(jax.hessian(loss, argnums=1))(y, f)
+        hess = jax.vmap(jax.hessian(loss, argnums=1))(y, raw[:, 0])
         hess = hess[:, None, None] if full_hessian else hess[:, None]
         return grad, hess
-    grad = jax.vmap(jax.grad(loss, argnums=1))(y, raw)
     hess = jax.vmap(jax.hessian(loss, argnums=1))(y, raw)
     if not full_hessian:
         hess = jnp.diagonal(hess, axis1=1, axis2=2)
     return grad, hess
+
+
+# a kink is looked for this far (relative to the score) on either side of it:
+# 128 float32 ulps, far beyond rounding, far below any split's resolution
+_KINK_STEP = 2.0**-16
+# a gradient jumps (a kink) where the two one-sided gradients' mean differs
+# from it by more than this fraction of their size; a smooth gradient's differs
+# by its third derivative times the step squared, or by rounding
+_KINK_JUMP = 1e-3
+
+
+def row_gradient(loss: Loss, y: jax.Array, raw: jax.Array) -> jax.Array:
+    """``(n_rows, n_outputs)`` gradient of the loss at every row's raw score,
+    the middle of the subdifferential where the loss has a kink.
+
+    At a kink JAX differentiates one branch: ``|y - f|`` at ``f = y`` has
+    gradient -1, so targets tied with the score (zero-inflated data at a
+    median of 0) look like targets above it, and no split separates them.
+    Rows whose gradient jumps within ``_KINK_STEP`` of their score take the
+    mean of the gradients on either side (0 for ``|y - f|``, ``0.5 - alpha``
+    for the pinball loss), as a subgradient method would; elsewhere the
+    gradient is JAX's.  A loss declared ``smooth`` (its gradient continuous:
+    the catalogue's smooth losses) skips the two extra evaluations.
+    """
+    scalar = raw.shape[1] == 1
+    f = raw[:, 0] if scalar else raw
+    grad_fn = jax.vmap(jax.grad(loss, argnums=1))
+    grad = grad_fn(y, f)
+    if not getattr(loss, "smooth", False):
+        step_shape = (-1,) if scalar else (-1, 1)
+        magnitude = jnp.max(jnp.abs(f).reshape(f.shape[0], -1), axis=1).reshape(step_shape)
+        step = jnp.maximum(_KINK_STEP * magnitude, jnp.finfo(f.dtype).tiny)
+        above, below = grad_fn(y, f + step), grad_fn(y, f - step)
+        middle = 0.5 * (above + below)
+        size = jnp.abs(above) + jnp.abs(below) + jnp.abs(grad)
+        kink = jnp.abs(middle - grad) > _KINK_JUMP * size
+        kink &= jnp.isfinite(above) & jnp.isfinite(below)
+        grad = jnp.where(kink, middle, grad)
+    return grad[:, None] if scalar else grad
 
 
 def directional_derivatives(
@@ -100,6 +140,8 @@ class HessianProbe(NamedTuple):
 # an eigenvalue below this fraction of the row's largest (in magnitude) is
 # negative curvature, not float32 rounding of a singular matrix (softmax's)
 _NEGATIVE_EIGENVALUE = 1e-5
+# float32's epsilon: a hessian below it times |gradient| / |score| is rounding
+_CURVED_STEP = 2.0**-23
 
 
 def probe_hessian(
@@ -136,11 +178,16 @@ def _probe_rows(
     whether any row has negative curvature: one compiled program (run op by
     op, a loss's derivatives compiled some 30 small programs on a first fit,
     about 0.6 s)."""
-    _, hess = grad_hess(loss, y, raw, full_hessian=full_hessian and raw.shape[1] > 1)
+    grad, hess = grad_hess(loss, y, raw, full_hessian=full_hessian and raw.shape[1] > 1)
+    diagonal = hess if hess.ndim == 2 else jnp.diagonal(hess, axis1=1, axis2=2)
+    # curved: a Newton step |g| / h within float32's reach of the score's
+    # magnitude (a loss evaluated in float64 keeps hessians of 1e-30 that
+    # float32 rounds to 0, and that would give absurd Newton steps)
+    reach = diagonal * (1.0 + jnp.abs(raw)) > _CURVED_STEP * jnp.abs(grad)
+    curved_share = jnp.mean(jnp.any((diagonal > 0) & reach, axis=1))
     if hess.ndim == 2:
-        return jnp.mean(jnp.any(hess > 0, axis=1)), jnp.any(hess < 0)
-    diagonal = jnp.diagonal(hess, axis1=1, axis2=2)
+        return curved_share, jnp.any(hess < 0)
     eigenvalues = jnp.linalg.eigvalsh(hess)  # (n_rows, K), ascending
     scale = jnp.max(jnp.abs(eigenvalues), axis=1)
     negative = eigenvalues[:, 0] < -_NEGATIVE_EIGENVALUE * scale
-    return jnp.mean(jnp.any(diagonal > 0, axis=1)), jnp.any(negative)
+    return curved_share, jnp.any(negative)

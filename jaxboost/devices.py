@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -79,6 +80,45 @@ def default_training_devices(n_rows: int) -> list[jax.Device]:
     return devices[: max(1, min(len(devices), n_rows // MIN_ROWS_PER_DEVICE))]
 
 
+def check_devices(devices: Any) -> list[jax.Device] | None:
+    """``devices`` as a list of distinct ``jax.Device`` objects of one
+    platform (one ``jax.Device`` alone is a list of one; None stays None, the
+    default devices), or a ValueError or TypeError saying what to pass."""
+    if devices is None:
+        return None
+    example = "e.g. jax.devices()[:2], or jax.devices('cpu') for the CPU devices"
+    if isinstance(devices, jax.Device):
+        return [devices]
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Iterable):
+        raise TypeError(
+            f"devices: expected a list of jax.Device objects ({example}), got {devices!r}"
+        )
+    devices = list(devices)
+    if not devices:
+        raise ValueError(
+            f"devices: expected at least one jax.Device ({example}), got an empty list"
+        )
+    for index, device in enumerate(devices):
+        if not isinstance(device, jax.Device):
+            raise TypeError(
+                f"devices: entry {index} is {device!r}, not a jax.Device; pass the device "
+                f"objects ({example})"
+            )
+    if len(set(devices)) < len(devices):
+        repeated = next(device for device in devices if devices.count(device) > 1)
+        raise ValueError(
+            f"devices: {repeated} is listed more than once; each device holds one shard of "
+            f"the rows, so pass distinct devices ({example})"
+        )
+    platforms = sorted({device.platform for device in devices})
+    if len(platforms) > 1:
+        raise ValueError(
+            f"devices: expected devices of one platform, got {', '.join(platforms)}; pass "
+            "those of one, e.g. jax.devices('gpu')"
+        )
+    return devices
+
+
 def collective_axis(mesh: Mesh) -> str | None:
     """The axis the programs on ``mesh`` sum over: ``ROWS``, or None on a mesh
     of one device, where every ``psum`` would still copy its operand (XLA
@@ -120,7 +160,9 @@ def memory_per_device(devices: Sequence[jax.Device]) -> int | None:
 
 def device_keys(devices: Sequence[jax.Device] | None) -> list[tuple[str, int]] | None:
     """``devices`` as ``(platform, id)`` pairs, which pickle (``jax.Device`` objects
-    do not)."""
+    do not); one ``jax.Device`` is a list of one."""
+    if isinstance(devices, jax.Device):
+        devices = [devices]
     return None if devices is None else [(device.platform, device.id) for device in devices]
 
 

@@ -29,20 +29,13 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 import losses as loss_catalogue
 
 from .booster import Booster
-from .devices import device_keys, devices_from_keys
+from .devices import check_devices, device_keys, devices_from_keys
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
 _RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs")
-
-
-def _resolve_loss(loss: str | Callable) -> Callable:
-    """A catalogue name or a callable ``loss(y, f)`` -> the callable."""
-    if isinstance(loss, str):
-        return loss_catalogue.get(loss)
-    if not callable(loss):
-        raise TypeError(f"loss: expected a catalogue name or a callable loss(y, f), got {loss!r}")
-    return loss
+# links whose predictions are class probabilities
+_PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
 
 
 def _link_function(link: str | Callable) -> Callable:
@@ -58,10 +51,13 @@ class _SumOverTargets:
 
     def __init__(self, base: Callable):
         self.base = base
+        self.name = getattr(base, "name", getattr(base, "__name__", "loss"))
         self.link = getattr(base, "link", "identity")
+        self.target_domain = getattr(base, "target_domain", "any")
         # undeclared (None): the engine probes the hessian, as for ``base``
         self.hessian_informative = getattr(base, "hessian_informative", None)
         self.convex = getattr(base, "convex", False)
+        self.smooth = getattr(base, "smooth", False)
 
     def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
         return jnp.sum(self.base(y, f))
@@ -165,7 +161,7 @@ class _BoosterEstimator(BaseEstimator):
         without_devices = copy.copy(self)
         without_devices.devices = None
         twin = super(_BoosterEstimator, without_devices).__sklearn_clone__()
-        twin.devices = None if self.devices is None else list(self.devices)
+        twin.devices = check_devices(self.devices)
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
@@ -182,9 +178,10 @@ class Regressor(RegressorMixin, _BoosterEstimator):
 
     Args:
       loss: a catalogue name (``"squared_error"``, ``"huber"``, ``"poisson"``,
-        ...), a catalogue loss, or any callable ``loss(y, f) -> scalar`` of one
-        sample.  With a 2-D ``y`` an elementwise loss is summed over the targets
-        and the model gets one output per target.
+        ...), a catalogue loss, an optax loss (adapted, see ``losses.resolve``),
+        or any callable ``loss(y, f) -> scalar`` of one sample.  With a 2-D
+        ``y`` an elementwise loss (or one declaring one output) is summed over
+        the targets and the model gets one output per target.
       n_outputs: raw scores per sample; None takes the loss's declared number
         (or the number of targets of a 2-D ``y``).
       Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
@@ -221,6 +218,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
+        loss_dtype: str = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -246,6 +244,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
+        self.loss_dtype = loss_dtype
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -254,12 +253,15 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         return y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y
 
     def _loss_and_outputs(self, y: np.ndarray) -> tuple[Callable, int | None]:
-        loss = _resolve_loss(self.loss)
-        if y.ndim == 1 or self.n_outputs is not None or getattr(loss, "n_outputs", 1) != 1:
+        loss = loss_catalogue.resolve(self.loss)
+        declared = getattr(loss, "n_outputs", None)
+        if y.ndim == 1 or declared not in (None, 1) or self.n_outputs not in (None, y.shape[1]):
             return loss, self.n_outputs
+        # one output per target: a loss declaring one output is summed over
+        # them, as is an undeclared loss that is elementwise (not a scalar)
         n_targets = y.shape[1]
         vector = jax.ShapeDtypeStruct((n_targets,), jnp.float32)
-        if jax.eval_shape(loss, vector, vector).shape != ():
+        if declared == 1 or jax.eval_shape(loss, vector, vector).shape != ():
             loss = _SumOverTargets(loss)
         return loss, n_targets
 
@@ -319,8 +321,11 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         for more), a catalogue name or loss, or a callable ``loss(y, f)`` that
         receives the encoded label ``y`` in ``0..K-1`` (as a float).  The loss's
         declared ``n_outputs`` (``"n_classes"`` gives one per class) and ``link``
-        are used; a callable without them gets one output and a sigmoid link
-        for two classes, ``K`` outputs and a softmax link for more.
+        are used, and the link must give probabilities (sigmoid, sigmoid2 or
+        softmax: ``"squared_error"`` is refused); a callable without them gets
+        one output and a sigmoid link for two classes, ``K`` outputs and a
+        softmax link for more.  An optax function is adapted (see
+        ``losses.resolve``).
       Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
 
     Labels may be of any type (``classes_`` holds them sorted).  Fitted
@@ -352,6 +357,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
+        loss_dtype: str = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -376,14 +382,30 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
+        self.loss_dtype = loss_dtype
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
             binary = n_classes == 2
             loss = loss_catalogue.binary_logloss if binary else loss_catalogue.softmax_cross_entropy
         else:
-            loss = _resolve_loss(self.loss)
+            loss = loss_catalogue.resolve(self.loss)
+        name = getattr(loss, "name", loss)
+        link = getattr(loss, "link", None)  # None: undeclared, sigmoid or softmax below
+        if link is not None and link not in _PROBABILITY_LINKS:
+            raise ValueError(
+                f"loss: {name!r} has the {link!r} link, which does not give class "
+                "probabilities (predict_proba would not either); use a classification loss "
+                "('auto', 'logloss', 'softmax_cross_entropy', 'focal', 'exponential') or "
+                "jaxboost.Regressor"
+            )
         declared = getattr(loss, "n_outputs", None)
+        if declared == "n_targets":
+            raise ValueError(
+                f"loss: {name!r} takes one-hot or probability-vector targets, and a Classifier "
+                "passes class labels; use 'softmax_cross_entropy' (or optax's "
+                "softmax_cross_entropy_with_integer_labels), or jaxboost.Booster with 2-D y"
+            )
         if declared == "n_classes":
             n_outputs = n_classes
         elif declared is None:
@@ -392,12 +414,12 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             n_outputs = int(declared)
         if n_outputs == 1 and n_classes > 2:
             raise ValueError(
-                f"loss: {getattr(loss, 'name', loss)!r} has one output (a binary loss) but y "
+                f"loss: {name!r} has one output (a binary loss) but y "
                 f"has {n_classes} classes; use loss='auto' or 'softmax_cross_entropy'"
             )
         if n_outputs not in (1, n_classes):
             raise ValueError(
-                f"loss: {getattr(loss, 'name', loss)!r} declares {n_outputs} outputs, "
+                f"loss: {name!r} declares {n_outputs} outputs, "
                 f"expected 1 (binary) or one per class ({n_classes})"
             )
         return loss, n_outputs

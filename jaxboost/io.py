@@ -2,25 +2,38 @@
 
 The file is UTF-8 JSON::
 
-    {"format": "jaxboost-model", "version": 1,
+    {"format": "jaxboost-model", "version": 2,
      "params": {...constructor settings...},
      "loss":   {"name": "quantile", "params": {"alpha": 0.3}, "link": "identity",
                 "n_outputs": 1}            # a catalogue loss, rebuilt by name
             or {"name": null, "link": "sigmoid"},   # a custom loss: pass it again
-     "state":  {"forest_": {"feature": ARRAY, ...}, "init_score_": ARRAY, ...}}
+     "state":  {"forest_": {"feature": ARRAY, ...}, "init_score_": ARRAY, ...},
+     "checksums": {"state.forest_.feature": "<SHA-256 hex>", ...,
+                   "state.init_score_": ..., "state.bin_edges_": ...}}
 
 Every array is stored exactly, ``{"dtype": "float32", "shape": [2, 3], "data":
 "<base64 of the little-endian bytes>"}``, so a loaded model predicts
-bit-identically.  Loading is data only: no pickle, no eval, no import of a name
-from the file; the whole file is validated (types, shapes, value ranges, and
-the consistency of the fields with one another) before anything is built, and
-every problem raises :class:`ModelFileError` (a ``ValueError``).
+bit-identically.  ``checksums`` holds, for every array, keyed by its place in
+the file, the SHA-256 of its canonical bytes (:func:`array_checksum`): the
+ASCII header ``"<dtype> <d0>,<d1>,...\\n"`` (``"float32 4,1,3\\n"``) followed
+by the values' little-endian bytes in C order.  Loading recomputes each from
+the decoded array, so a file whose arrays were edited or corrupted after
+saving is refused, however its JSON is laid out.  A checksum catches accidents
+and hand edits, not forgery (anyone can recompute it), so the content checks
+below run on every file as well.
+
+Version 1 files (no ``checksums``) still load, unchecked as before.  Loading
+is data only: no pickle, no eval, no import of a name from the file; the whole
+file is validated (checksums, types, shapes, value ranges, and the consistency
+of the fields with one another) before anything is built, and every problem
+raises :class:`ModelFileError` (a ``ValueError``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import inspect
 import json
 import math
@@ -32,12 +45,14 @@ from typing import Any
 import numpy as np
 
 import losses as loss_catalogue
+from losses._declare import DATA_OUTPUTS
 
 from .boost import LEAF_METHODS, SPLIT_CRITERIA
 from .tree import Tree
 
 FORMAT = "jaxboost-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+CHECKSUMS_SINCE = 2  # the first format version whose files carry ``checksums``
 DEFAULT_MAX_BYTES = 1 << 30
 
 # Constructor arguments that are not saved: ``loss`` has its own section (a
@@ -83,6 +98,8 @@ STATE_FIELDS = (
 )
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
+_ARRAY_KINDS = ("forest", "float32_array")  # state kinds stored as encoded arrays
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _OPTAX_NAME = re.compile(r"optax:[A-Za-z][A-Za-z0-9_]*")
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -169,6 +186,23 @@ def decode_array(obj: Any, where: str, dtype: str) -> np.ndarray:
         raise _fail(where, "bool data holds bytes other than 0 and 1")
     array = np.frombuffer(data, DTYPES[dtype]).reshape(shape)
     return array.astype(DTYPES[dtype].newbyteorder("="))
+
+
+def array_checksum(array: Any) -> str:
+    """SHA-256 (hex) of ``array``'s dtype, shape and little-endian bytes.
+
+    The bytes are those :func:`encode_array` stores, after the ASCII header
+    ``"<dtype> <d0>,<d1>,...\\n"``, so the digest depends on the values
+    only, never on how the JSON around them is written.
+    """
+    array = np.asarray(array)
+    if array.dtype.name not in DTYPES:
+        raise ValueError(
+            f"cannot checksum an array of dtype {array.dtype}: expected {list(DTYPES)}"
+        )
+    header = f"{array.dtype.name} {','.join(str(n) for n in array.shape)}\n".encode("ascii")
+    data = np.ascontiguousarray(array, dtype=DTYPES[array.dtype.name]).tobytes()
+    return hashlib.sha256(header + data).hexdigest()
 
 
 # -- state codecs ----------------------------------------------------------------
@@ -305,6 +339,56 @@ def _decode_state(obj: Any) -> dict:
     return state
 
 
+# -- checksums -------------------------------------------------------------------
+def _state_arrays(state: dict) -> dict[str, np.ndarray]:
+    """Every array of a decoded ``state``, keyed by its place in the file."""
+    arrays = {}
+    for name, kind, _ in STATE_FIELDS:
+        value = state.get(name)
+        if kind not in _ARRAY_KINDS or value is None:
+            continue
+        if kind == "forest":
+            for field in Tree._fields:
+                arrays[f"state.{name}.{field}"] = getattr(value, field)
+        else:
+            arrays[f"state.{name}"] = value
+    return arrays
+
+
+def _encode_checksums(state: dict) -> dict:
+    """``{place: SHA-256}`` of the arrays of an encoded ``state``, as loading decodes them."""
+    decoded = {
+        name: _CODECS[kind][1](state[name], f"state.{name}")
+        for name, kind, _ in STATE_FIELDS
+        if kind in _ARRAY_KINDS and state.get(name) is not None
+    }
+    return {place: array_checksum(array) for place, array in _state_arrays(decoded).items()}
+
+
+_RESAVE = (
+    "the file was changed or corrupted after saving; a model cannot be edited by hand: "
+    "load the original file, change the model in Python and save it again with jaxboost "
+    "(Booster.save)"
+)
+
+
+def _check_checksums(obj: Any, state: dict) -> None:
+    """Every array of ``state`` has the checksum that ``obj`` holds for it."""
+    arrays = _state_arrays(state)
+    if not isinstance(obj, dict):
+        raise _fail("checksums", f"expected a JSON object, got {type(obj).__name__}")
+    extra = [place for place in obj if place not in arrays]
+    if extra:
+        raise _fail("checksums", f"unexpected keys {extra}: no such arrays in the file")
+    for place, array in arrays.items():
+        if place not in obj:
+            raise _fail(place, f"its checksum is missing from 'checksums': {_RESAVE}")
+        if not isinstance(obj[place], str) or not _SHA256_HEX.fullmatch(obj[place]):
+            raise _fail(f"checksums.{place}", "expected 64 lowercase hex digits (SHA-256)")
+        if array_checksum(array) != obj[place]:
+            raise _fail(place, f"the data does not match its checksum: {_RESAVE}")
+
+
 # -- constructor settings --------------------------------------------------------
 def _saved_params(cls: type) -> dict[str, inspect.Parameter]:
     """The constructor arguments of ``cls`` that a file holds, by name."""
@@ -426,9 +510,10 @@ def _decode_loss(obj: Any) -> dict:
         if not isinstance(obj["params"], dict):
             raise _fail("loss.params", "expected an object")
         n_outputs = obj["n_outputs"]
-        if n_outputs != "n_classes" and not (_is_int(n_outputs) and n_outputs >= 1):
+        if n_outputs not in DATA_OUTPUTS and not (_is_int(n_outputs) and n_outputs >= 1):
             raise _fail(
-                "loss.n_outputs", f"expected a positive integer or 'n_classes', got {n_outputs!r}"
+                "loss.n_outputs",
+                f"expected a positive integer or one of {list(DATA_OUTPUTS)}, got {n_outputs!r}",
             )
     if not isinstance(obj["link"], str) or obj["link"] not in loss_catalogue.links.LINKS:
         raise _fail(
@@ -645,10 +730,13 @@ def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
             f"format version {version} was written by a newer jaxboost "
             f"(this one reads up to {FORMAT_VERSION}): upgrade jaxboost",
         )
-    _check_keys(document, "top level", _TOP_KEYS)
+    checksummed = version >= CHECKSUMS_SINCE
+    _check_keys(document, "top level", _TOP_KEYS + (("checksums",) if checksummed else ()))
     params = _decode_params(document["params"], signature)
     info = _decode_loss(document["loss"])
     state = _decode_state(document["state"])
+    if checksummed:  # first: an edited array is reported as edited, not as inconsistent
+        _check_checksums(document["checksums"], state)
     _check_shapes(state, params)
     _check_rounds(state, params)
     _check_values(state)
@@ -660,12 +748,14 @@ def save_model(model: Any, path: str | os.PathLike) -> None:
     """Write a fitted ``model`` to ``path`` as one UTF-8 JSON file (see the module doc)."""
     if not hasattr(model, "forest_"):
         raise RuntimeError("this Booster is not fitted yet: call fit(X, y) first")
+    state = _encode_state(model)
     document = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "params": _encode_params(model),
         "loss": _encode_loss(model.loss_),
-        "state": _encode_state(model),
+        "state": state,
+        "checksums": _encode_checksums(state),
     }
     text = json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False)
     with open(path, "wb") as file:
@@ -685,7 +775,9 @@ def load_model(
         predicts through the saved link and raises if trained.
       max_bytes: files larger than this are refused before reading.
     Raises:
-      ModelFileError: (a ``ValueError``) the file is not a valid model file.
+      ModelFileError: (a ``ValueError``) the file is not a valid model file,
+        or an array of a version-2 file does not match its saved checksum
+        (the file was changed or corrupted after saving).
     """
     from .booster import Booster  # here, not at the top: booster.py imports this module
 

@@ -373,9 +373,12 @@ def minimise_scalar(
 
         state = lax.cond(jnp.any(unconverged(state)), narrowed_search, lambda state: state, state)
     # Bisection (a piecewise-linear function) returns the bracket's lower end:
-    # within float32 rounding of the minimising data point and below it, so
-    # that point's residual keeps the sign scikit-learn gives a tie.
-    return jnp.where(solvable, jnp.where(state.use_newton, state.newton, state.lower), 0.0)
+    # within float32 rounding of the minimising data point and below it; a
+    # bracket that holds 0 returns 0 exactly, so that rows tied at a kink (a
+    # median of 0 on zero-inflated targets) stay tied, where the gradient
+    # takes the middle of their subdifferential (jaxboost.derivatives)
+    bisected = jnp.where((state.lower <= 0) & (state.upper >= 0), 0.0, state.lower)
+    return jnp.where(solvable, jnp.where(state.use_newton, state.newton, bisected), 0.0)
 
 
 def line_search_leaf_values(

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import losses as loss_catalogue
+from losses import TARGET_DOMAINS
 
 from ._workarounds import vector_output_compiler_options
 from .derivatives import sample_loss
@@ -31,6 +32,9 @@ class Metric(NamedTuple):
     outputs: str = "any"
     # a per-sample metric's function of one sample, else None
     per_sample: Callable | None = None
+    # the targets it measures, a key of losses' TARGET_DOMAINS; None: the
+    # per-sample function's declared target_domain, else "any"
+    target_domain: str | None = None
 
 
 def _weighted_mean(values: jax.Array, weight: jax.Array) -> jax.Array:
@@ -104,20 +108,25 @@ _NAMED = {
     "rmse": Metric("rmse", _rmse, outputs="one"),
     "mae": Metric("mae", _mae, outputs="one"),
     "logloss": per_sample("logloss", loss_catalogue.binary_logloss)._replace(outputs="one"),
-    "error": Metric("error", _binary_error, outputs="one"),
-    "auc": Metric("auc", auc, greater_is_better=True, outputs="one"),
+    "error": Metric("error", _binary_error, outputs="one", target_domain="probability"),
+    "auc": Metric("auc", auc, greater_is_better=True, outputs="one", target_domain="probability"),
     "mlogloss": per_sample("mlogloss", loss_catalogue.softmax_cross_entropy)._replace(
         outputs="several"
     ),
-    "merror": Metric("merror", _multiclass_error, outputs="several"),
+    "merror": Metric("merror", _multiclass_error, outputs="several", target_domain="class"),
 }
 
 
-def check_metric(metric: Metric, y: np.ndarray, n_outputs: int) -> None:
+def check_metric(
+    metric: Metric, y: np.ndarray, n_outputs: int, targets: str = "the eval_set's y"
+) -> None:
     """Raises a ValueError when ``metric`` cannot measure a model of
-    ``n_outputs`` raw scores on targets like ``y``: a one-output metric on
-    several outputs would read the first only, a per-sample function of the
-    wrong shape would fail inside JAX."""
+    ``n_outputs`` raw scores on targets like ``y`` (``targets`` names them in
+    the message): a one-output metric on several outputs would read the
+    first only, a per-sample function of the wrong shape would fail inside
+    JAX, and targets outside the metric's domain (log loss or AUC of
+    regression targets, see :func:`check_metric_targets`) give meaningless
+    numbers."""
     name = f"eval_metric {metric.name!r}"
     if metric.outputs == "one" and n_outputs != 1:
         raise ValueError(
@@ -131,6 +140,32 @@ def check_metric(metric: Metric, y: np.ndarray, n_outputs: int) -> None:
         )
     if metric.per_sample is not None:
         check_per_sample(metric.per_sample, y, n_outputs, name, "metric", differentiate=False)
+    check_metric_targets(metric, y, n_outputs, targets)
+
+
+def check_metric_targets(
+    metric: Metric, y: np.ndarray, n_outputs: int, targets: str = "the eval_set's y"
+) -> None:
+    """Raises a ValueError naming the first row of ``y`` outside ``metric``'s
+    target domain (:data:`losses._declare.TARGET_DOMAINS`: ``"logloss"``,
+    ``"error"`` and ``"auc"`` need targets in [0, 1], a catalogue loss's
+    name its declared domain); class labels (``"mlogloss"``, ``"merror"``)
+    must also be below ``n_outputs``."""
+    domain = metric.target_domain or getattr(metric.per_sample, "target_domain", "any")
+    description, holds = TARGET_DOMAINS[domain]
+    if holds is None:
+        return
+    outside = ~holds(y)
+    if domain == "class" and n_outputs > 1:
+        description = f"that are class labels 0, 1, ..., {n_outputs - 1} (n_outputs = {n_outputs})"
+        outside |= y >= n_outputs
+    if np.any(outside):
+        row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
+        raise ValueError(
+            f"eval_metric {metric.name!r}: needs targets {description}; {targets} is "
+            f"{y[row]!s} at row {row}; pick a metric for these targets (rmse or mae for "
+            "regression)"
+        )
 
 
 def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> Metric:

@@ -29,3 +29,54 @@ def in_float32(function: F) -> F:
             return function(*args, **kwargs)
 
     return wrapper
+
+
+LOSS_DTYPES = ("auto", "float32", "float64")
+
+
+class Float64Loss:
+    """A per-sample loss evaluated in float64: ``loss(y, f)`` on float32
+    arguments, its value (and so its derivatives) computed in float64 and
+    returned as float32.
+
+    For losses that overflow in float32 where they do not in float64
+    (``log(cosh(f - y))`` at residuals beyond 89, as XGBoost's and LightGBM's
+    numpy objectives compute them): only the loss's own arithmetic is float64;
+    the gradients and hessians it hands the engine, the trees, histograms and
+    predictions stay float32.  JAX's 64-bit mode is switched on while the loss
+    is traced, inside a program traced with it off.  The declared attributes
+    (``link``, ``convex``, ...) are the wrapped loss's.
+    """
+
+    def __init__(self, loss: Callable):
+        self.loss = loss
+
+    def __call__(self, y, f):
+        import jax.numpy as jnp
+
+        with jax.enable_x64(True):
+            value = self.loss(_as_float64(y), _as_float64(f))
+            return jnp.asarray(value).astype(jnp.float32)
+
+    def __getattr__(self, name: str):
+        if name == "loss":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.loss, name)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Float64Loss) and other.loss == self.loss
+
+    def __hash__(self) -> int:
+        return hash((Float64Loss, self.loss))
+
+
+def _as_float64(values):
+    import jax.numpy as jnp
+
+    values = jnp.asarray(values)
+    return values.astype(jnp.float64) if jnp.issubdtype(values.dtype, jnp.floating) else values
+
+
+def loss_in(loss: Callable, dtype: str) -> Callable:
+    """``loss`` as the engine evaluates it in ``dtype`` (``"float32"``: itself)."""
+    return Float64Loss(loss) if dtype == "float64" else loss

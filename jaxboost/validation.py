@@ -12,7 +12,7 @@ import numpy as np
 
 from losses import TARGET_DOMAINS
 
-from .binning import one_process
+from .binning import SMALLEST_NORMAL, one_process
 
 
 def choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -76,25 +76,35 @@ def _position(index: tuple[int, ...]) -> str:
     return ", ".join(f"{axis} {int(i)}" for axis, i in zip(("row", "column"), index))
 
 
-def as_features(X: Any, name: str = "X", finite: bool = False) -> np.ndarray:
+def as_features(
+    X: Any, name: str = "X", finite: bool = False, refuse_subnormal: bool = False
+) -> np.ndarray:
     """``(n_rows, n_features)`` float32 with NaN for missing, or a clear error.
 
-    Accepts numpy and JAX arrays, nested lists and numeric pandas DataFrames
-    (nullable columns too: ``pd.NA`` is missing).  Sparse matrices are
-    refused: they would have to be made dense (``X.toarray()``).  With
-    ``finite`` (training data: NaN means missing) infinities are refused too.
+    Accepts numpy and JAX arrays, nested lists and numeric pandas and polars
+    DataFrames (nullable columns too: ``pd.NA`` and polars' null are
+    missing); a frame's text, category or date/time column is refused by
+    name.  Sparse matrices are refused: they would have to be made dense
+    (``X.toarray()``).  With ``finite`` (training data: NaN means missing)
+    infinities are refused too, and with ``refuse_subnormal`` nonzero values
+    below float32's smallest normal number (see :func:`_check_normal`).
     """
     if hasattr(X, "tocsr") or hasattr(X, "todense"):
         raise ValueError(
             f"{name}: sparse matrices are not supported; pass a dense array (X.toarray()), "
             "with NaN where a value is missing"
         )
-    pandas_frame = type(X).__module__.startswith("pandas") and hasattr(X, "dtypes")
+    frame_module = type(X).__module__
+    pandas_frame = frame_module.startswith("pandas") and hasattr(X, "dtypes")
+    polars_frame = frame_module.startswith("polars") and hasattr(X, "schema")
+    to_array = np.asarray
     if pandas_frame:
         _check_numeric_columns(X, name)
+        to_array = _frame_to_numpy  # (nullable DataFrame columns hold pd.NA)
+    elif polars_frame:
+        _check_polars_columns(X, name)
+        to_array = _polars_to_numpy
     try:
-        # (nullable DataFrame columns hold pd.NA)
-        to_array = _frame_to_numpy if pandas_frame else np.asarray
         array = _as_float32(X, name, to_array, reject_infinite=finite)
     except Float32RangeError:
         raise
@@ -110,19 +120,66 @@ def as_features(X: Any, name: str = "X", finite: bool = False) -> np.ndarray:
         raise ValueError(
             f"{name}: expected at least one row and one feature, got shape {array.shape}"
         )
+    if refuse_subnormal:
+        _check_normal(array, name, feature_names(X))
     return array
 
 
+def _not_numbers(name: str, column: Any, dtype: Any) -> ValueError:
+    return ValueError(
+        f"{name}: column {column!r} holds {dtype}, not numbers; encode it as numbers "
+        "(categories as integer codes, dates as numbers of days, say), with NaN for "
+        "missing values"
+    )
+
+
 def _check_numeric_columns(frame: Any, name: str) -> None:
-    """Raises a ValueError naming a DataFrame's first column that is not
-    numbers or booleans (text, categories, dates)."""
+    """Raises a ValueError naming a pandas DataFrame's first column that is
+    not numbers or booleans (text, categories, dates)."""
     for column, dtype in zip(frame.columns, frame.dtypes):
-        kind = getattr(dtype, "kind", "O")
-        if kind not in "biuf":
-            raise ValueError(
-                f"{name}: column {column!r} holds {dtype}, not numbers; encode it as numbers "
-                "(categories as integer codes, say), with NaN for missing values"
-            )
+        if getattr(dtype, "kind", "O") not in "biuf":
+            raise _not_numbers(name, column, dtype)
+
+
+def _check_polars_columns(frame: Any, name: str) -> None:
+    """Raises a ValueError naming a polars DataFrame's first column that is
+    not numbers, booleans or all null (text, categories, dates, times,
+    durations: ``to_numpy`` would give a date's count of time units since
+    1970, in the column's own unit)."""
+    import polars  # only for a polars frame, so polars is loaded already
+
+    for column, dtype in frame.schema.items():
+        if not (dtype.is_numeric() or dtype in (polars.Boolean, polars.Null)):
+            raise _not_numbers(name, column, dtype)
+
+
+def _polars_to_numpy(frame: Any, dtype: Any) -> np.ndarray:
+    """A polars DataFrame's values (null as NaN) as ``dtype`` (float64 for None)."""
+    import polars
+
+    target = polars.Float32 if dtype == np.float32 else polars.Float64
+    return frame.cast(target).to_numpy(order="c")
+
+
+def _check_normal(array: np.ndarray, name: str, columns: list[str] | None) -> None:
+    """Raises a ValueError naming the first nonzero value of ``array`` below
+    float32's smallest normal magnitude (``SMALLEST_NORMAL``): XLA on CPU
+    flushes it to 0 where the rows are binned, so a feature of such values
+    (a feature times 1e-40) could not be split on."""
+    small = np.abs(array) < SMALLEST_NORMAL
+    if not small.any():
+        return
+    subnormal = small & (array != 0)
+    if not subnormal.any():
+        return
+    row, column = np.unravel_index(np.argmax(subnormal), subnormal.shape)
+    label = f"{int(column)} ({columns[column]!r})" if columns else f"{int(column)}"
+    raise ValueError(
+        f"{name}: column {label} has values below float32's smallest normal number "
+        f"{SMALLEST_NORMAL:.2g} in magnitude (the first at row {int(row)}: "
+        f"{array[row, column].item():.3g}), which the engine flushes to 0; rescale the "
+        "column (multiply it by a power of ten), or set such values to 0"
+    )
 
 
 def as_targets(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
@@ -221,6 +278,44 @@ def check_not_all_constant(
     raise ValueError(f"{name}: every feature is constant, so no tree can split on it")
 
 
+_SEEDS = 2**32  # the hashes take a uint32 seed
+
+
+def check_random_state(random_state: Any) -> None:
+    """Raises a ValueError unless ``random_state`` is None, a whole number in
+    ``[0, 2**32 - 1]`` (an int, or a float such as 7.0, as counts are
+    taken; not 1.5, nor a bool) or a numpy ``RandomState`` or ``Generator``."""
+    if random_state is None or isinstance(
+        random_state, (np.random.RandomState, np.random.Generator)
+    ):
+        return
+    whole = isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+    whole = whole or (
+        isinstance(random_state, (float, np.floating)) and float(random_state).is_integer()
+    )
+    if not (whole and 0 <= int(random_state) < _SEEDS):
+        raise ValueError(
+            f"random_state: expected a whole number in [0, {_SEEDS - 1}], a numpy "
+            "RandomState or Generator to draw the seed from, or None for a fresh seed "
+            f"each fit; got {random_state!r}"
+        )
+
+
+def draw_seed(random_state: Any) -> np.uint32:
+    """The seed of ``random_state`` (checked by :func:`check_random_state`):
+    the number itself, or one drawn from the given ``RandomState`` or
+    ``Generator``, or for None from numpy's global ``RandomState`` (a fresh
+    seed each call, as scikit-learn's ``check_random_state(None)`` gives)."""
+    check_random_state(random_state)
+    if random_state is None:
+        return np.uint32(np.random.randint(_SEEDS, dtype=np.uint32))
+    if isinstance(random_state, np.random.RandomState):
+        return np.uint32(random_state.randint(_SEEDS, dtype=np.uint32))
+    if isinstance(random_state, np.random.Generator):
+        return np.uint32(random_state.integers(_SEEDS, dtype=np.uint32))
+    return np.uint32(int(random_state))
+
+
 _CONTROL_FLOW_ERRORS = tuple(
     getattr(jax.errors, name)
     for name in (
@@ -259,12 +354,42 @@ def check_histogram_memory(
 
 
 def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
-    """Call the loss and its derivatives on a few rows before training.
+    """Check ``n_outputs`` against the loss, then call the loss and its
+    derivatives on a few rows before training.
 
-    Raises a ValueError naming the problem: Python control flow on traced
-    values, a non-scalar result per sample, an integer result, or a failure on
-    the given target and score shapes.
+    Raises a ValueError naming the problem: ``n_outputs`` other than the
+    count a loss declares (an int; one per column of ``y`` for
+    ``"n_targets"``; at least 2 for ``"n_classes"``), class labels outside
+    ``[0, n_outputs)`` for a loss whose targets are classes, Python control
+    flow on traced values, numpy called on traced values, a vector ``f``
+    indexed when ``n_outputs`` is 1, a non-scalar result per sample, an
+    integer result, or a failure on the given target and score shapes.
     """
+    declared = getattr(loss, "n_outputs", None)
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    fix = "leave n_outputs unset (None) or set it to"
+    count, why = declared, f"it declares n_outputs={declared}"
+    if declared == "n_targets":
+        count, why = (int(y.shape[1]) if y.ndim == 2 else 1), "one per column of y"
+    if isinstance(count, (int, np.integer)) and count != n_outputs:
+        raise ValueError(
+            f"n_outputs: the loss {name!r} takes f of {count} raw score(s) per sample "
+            f"({why}), got n_outputs={n_outputs}; {fix} {count}"
+        )
+    if declared == "n_classes" and n_outputs < 2:
+        raise ValueError(
+            f"n_outputs: the loss {name!r} takes one raw score per class, at least 2, got "
+            f"n_outputs={n_outputs}; {fix} the number of classes"
+        )
+    if getattr(loss, "target_domain", None) == "class" and y.size:
+        outside = (y >= n_outputs).reshape(y.shape[0], -1).any(axis=1)
+        if outside.any():
+            row = int(np.argmax(outside))
+            raise ValueError(
+                f"y: the loss {name!r} scores n_outputs={n_outputs} classes, labels 0 to "
+                f"{n_outputs - 1}, but {int(outside.sum())} labels are not, the first at row "
+                f"{row}: {y[row]}; {fix} at least {int(np.max(y)) + 1} (max(y) + 1)"
+            )
     check_per_sample(loss, y, n_outputs, "loss", "loss", differentiate=True, n_rows=n_rows)
 
 
@@ -323,6 +448,12 @@ def _traced_per_sample(
             raise ValueError(f"{name}: {where} must return a float, got dtype {values.dtype}")
         if differentiate:
             jax.eval_shape(jax.vmap(jax.grad(fn, argnums=1)), y_rows, f_rows)
+    except jax.errors.TracerArrayConversionError as error:
+        raise ValueError(
+            f"{name}: {where} calls numpy (np.*) on a traced value, where jax.numpy (jnp.*) is "
+            "needed: write it with jnp.exp, jnp.log, ... so that JAX can trace and "
+            f"differentiate it. JAX said: {str(error).splitlines()[0]}"
+        ) from None
     except _CONTROL_FLOW_ERRORS as error:
         raise ValueError(
             f"{name}: {where} uses Python control flow (if, while, bool(), int()) on a traced "
@@ -332,4 +463,19 @@ def _traced_per_sample(
     except (TypeError, ValueError, IndexError) as error:
         if str(error).startswith(f"{name}: "):
             raise
-        raise ValueError(f"{name}: {where} failed: {str(error).splitlines()[0]}") from None
+        said = str(error).splitlines()[0]
+        indexes_f = False
+        if isinstance(error, IndexError) and n_outputs == 1:
+            # it is f that is indexed when a vector f (of ample width) passes
+            wide = jax.ShapeDtypeStruct((n_rows, 64), jnp.float32)
+            try:
+                jax.eval_shape(jax.vmap(fn), y_rows, wide)
+                indexes_f = True
+            except Exception:  # noqa: BLE001, S110  any failure: the plain message below
+                pass
+        if indexes_f:
+            raise ValueError(
+                f"{name}: {where} failed ({said}): the {role} indexes f as a vector: set "
+                "n_outputs to the number of scores it takes"
+            ) from None
+        raise ValueError(f"{name}: {where} failed: {said}") from None

@@ -2,17 +2,20 @@
 
 A loss is ``loss(y, f) -> scalar`` for one sample, written in plain
 ``jax.numpy``; the boosting engine differentiates it with ``jax.grad`` and
-``jax.hessian``.  Catalogue losses carry metadata (``name``, ``params``,
-``link``, ``n_outputs``, ``hessian_informative``, ``convex``); see
-``losses._declare``.
+``jax.hessian``.  Catalogue losses are :class:`DeclaredLoss` objects carrying
+metadata (``name``, ``params``, ``link``, ``n_outputs``,
+``hessian_informative``, ``convex``, ``target_domain``; see
+``losses._declare``); they pickle, and ``get(name, **params)`` rebuilds one.
+:func:`resolve` turns a ``loss`` argument (a name, a declared loss, an optax
+function, any callable) into what the engine trains on.
 Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
 ``tweedie(power)``, ``focal(gamma)``.
 """
 
 from losses import links
-from losses._declare import TARGET_DOMAINS, Loss, declare
+from losses._declare import TARGET_DOMAINS, DeclaredLoss, Loss, declare
 from losses.adapters import from_optax
-from losses.catalogue import ALIASES, CATALOGUE, available, get
+from losses.catalogue import ALIASES, CATALOGUE, available, get, resolve
 from losses.classification import binary_logloss, exponential, focal, softmax_cross_entropy
 from losses.distributions import gamma, gaussian_nll, poisson, tweedie
 from losses.regression import absolute_error, huber, log_cosh, quantile, squared_error
@@ -21,6 +24,7 @@ __all__ = [
     "ALIASES",
     "CATALOGUE",
     "TARGET_DOMAINS",
+    "DeclaredLoss",
     "Loss",
     "absolute_error",
     "available",
@@ -37,6 +41,7 @@ __all__ = [
     "log_cosh",
     "poisson",
     "quantile",
+    "resolve",
     "softmax_cross_entropy",
     "squared_error",
     "tweedie",

@@ -1,13 +1,16 @@
 """Catalogue metadata attached to a per-sample loss.
 
-A declared loss is a plain function ``loss(y, f) -> scalar`` carrying seven
-attributes that the engine and the model files read:
+A declared loss is a :class:`DeclaredLoss`: a callable ``loss(y, f) -> scalar``
+that calls the function it wraps (whose name, docstring and signature it
+shows) and carries eight attributes that the engine and the model files read:
 
 - ``name``: catalogue name; ``losses.get(name, **params)`` rebuilds the loss.
 - ``params``: the factory parameters, e.g. ``{"alpha": 0.9}`` (``{}`` if none).
 - ``link``: name of the link from raw scores to predictions (see ``links``).
-- ``n_outputs``: raw scores per row: an int, or ``"n_classes"`` when the engine
-  takes it from the labels (``K = max label + 1``).
+- ``n_outputs``: raw scores per row: an int; ``"n_classes"`` when the engine
+  takes it from the labels (``K = max label + 1``); or ``"n_targets"`` when
+  it takes it from the width of 2-D targets (``y`` of shape ``(n_rows, K)``,
+  one-hot or probability vectors; 1 for 1-D targets).
 - ``hessian_informative``: False when the hessian is zero almost everywhere
   (absolute error, quantile), so leaf values should come from a line search;
   None when that depends on the targets' scale (Huber and log-cosh have
@@ -23,12 +26,25 @@ attributes that the engine and the model files read:
 - ``target_domain``: a key of :data:`TARGET_DOMAINS`, the values the targets
   may take (``"probability"`` for log loss: in ``[0, 1]``); ``fit`` refuses
   others, as XGBoost and LightGBM do, rather than fit a meaningless model.
+- ``smooth``: True when the loss's gradient in ``f`` is continuous (no kink
+  such as ``|y - f|`` at ``f = y``), so that the engine takes JAX's gradient
+  as it is; False (unknown) has it look for kinks at every row and take the
+  middle of the subdifferential there (``jaxboost.derivatives.row_gradient``),
+  at the cost of two more gradient evaluations per row and round.
+
+Declared losses are hashed by identity (jaxboost caches compiled programs on
+the loss object), copy to themselves, and pickle (so do the models holding
+them): a catalogue or optax loss as ``(name, params)``, rebuilt through
+``losses.get`` into the very same object; a loss built by a
+:func:`loss_factory` as that call; any other as its wrapped function, by
+reference, with the metadata.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -47,6 +63,7 @@ TARGET_DOMAINS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray] | None]]
         lambda y: (y >= 0) & (y <= 1),
     ),
     "binary": ("that are 0 or 1", lambda y: (y == 0) | (y == 1)),
+    "sign": ("that are -1 or 1", lambda y: (y == -1) | (y == 1)),
     "class": (
         "that are class labels 0, 1, 2, ... (whole numbers)",
         lambda y: (y >= 0) & (y == np.floor(y)),
@@ -54,6 +71,9 @@ TARGET_DOMAINS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray] | None]]
     "non_negative": ("that are >= 0", lambda y: y >= 0),
     "positive": ("that are > 0", lambda y: y > 0),
 }
+
+# n_outputs that the engine reads off the targets rather than a number
+DATA_OUTPUTS = ("n_classes", "n_targets")
 
 
 class Loss(Protocol):
@@ -70,6 +90,103 @@ class Loss(Protocol):
     def __call__(self, y: ArrayLike, f: ArrayLike) -> jax.Array: ...
 
 
+class DeclaredLoss:
+    """A loss function with catalogue metadata: calls go to ``fn``.
+
+    Built by :func:`declare`; see the module docstring for the attributes,
+    identity, copying and pickling.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., jax.Array],
+        *,
+        name: str,
+        params: dict[str, Any],
+        link: str,
+        n_outputs: int | str,
+        hessian_informative: bool | None,
+        convex: bool,
+        target_domain: str,
+        smooth: bool = False,
+    ):
+        functools.update_wrapper(self, fn)  # __name__, __doc__, __wrapped__ (signature)
+        self.name = name
+        self.params = dict(params)
+        self.link = link
+        self.n_outputs = n_outputs
+        self.hessian_informative = hessian_informative
+        self.convex = convex
+        self.target_domain = target_domain
+        self.smooth = smooth
+        # (factory, args, kwargs) that built it, set by loss_factory
+        self.recipe: tuple[Callable[..., Loss], tuple, dict] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> jax.Array:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{key}={value!r}" for key, value in self.params.items())
+        return f"<declared loss {self.name}({params}), link {self.link!r}>"
+
+    def metadata(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`declare` that gave this loss."""
+        return {
+            "name": self.name,
+            "params": self.params,
+            "link": self.link,
+            "n_outputs": self.n_outputs,
+            "hessian_informative": self.hessian_informative,
+            "convex": self.convex,
+            "target_domain": self.target_domain,
+            "smooth": self.smooth,
+        }
+
+    # a declared loss is immutable: a copy (scikit-learn's clone) is itself
+    def __copy__(self) -> DeclaredLoss:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> DeclaredLoss:
+        return self
+
+    def __reduce__(self) -> str | tuple:
+        from losses import catalogue  # catalogue imports this module
+
+        try:
+            by_name = catalogue.get(self.name, **self.params)
+        except (ValueError, TypeError, ImportError):
+            by_name = None
+        if by_name is self:
+            return _by_name, (self.name, self.params)
+        if self.recipe is not None:
+            return _by_recipe, self.recipe
+        if _module_global(self.__module__, self.__qualname__) is self:
+            return self.__qualname__  # pickled by reference, as a function is
+        return _redeclare, (self.__wrapped__, self.metadata())
+
+
+def _by_name(name: str, params: dict[str, Any]) -> Loss:
+    from losses import catalogue
+
+    return catalogue.get(name, **params)
+
+
+def _by_recipe(factory: Callable[..., Loss], args: tuple, kwargs: dict) -> Loss:
+    return factory(*args, **kwargs)
+
+
+def _redeclare(fn: Callable[..., jax.Array], metadata: dict[str, Any]) -> Loss:
+    return DeclaredLoss(fn, **metadata)
+
+
+def _module_global(module: str, qualname: str) -> Any:
+    """The object at ``module.qualname`` (None if there is none)."""
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
 def declare(
     *,
     name: str,
@@ -79,30 +196,39 @@ def declare(
     convex: bool = False,
     target_domain: str = "any",
     params: dict[str, Any] | None = None,
+    smooth: bool = False,
 ) -> Callable[[Callable[..., jax.Array]], Loss]:
     """Decorator attaching catalogue metadata to a loss function.
 
-    Returns a decorator that sets the attributes on the function and returns
-    that same function.
+    Returns a decorator that wraps the function in a :class:`DeclaredLoss`
+    carrying these attributes (the function itself is left unchanged).
+    Raises a ValueError for an unknown ``link`` or ``target_domain`` or a bad
+    ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``).
     """
     if link not in links.LINKS:
         raise ValueError(f"link must be one of {sorted(links.LINKS)}, got {link!r}")
-    if n_outputs != "n_classes" and not (isinstance(n_outputs, int) and n_outputs >= 1):
-        raise ValueError(f"n_outputs must be a positive int or 'n_classes', got {n_outputs!r}")
+    valid_count = isinstance(n_outputs, int) and not isinstance(n_outputs, bool) and n_outputs >= 1
+    if n_outputs not in DATA_OUTPUTS and not valid_count:
+        raise ValueError(
+            f"n_outputs must be a positive int, 'n_classes' or 'n_targets', got {n_outputs!r}"
+        )
     if target_domain not in TARGET_DOMAINS:
         raise ValueError(
             f"target_domain must be one of {sorted(TARGET_DOMAINS)}, got {target_domain!r}"
         )
 
     def attach(fn: Callable[..., jax.Array]) -> Loss:
-        fn.name = name
-        fn.params = dict(params or {})
-        fn.link = link
-        fn.n_outputs = n_outputs
-        fn.hessian_informative = hessian_informative
-        fn.convex = convex
-        fn.target_domain = target_domain
-        return fn
+        return DeclaredLoss(
+            fn,
+            name=name,
+            params=dict(params or {}),
+            link=link,
+            n_outputs=n_outputs,
+            hessian_informative=hessian_informative,
+            convex=convex,
+            target_domain=target_domain,
+            smooth=smooth,
+        )
 
     return attach
 
@@ -115,7 +241,9 @@ def loss_factory(make: Callable[..., Loss]) -> Callable[..., Loss]:
     ``quantile(0.9)`` built twice (or ``loss="huber"`` given by name to two
     fits) must not be two different functions, or every fit would compile
     again.  Arguments are normalised (positional or keyword, defaults filled)
-    before the lookup; unhashable arguments skip the cache.
+    before the lookup; unhashable arguments skip the cache (each call builds a
+    new loss).  The loss records the call (``recipe``), so that it pickles as
+    that call when ``losses.get`` cannot rebuild it.
     """
     signature = inspect.signature(make)
     built: dict[tuple, Loss] = {}
@@ -131,9 +259,14 @@ def loss_factory(make: Callable[..., Loss]) -> Callable[..., Loss]:
         try:
             hash(key)
         except TypeError:
-            return make(*args, **kwargs)
+            return remembered(make(*bound.args, **bound.kwargs), bound)
         if key not in built:
-            built[key] = make(*bound.args, **bound.kwargs)
+            built[key] = remembered(make(*bound.args, **bound.kwargs), bound)
         return built[key]
+
+    def remembered(loss: Loss, bound: inspect.BoundArguments) -> Loss:
+        if isinstance(loss, DeclaredLoss) and loss.recipe is None:
+            loss.recipe = (build, bound.args, bound.kwargs)
+        return loss
 
     return build

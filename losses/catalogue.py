@@ -1,4 +1,5 @@
-"""Look up catalogue losses by name, to rebuild a loss from a saved model."""
+"""Look up catalogue losses by name (to rebuild a loss from a saved model),
+and resolve what a user passes as ``loss`` into the callable the engine trains."""
 
 from __future__ import annotations
 
@@ -71,3 +72,24 @@ def get(name: str, **params: Any) -> Loss:
     except TypeError as error:
         raise ValueError(f"bad parameters {params} for loss {name!r}: {error}") from None
     return entry(**params)
+
+
+def resolve(loss: str | Callable) -> Callable:
+    """What ``fit`` trains on for a given ``loss`` argument.
+
+    A name goes through :func:`get`; a function of optax (or a
+    ``functools.partial`` of one with keyword options) is adapted by
+    ``from_optax``, since optax takes ``(predictions, targets)``; a declared
+    loss or any other callable ``loss(y, f)`` is returned as it is.
+
+    Raises:
+      TypeError: ``loss`` is neither a name nor callable.
+      ValueError: an unknown name, or an optax function that is no per-sample loss.
+    """
+    if isinstance(loss, str):
+        return get(loss)
+    if not callable(loss):
+        raise TypeError(f"loss: expected a catalogue name or a callable loss(y, f), got {loss!r}")
+    if adapters.is_optax(loss) and not hasattr(loss, "link"):
+        return adapters.adapt_optax(loss)
+    return loss

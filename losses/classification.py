@@ -14,7 +14,9 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="binary_logloss", link="sigmoid", target_domain="probability", convex=True)
+@declare(
+    name="binary_logloss", link="sigmoid", target_domain="probability", convex=True, smooth=True
+)
 def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Binary cross-entropy on the log-odds: ``softplus(f) - y f``.
 
@@ -29,7 +31,7 @@ def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jax.nn.softplus(f) - jnp.asarray(y) * f
 
 
-@declare(name="exponential", link="sigmoid2", target_domain="binary", convex=True)
+@declare(name="exponential", link="sigmoid2", target_domain="binary", convex=True, smooth=True)
 def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Exponential (AdaBoost) loss ``exp(-(2 y - 1) f)``.
 
@@ -48,6 +50,7 @@ def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     n_outputs="n_classes",
     target_domain="class",
     convex=True,
+    smooth=True,
 )
 def softmax_cross_entropy(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Multiclass cross-entropy ``logsumexp(f) - f[y]``.
@@ -85,7 +88,13 @@ def focal(gamma: float = 2.0) -> Loss:
         raise ValueError(f"focal: gamma must be >= 0, got {gamma!r}")
     gamma = float(gamma)
 
-    @declare(name="focal", link="sigmoid", params={"gamma": gamma}, target_domain="probability")
+    @declare(
+        name="focal",
+        link="sigmoid",
+        params={"gamma": gamma},
+        target_domain="probability",
+        smooth=True,
+    )
     def focal_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         y = jnp.asarray(y)
         log_p = jax.nn.log_sigmoid(f)

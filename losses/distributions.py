@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="poisson", link="exp", target_domain="non_negative", convex=True)
+@declare(name="poisson", link="exp", target_domain="non_negative", convex=True, smooth=True)
 def poisson(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Poisson deviance on the log scale: ``exp(f) - y f``.
 
@@ -27,7 +27,7 @@ def poisson(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.exp(f) - jnp.asarray(y) * f
 
 
-@declare(name="gamma", link="exp", target_domain="positive", convex=True)
+@declare(name="gamma", link="exp", target_domain="positive", convex=True, smooth=True)
 def gamma(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Gamma deviance on the log scale: ``y exp(-f) + f``.
 
@@ -63,6 +63,7 @@ def tweedie(power: float = 1.5) -> Loss:
         params={"power": power},
         target_domain="non_negative",
         convex=True,
+        smooth=True,
     )
     def tweedie_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         y = jnp.asarray(y)
@@ -73,7 +74,7 @@ def tweedie(power: float = 1.5) -> Loss:
     return tweedie_loss
 
 
-@declare(name="gaussian_nll", link="mean_scale", n_outputs=2)
+@declare(name="gaussian_nll", link="mean_scale", n_outputs=2, smooth=True)
 def gaussian_nll(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Gaussian negative log-likelihood with a learned scale.
 

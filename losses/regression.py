@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from losses._declare import Loss, declare, loss_factory
 
 
-@declare(name="squared_error", link="identity", convex=True)
+@declare(name="squared_error", link="identity", convex=True, smooth=True)
 def squared_error(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Half squared error ``0.5 (y - f)^2``.
 
@@ -66,6 +66,7 @@ def huber(delta: float = 1.0) -> Loss:
         params={"delta": delta},
         convex=True,
         hessian_informative=None,
+        smooth=True,
     )
     def huber_loss(y: ArrayLike, f: ArrayLike) -> jax.Array:
         abs_diff = jnp.abs(f - jnp.asarray(y))
@@ -124,7 +125,7 @@ def _log_cosh_jvp(primals, tangents):
 
 # curvature only within about 1 of the target (sech^2 of the residual): as
 # for huber, the engine probes it on the data
-@declare(name="log_cosh", link="identity", convex=True, hessian_informative=None)
+@declare(name="log_cosh", link="identity", convex=True, hessian_informative=None, smooth=True)
 def log_cosh(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Log-cosh loss ``log(cosh(f - y))``.
 

@@ -1,15 +1,18 @@
-"""Tests of ``jaxboost.io``: exact round trips, clear errors on bad files, a fuzz of
-mutated files, and loading that executes nothing from the file."""
+"""Tests of ``jaxboost.io``: exact round trips, clear errors on bad files, checksums
+that refuse edited arrays, a fuzz of mutated files, and loading that executes nothing
+from the file."""
 
 from __future__ import annotations
 
 import base64
 import builtins
 import copy
+import hashlib
 import importlib
 import json
 import marshal
 import pickle
+import re
 
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +25,7 @@ from jaxboost.io import (
     FOREST_FIELDS,
     FORMAT_VERSION,
     ModelFileError,
+    array_checksum,
     decode_array,
     encode_array,
     load_model,
@@ -133,7 +137,7 @@ def test_the_file_is_utf8_json_with_exact_arrays(model_file, fitted):
     document = _document(model_file)
     assert document["format"] == "jaxboost-model"
     assert document["version"] == FORMAT_VERSION
-    assert set(document) == {"format", "version", "params", "loss", "state"}
+    assert set(document) == {"format", "version", "params", "loss", "state", "checksums"}
     assert "loss" not in document["params"] and "devices" not in document["params"]
     assert document["loss"] == {
         "name": "squared_error",
@@ -251,7 +255,9 @@ def test_every_tree_field_has_a_rule():
 
 # -- errors --------------------------------------------------------------------------
 def _set_array(document, field, array):
+    """Replace a tree array and its checksum, as a buggy writer or a forger could."""
     document["state"]["forest_"][field] = encode_array(array)
+    document["checksums"][f"state.forest_.{field}"] = array_checksum(array)
 
 
 def _get_array(document, field):
@@ -404,6 +410,20 @@ DOCUMENT_ERRORS = {
     ),
     "best score as text": (_set(("state", "best_score_"), "0.1"), "best_score_: expected numbers"),
     "armijo as a number": (_set(("state", "armijo_"), 1), "armijo_: expected true or false"),
+    "checksums missing": (_delete(("checksums",)), r"top level: missing keys \['checksums'\]"),
+    "one checksum missing": (
+        _delete(("checksums", "state.bin_edges_")),
+        r"state\.bin_edges_: its checksum is missing.*changed or corrupted",
+    ),
+    "checksums not an object": (_set(("checksums",), []), "checksums: expected a JSON object"),
+    "checksum not hex": (
+        _set(("checksums", "state.init_score_"), "ABC"),
+        r"checksums\.state\.init_score_: expected 64 lowercase hex digits",
+    ),
+    "checksum of no array": (
+        _set(("checksums", "state.forest_.depth"), "0" * 64),
+        r"checksums: unexpected keys \['state\.forest_\.depth'\]",
+    ),
 }
 
 
@@ -416,20 +436,18 @@ def test_a_bad_document_raises_a_clear_error(case, model_file, tmp_path):
         load_model(_write(tmp_path, document))
 
 
+VERSION = f'"version": {FORMAT_VERSION}'.encode()
 BYTES_ERRORS = {
     "not JSON": (lambda raw: b"hello world", "not valid JSON"),
     "not UTF-8": (lambda raw: raw[:10] + b"\xff\xfe" + raw[12:], "not UTF-8"),
     "truncated": (lambda raw: raw[: len(raw) // 2], "truncated"),
     "empty": (lambda raw: b"", "empty"),
     "junk appended": (lambda raw: raw + b"\x00junk", "not valid JSON"),
-    "NaN literal": (lambda raw: raw.replace(b'"version": 1', b'"version": NaN'), "not a JSON"),
-    "number overflows": (lambda raw: raw.replace(b'"version": 1', b'"version": 1e999'), "overflow"),
-    "huge integer": (
-        lambda raw: raw.replace(b'"version": 1', b'"version": ' + b"9" * 5000),
-        "JSON",
-    ),
+    "NaN literal": (lambda raw: raw.replace(VERSION, b'"version": NaN'), "not a JSON"),
+    "number overflows": (lambda raw: raw.replace(VERSION, b'"version": 1e999'), "overflow"),
+    "huge integer": (lambda raw: raw.replace(VERSION, b'"version": ' + b"9" * 5000), "JSON"),
     "duplicated key": (
-        lambda raw: raw.replace(b'"version": 1', b'"version": 1, "version": 1'),
+        lambda raw: raw.replace(VERSION, VERSION + b", " + VERSION),
         r"duplicated keys \['version'\]",
     ),
     "nested too deeply": (lambda raw: b"[" * 200_000 + b"]" * 200_000, "JSON"),
@@ -441,7 +459,9 @@ BYTES_ERRORS = {
 def test_bad_bytes_raise_a_clear_error(case, model_file, tmp_path):
     mutate, message = BYTES_ERRORS[case]
     path = tmp_path / "bytes.json"
-    path.write_bytes(mutate(model_file.read_bytes()))
+    raw = model_file.read_bytes()
+    assert mutate(raw) != raw
+    path.write_bytes(mutate(raw))
     with pytest.raises(ModelFileError, match=message):
         load_model(path)
 
@@ -458,6 +478,126 @@ def test_oversized_files_are_refused_before_reading(model_file, tmp_path):
 
 def test_errors_are_value_errors():
     assert issubclass(ModelFileError, ValueError)
+
+
+# -- checksums -----------------------------------------------------------------------
+EDITED = "changed or corrupted after saving.*save it again with jaxboost"
+ARRAY_PLACES = [f"state.forest_.{field}" for field in Tree._fields] + [
+    "state.init_score_",
+    "state.bin_edges_",
+]
+
+
+def _entry(document, place):
+    """The encoded array at ``place`` ("state.forest_.threshold") of a document."""
+    node = document
+    for key in place.split("."):
+        node = node[key]
+    return node
+
+
+def _hand_edit(document, field, edit):
+    """Rewrite a tree array, leaving its saved checksum as it was (an edit by hand)."""
+    document["state"]["forest_"][field] = encode_array(edit(_get_array(document, field)))
+
+
+def test_every_array_has_the_sha256_of_its_dtype_shape_and_bytes(model_file):
+    document = _document(model_file)
+    assert set(document["checksums"]) == set(ARRAY_PLACES)
+    for place in ARRAY_PLACES:
+        entry = _entry(document, place)
+        header = f"{entry['dtype']} {','.join(str(n) for n in entry['shape'])}\n".encode()
+        expected = hashlib.sha256(header + base64.b64decode(entry["data"])).hexdigest()
+        assert document["checksums"][place] == expected, place
+
+
+def test_a_checksum_follows_values_dtype_and_shape_not_byte_order():
+    values = np.arange(-3, 3, dtype="<f4").reshape(2, 3)
+    assert array_checksum(values) == array_checksum(values.astype(">f4"))
+    assert array_checksum(values) != array_checksum(values.reshape(3, 2))
+    assert array_checksum(values) != array_checksum(values.astype(np.int32))
+    assert array_checksum(np.zeros(1, "f4")) != array_checksum(-np.zeros(1, "f4"))
+
+
+def test_every_single_bit_flip_in_the_leaf_values_is_refused(model_file, tmp_path):
+    document = _document(model_file)
+    entry = document["state"]["forest_"]["leaf_value"]
+    data = base64.b64decode(entry["data"])
+    bits = np.random.default_rng(20240611).choice(8 * len(data), size=200, replace=False)
+    path, loaded = tmp_path / "flipped.json", []
+    for bit in bits.tolist():
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)  # one bit of one little-endian float32
+        entry["data"] = base64.b64encode(bytes(flipped)).decode()
+        path.write_text(json.dumps(document), encoding="utf-8")
+        try:
+            load_model(path)
+        except ModelFileError as error:
+            assert re.search(r"state\.forest_\.leaf_value: .*" + EDITED, str(error)), error
+        else:
+            loaded.append(bit)
+    assert not loaded, f"{len(loaded)} of {len(bits)} bit flips loaded: bits {loaded}"
+
+
+def test_negated_leaf_values_are_refused(model_file, tmp_path):
+    document = _document(model_file)
+    _hand_edit(document, "leaf_value", np.negative)
+    with pytest.raises(ModelFileError, match=r"state\.forest_\.leaf_value: .*" + EDITED):
+        load_model(_write(tmp_path, document))
+
+
+def test_an_edited_threshold_is_refused_even_with_its_bin_edges_edited_alike(model_file, tmp_path):
+    document = _document(model_file)
+    _hand_edit(document, "threshold", lambda a: _first_set(a, 0.123))
+    with pytest.raises(ModelFileError, match=r"state\.forest_\.threshold: .*" + EDITED):
+        load_model(_write(tmp_path, document))
+    # doubled thresholds and edges pass every content check: only the checksum tells
+    document = _document(model_file)
+    _hand_edit(document, "threshold", lambda a: 2 * a)
+    edges = decode_array(document["state"]["bin_edges_"], "bin_edges_", "float32")
+    document["state"]["bin_edges_"] = encode_array(2 * edges)
+    with pytest.raises(ModelFileError, match=r"state\.forest_\.threshold: .*" + EDITED):
+        load_model(_write(tmp_path, document))
+
+
+@pytest.mark.parametrize("place", ARRAY_PLACES)
+def test_a_flipped_bit_in_any_array_is_refused_naming_it(place, model_file, tmp_path):
+    document = _document(model_file)
+    entry = _entry(document, place)
+    data = bytearray(base64.b64decode(entry["data"]))
+    data[0] ^= 1  # the lowest bit: a bool stays 0 or 1
+    entry["data"] = base64.b64encode(bytes(data)).decode()
+    with pytest.raises(ModelFileError, match=re.escape(place) + ": .*" + EDITED):
+        load_model(_write(tmp_path, document))
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_a_file_rewritten_with_other_json_layout_loads_identically(name, fitted, data, tmp_path):
+    model = fitted[name]
+    document = _document(_saved(model, tmp_path))
+    assert set(document["checksums"]) == set(ARRAY_PLACES)
+    path = tmp_path / "compact.json"
+    path.write_text(json.dumps(document, separators=(",", ":"), sort_keys=True))
+    loaded = load_model(path)
+    for X in data:
+        np.testing.assert_array_equal(loaded.predict_raw(X), model.predict_raw(X))
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_a_version_1_file_without_checksums_loads_as_before(model_file, fitted, data, tmp_path):
+    document = _document(model_file)
+    del document["checksums"]
+    document["version"] = 1
+    loaded = load_model(_write(tmp_path, document))
+    for X in data:
+        np.testing.assert_array_equal(loaded.predict(X), fitted["squared_error"].predict(X))
+    # version 1 has no checksums: its arrays get the content checks only, as before
+    _hand_edit(document, "leaf_value", np.negative)
+    edited = load_model(_write(tmp_path, document))
+    np.testing.assert_array_equal(edited.forest_.leaf_value, -loaded.forest_.leaf_value)
+    document["checksums"] = {}
+    with pytest.raises(ModelFileError, match=r"unexpected keys \['checksums'\]"):
+        load_model(_write(tmp_path, document))
 
 
 # -- fuzz ----------------------------------------------------------------------------

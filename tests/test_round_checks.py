@@ -1,0 +1,104 @@
+"""After every chunk of rounds: non-finite derivatives stop the fit naming the
+round, a loss that overflows only in float32 goes on in float64, and a round
+that raises the training loss switches Armijo's safeguard on."""
+
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+
+import jaxboost as jb
+import losses
+from jaxboost.round_checks import first_event
+
+
+def _diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    return X.astype(np.float32), y.astype(np.float32)
+
+
+def _sqrt_trap(y, f):
+    # finite everywhere, but its gradient is NaN where f <= 0: JAX
+    # differentiates the branch that jnp.where does not take
+    return jnp.where(f > 0, jnp.sqrt(f), 0.0) + (y - f) ** 2
+
+
+def _sqrt_safe(y, f):
+    return jnp.where(f > 0, jnp.sqrt(jnp.where(f > 0, f, 1.0)), 0.0) + (y - f) ** 2
+
+
+def test_first_event_finds_the_first_round_that_went_wrong():
+    losses_after = np.array([3.0, 2.0, 2.5, np.nan])
+    assert first_event(losses_after, np.zeros(4, int), 4.0, True).index == 2
+    assert first_event(losses_after, np.zeros(4, int), 4.0, True).kind == "loss_rose"
+    assert first_event(losses_after, np.zeros(4, int), 4.0, False).kind == "not_finite_loss"
+    event = first_event(losses_after, np.array([0, 7, 0, 0]), 4.0, True)
+    assert (event.index, event.kind, event.n_rows) == (1, "not_finite_derivatives", 7)
+    assert first_event(np.array([3.0, 2.9999999]), np.zeros(2, int), 3.0, True) is None
+
+
+def test_nan_gradients_at_the_initial_score_stop_the_fit_naming_the_cause():
+    X, y = _diabetes()
+    with pytest.raises(
+        FloatingPointError, match=r"442 rows at round 1 \(at the initial score"
+    ) as error:
+        jb.Booster(loss=_sqrt_trap, n_estimators=5, max_depth=2).fit(X, y / 100 - 1.5)
+    assert "jnp.where" in str(error.value)
+
+
+def test_nan_gradients_in_a_later_round_stop_the_fit_naming_that_round():
+    X, y = _diabetes()
+    # a positive initial score; trees then take the scores of negative targets below 0
+    targets = y / 100 - 1.0
+    booster = jb.Booster(loss=_sqrt_trap, n_estimators=40, max_depth=3, base_score=1.0)
+    with pytest.raises(
+        FloatingPointError, match=r"rows at round ([2-9]|\d\d+) \(at the scores after"
+    ):
+        booster.fit(X, targets)
+
+
+def test_a_round_that_raises_the_loss_switches_armijo_on_once():
+    X, y = _diabetes()
+    with pytest.warns(UserWarning, match="training loss rose at round") as record:
+        model = jb.Booster(loss=_sqrt_safe, n_estimators=100, max_depth=3).fit(X, y / 100)
+    assert sum("rose" in str(w.message) for w in record) == 1
+    assert model.armijo_ is True
+    # from the switch on, no round raises the loss
+    rises = np.diff(model.train_loss_) > 1e-3 * np.abs(model.train_loss_[:-1])
+    assert not np.any(rises)
+    assert model.train_loss_[-1] < 0.75 * model.train_loss_[0]
+
+
+def test_armijo_false_keeps_it_off_and_says_so_once():
+    X, y = _diabetes()
+    with pytest.warns(UserWarning, match="armijo=False keeps") as record:
+        model = jb.Booster(loss=_sqrt_safe, n_estimators=60, max_depth=3, armijo=False).fit(
+            X, y / 100
+        )
+    assert sum("rose" in str(w.message) for w in record) == 1
+    assert model.armijo_ is False
+
+
+def test_a_loss_that_overflows_only_in_float32_is_evaluated_in_float64():
+    X, y = _diabetes()
+    natural = lambda y, f: jnp.log(jnp.cosh(f - y))
+    settings = {"n_estimators": 40, "max_depth": 3, "learning_rate": 0.2}
+    with pytest.warns(UserWarning, match="not finite in float32 at the initial score"):
+        model = jb.Booster(loss=natural, **settings).fit(X, y)
+    assert model.loss_dtype_ == "float64"
+    # as good a model as the catalogue's log-cosh, written to stay finite in float32
+    stable = jb.Booster(loss=losses.log_cosh, **settings).fit(X, y)
+    assert stable.loss_dtype_ == "float32"
+    assert model.train_loss_[-1] <= 1.05 * stable.train_loss_[-1]
+    assert np.mean(np.abs(model.predict(X) - stable.predict(X))) < 0.1 * np.std(y)
+    # asked for from the start: no warning, the same model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        forced = jb.Booster(loss=natural, loss_dtype="float64", **settings).fit(X, y)
+    np.testing.assert_array_equal(forced.predict(X), model.predict(X))
+    with pytest.raises(ValueError, match=r"not finite, in float32\)"):
+        jb.Booster(loss=natural, loss_dtype="float32", **settings).fit(X, y)
+    with pytest.raises(ValueError, match="loss_dtype"):
+        jb.Booster(loss=natural, loss_dtype="float16", **settings).fit(X, y)
