@@ -59,7 +59,7 @@ from _common import (  # before any JAX operation: it imports jaxboost, which ex
 )
 from sklearn.metrics import log_loss, roc_auc_score
 
-import losses
+from jaxboost import losses
 
 LIBRARIES = ("jaxboost", "lightgbm", "xgboost", "sklearn")
 LABELS = {

@@ -47,7 +47,7 @@ from scipy.optimize import minimize_scalar
 from sklearn.tree import DecisionTreeRegressor
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 
 
 def pinball(y: np.ndarray, f, alpha: float) -> np.ndarray:

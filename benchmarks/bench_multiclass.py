@@ -50,7 +50,7 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
-import losses
+from jaxboost import losses
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 STRATEGIES = {

@@ -43,7 +43,7 @@ from _common import (
 )
 from sklearn.metrics import roc_auc_score
 
-import losses
+from jaxboost import losses
 
 CHECK_ROWS = 1000  # rows jaxboost also predicts on their own, for the consistency check
 

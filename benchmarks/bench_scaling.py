@@ -50,7 +50,7 @@ from _common import (
 )
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.histogram import build_histograms
 
 MAX_DEPTH = 6  # the settings of _common.jaxboost_booster

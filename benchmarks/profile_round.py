@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from _common import N_FEATURES, jaxboost_booster, make_data, print_header, print_table
 
-import losses
+from jaxboost import losses
 from jaxboost.derivatives import grad_hess
 from jaxboost.split import LevelSplit, find_best_splits
 from jaxboost.tree import HISTOGRAM_KERNELS, route_rows

@@ -13,7 +13,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
-import losses
+from jaxboost import losses
 
 
 def business_cost(y: np.ndarray, f: np.ndarray) -> float:

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
-import losses
+from jaxboost import losses
 
 OUTPUT = Path(__file__).parent / "output"
 

@@ -13,7 +13,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
-import losses
+from jaxboost import losses
 
 
 def main() -> None:

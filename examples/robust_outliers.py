@@ -22,7 +22,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
 import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
-import losses
+from jaxboost import losses
 
 TUKEY_C = 150.0  # about 2.5 times the spread of the clean targets around a good model
 

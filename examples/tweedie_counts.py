@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.metrics import mean_poisson_deviance, mean_tweedie_deviance
 
 import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
-import losses
+from jaxboost import losses
 
 
 def make_policies(n_rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

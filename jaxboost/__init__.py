@@ -12,7 +12,7 @@ apply_gpu_scatter_workaround()
 configure_cpu_devices()
 enable_from_environment()
 
-from . import distributed
+from . import distributed, losses
 from .booster import Booster
 from .io import load_model as load
 from .metrics import metric
@@ -29,6 +29,7 @@ __all__ = [
     "distributed",
     "enable_compilation_cache",
     "load",
+    "losses",
     "metric",
     "refit_leaves",
 ]

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import losses as loss_catalogue
+from . import losses as loss_catalogue
 
 from .binning import fit_bin_edges, trim_unused_bins
 from .boost import (

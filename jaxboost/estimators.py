@@ -26,7 +26,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-import losses as loss_catalogue
+from . import losses as loss_catalogue
 
 from .booster import Booster
 from .devices import check_devices, device_keys, devices_from_keys

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-import losses as loss_catalogue
-from losses._declare import DATA_OUTPUTS
+from . import losses as loss_catalogue
+from .losses import DATA_OUTPUTS
 
 from .boost import LEAF_METHODS, SPLIT_CRITERIA
 from .tree import Tree

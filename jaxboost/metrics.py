@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import losses as loss_catalogue
-from losses import TARGET_DOMAINS
+from . import losses as loss_catalogue
+from .losses import TARGET_DOMAINS
 
 from ._workarounds import vector_output_compiler_options
 from .derivatives import sample_loss

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from losses import TARGET_DOMAINS
+from .losses import TARGET_DOMAINS
 
 from .binning import SMALLEST_NORMAL, one_process
 

@@ -12,17 +12,18 @@ Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
 ``tweedie(power)``, ``focal(gamma)``.
 """
 
-from losses import links
-from losses._declare import TARGET_DOMAINS, DeclaredLoss, Loss, declare
-from losses.adapters import from_optax
-from losses.catalogue import ALIASES, CATALOGUE, available, get, resolve
-from losses.classification import binary_logloss, exponential, focal, softmax_cross_entropy
-from losses.distributions import gamma, gaussian_nll, poisson, tweedie
-from losses.regression import absolute_error, huber, log_cosh, quantile, squared_error
+from . import links
+from ._declare import DATA_OUTPUTS, TARGET_DOMAINS, DeclaredLoss, Loss, declare
+from .adapters import from_optax
+from .catalogue import ALIASES, CATALOGUE, available, get, resolve
+from .classification import binary_logloss, exponential, focal, softmax_cross_entropy
+from .distributions import gamma, gaussian_nll, poisson, tweedie
+from .regression import absolute_error, huber, log_cosh, quantile, squared_error
 
 __all__ = [
     "ALIASES",
     "CATALOGUE",
+    "DATA_OUTPUTS",
     "TARGET_DOMAINS",
     "DeclaredLoss",
     "Loss",

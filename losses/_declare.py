@@ -52,7 +52,7 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from losses import links
+from . import links
 
 # target_domain: (what the targets must be, in words that follow "targets";
 # the test of every value, on a numpy array; None where any finite one is fine)
@@ -150,7 +150,7 @@ class DeclaredLoss:
         return self
 
     def __reduce__(self) -> str | tuple:
-        from losses import catalogue  # catalogue imports this module
+        from . import catalogue  # catalogue imports this module
 
         try:
             by_name = catalogue.get(self.name, **self.params)
@@ -166,7 +166,7 @@ class DeclaredLoss:
 
 
 def _by_name(name: str, params: dict[str, Any]) -> Loss:
-    from losses import catalogue
+    from . import catalogue
 
     return catalogue.get(name, **params)
 

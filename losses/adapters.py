@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from losses import links
-from losses._declare import Loss, declare, loss_factory
+from . import links
+from ._declare import Loss, declare, loss_factory
 
 OPTAX_PREFIX = "optax:"
 

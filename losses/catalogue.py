@@ -7,8 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from losses import adapters, classification, distributions, regression
-from losses._declare import Loss
+from . import adapters, classification, distributions, regression
+from ._declare import Loss
 
 # Name -> a declared loss, or a factory returning one.
 CATALOGUE: dict[str, Loss | Callable[..., Loss]] = {

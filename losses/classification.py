@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from losses._declare import Loss, declare, loss_factory
+from ._declare import Loss, declare, loss_factory
 
 
 @declare(

@@ -9,7 +9,7 @@ import optax
 import pytest
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 
 
 def _regression(seed=0, n_rows=300, n_features=5):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.derivatives import grad_hess, row_gradient
 
 

@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.estimators import Classifier, Regressor
 
 # Small instances: every new data shape compiles a boosting program.

@@ -181,7 +181,7 @@ def test_a_full_indefinite_hessian_turns_armijo_on():
     indefinite on every row with a residual.  Declared losses were not
     probed, so full-hessian Newton steps ran unchecked (3000 rows, 40 rounds:
     the training loss went from 1.1 to 1e16); its diagonal is positive and keeps plain Newton."""
-    import losses
+    from jaxboost import losses
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 4)).astype(np.float32)
@@ -198,7 +198,7 @@ def test_a_full_indefinite_hessian_turns_armijo_on():
 def test_the_probe_tells_negative_curvature_from_a_singular_full_hessian():
     """softmax's full hessian diag(p) - p p^T is singular: float32 rounding
     of its zero eigenvalue is not negative curvature."""
-    import losses
+    from jaxboost import losses
     from jaxboost.derivatives import probe_hessian
 
     y = jnp.asarray(np.arange(64) % 3, jnp.float32)

@@ -6,7 +6,7 @@ import pytest
 from test_leaves import inverted_cdf_quantile
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost.init_score import initial_score
 from jaxboost.leaf_sums import LEAF_KERNELS
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost import Booster
 from jaxboost.inspection import (
     feature_importances,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost.leaf_sums import LEAF_KERNELS
 from jaxboost.leaves import armijo_backtrack, line_search_leaf_values
 from jaxboost.native_library import native_available

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost.derivatives import grad_hess
 from jaxboost.leaf_sums import LEAF_KERNELS
 from jaxboost.leaves import (

@@ -16,7 +16,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 
 SMALL = {"n_estimators": 10, "max_depth": 2}
 
@@ -65,7 +65,7 @@ def test_catalogue_losses_unpickle_as_themselves_and_keep_their_function_look():
     # they still look like the functions they wrap
     assert losses.quantile(0.9).__name__ == "quantile_loss"
     assert "Half squared error" in losses.squared_error.__doc__
-    assert losses.squared_error.__module__ == "losses.regression"
+    assert losses.squared_error.__module__ == "jaxboost.losses.regression"
     assert list(inspect.signature(losses.squared_error).parameters) == ["y", "f"]
 
 

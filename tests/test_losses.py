@@ -9,9 +9,9 @@ import optax
 import pytest
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.derivatives import grad_hess as eager_grad_hess
-from losses import links
+from jaxboost.losses import links
 
 N_POINTS = 200
 RTOL, ATOL = 1e-4, 1e-5

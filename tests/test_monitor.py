@@ -6,7 +6,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.metrics import auc
 
 

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost import Booster
 from jaxboost.inspection import feature_importances
 from jaxboost.plotting import (

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.refit import refit_leaves
 
 

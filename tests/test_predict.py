@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost import Booster
 from jaxboost.predict import predict_forest, tree_depth
 from jaxboost.tree import Tree

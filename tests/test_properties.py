@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jaxboost  # first: it configures the CPU devices before JAX starts
-import losses
+from jaxboost import losses
 from jaxboost import Booster
 
 N_ROWS, N_FEATURES = 64, 3

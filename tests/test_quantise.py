@@ -12,7 +12,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.devices import ROWS, make_mesh
 from jaxboost.quantise import check_quantisation, quantise_split_stats
 

@@ -8,7 +8,7 @@ import optax
 import pytest
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.predict import leaf_of_rows
 from jaxboost.refit import leaves_of_forest, refit_leaves
 from jaxboost.tree import Tree

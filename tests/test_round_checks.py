@@ -10,7 +10,7 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.round_checks import first_event
 
 

@@ -20,7 +20,7 @@ from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegress
 from sklearn.model_selection import train_test_split
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 
 N_ROUNDS = 20
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-import losses
+from jaxboost import losses
 from jaxboost import _workarounds, metrics
 from jaxboost.boost import BoostConfig, Hyper, ShardData, init_score_program, train_chunk_program
 from jaxboost.booster import _VECTOR_OPTIONS_ROWS, Booster

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
-import losses
+from jaxboost import losses
 from jaxboost import leaves
 from jaxboost.leaf_sums import LEAF_KERNELS, leaf_sums_native
 

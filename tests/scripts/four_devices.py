@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 
 
 def tukey_biweight(y, f, c=1.5):

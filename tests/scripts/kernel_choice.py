@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 import jaxboost as jb
-import losses
+from jaxboost import losses
 from jaxboost.tree import default_histogram_kernel
 
 rng = np.random.default_rng(0)
