@@ -52,7 +52,7 @@ from _common import (
 )
 
 import jaxboost as jb
-from jaxboost.derivatives import probe_hessian
+from jaxboost.engine.derivatives import probe_hessian
 
 HUBER_DELTA = 1.0
 # rows of y on which jaxboost probes whether a loss has curvature (its "auto"

@@ -51,7 +51,7 @@ from _common import (
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.histogram import build_histograms
+from jaxboost.kernels.histogram_reference import build_histograms
 
 MAX_DEPTH = 6  # the settings of _common.jaxboost_booster
 MAX_BINS = 255

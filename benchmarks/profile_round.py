@@ -27,9 +27,9 @@ import numpy as np
 from _common import N_FEATURES, jaxboost_booster, make_data, print_header, print_table
 
 from jaxboost import losses
-from jaxboost.derivatives import grad_hess
-from jaxboost.split import LevelSplit, find_best_splits
-from jaxboost.tree import HISTOGRAM_KERNELS, route_rows
+from jaxboost.engine.derivatives import grad_hess
+from jaxboost.engine.tree import HISTOGRAM_KERNELS, route_rows
+from jaxboost.kernels.interfaces import LevelSplit, find_best_splits
 
 MAX_BINS = 255
 

@@ -2,7 +2,7 @@
 
 Boosting sets each tree's leaves greedily, one round at a time.  Once the
 trees are grown, the raw score is a linear function of all leaf values, so
-``jaxboost.refit.refit_leaves`` can minimise the training loss over all of
+``jaxboost.refit_leaves`` can minimise the training loss over all of
 them jointly, starting from the boosted values.  On scikit-learn's generated
 Friedman #1 regression problem, this prints the training and held-out loss
 before and after the refit, for a few L2 penalties on the leaf values, the
@@ -18,7 +18,7 @@ from sklearn.datasets import make_friedman1
 from sklearn.model_selection import train_test_split
 
 import jaxboost as jb  # import before any JAX operation: exposes the CPU cores
-from jaxboost.refit import refit_leaves
+from jaxboost.frontends.refit import refit_leaves
 
 
 def mean_squared_loss(model: jb.Booster, X: np.ndarray, y: np.ndarray) -> float:

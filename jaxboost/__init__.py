@@ -1,29 +1,32 @@
 """jaxboost: gradient-boosted trees for any per-sample JAX loss.
 
 Importing jaxboost exposes the CPU cores as JAX devices (see
-:mod:`jaxboost.devices`), so import it before running any JAX operation.
+:mod:`jaxboost.runtime.devices`), so import it before running any JAX operation.
 """
 
-from ._workarounds import apply_gpu_scatter_workaround
-from .compilation_cache import enable_compilation_cache, enable_from_environment
-from .devices import configure_cpu_devices
+from .runtime.compilation_cache import enable_compilation_cache, enable_from_environment
+from .runtime.devices import configure_cpu_devices
+from .runtime.workarounds import apply_gpu_scatter_workaround
 
 apply_gpu_scatter_workaround()
 configure_cpu_devices()
 enable_from_environment()
 
-from . import distributed, losses
-from .booster import Booster
-from .io import load_model as load
-from .metrics import metric
-from .monitor import CallbackEnv
-from .refit import refit_leaves
-from .tree import Tree
+from . import losses
+from .engine.metrics import metric
+from .engine.tree import Tree
+from .frontends.booster import Booster
+from .frontends.loading import load_model as load
+from .frontends.model_file import ModelFileError
+from .frontends.monitor import CallbackEnv
+from .frontends.refit import refit_leaves
+from .runtime import distributed
 
 __all__ = [
     "Booster",
     "CallbackEnv",
     "Classifier",
+    "ModelFileError",
     "Regressor",
     "Tree",
     "distributed",
@@ -31,6 +34,7 @@ __all__ = [
     "load",
     "losses",
     "metric",
+    "plotting",
     "refit_leaves",
 ]
 __version__ = "0.1.0"
@@ -40,7 +44,11 @@ def __getattr__(name: str):
     # The scikit-learn estimators need scikit-learn (the `sklearn` extra), which
     # the engine itself never imports: they load on first use.
     if name in ("Regressor", "Classifier"):
-        from . import estimators
+        from .frontends import estimators
 
         return getattr(estimators, name)
+    if name == "plotting":  # needs matplotlib (the `plot` extra)
+        from .frontends import plotting
+
+        return plotting
     raise AttributeError(f"module 'jaxboost' has no attribute {name!r}")

@@ -42,7 +42,7 @@ _LEGACY_EMITTER_JAXLIBS = ((0, 10),)  # (major, minor)
 
 def _fast_compile_flags(flags: str) -> str:
     """``flags`` with the suite's compile-time flags added (those not set)."""
-    from jaxboost._workarounds import _installed_jaxlib_version  # JAX's backends stay off
+    from jaxboost.runtime.workarounds import _installed_jaxlib_version  # JAX's backends stay off
 
     added = [_FAST_COMPILE]
     if (_installed_jaxlib_version() or ())[:2] in _LEGACY_EMITTER_JAXLIBS:

@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.binning``: bin edges and bin indices against numpy references."""
+"""Tests of ``jaxboost.engine.binning``: bin edges and bin indices against numpy references."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import (
+from jaxboost.engine.binning import (
     TILE_ROWS,
     apply_bins,
     apply_bins_native,

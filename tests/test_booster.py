@@ -146,7 +146,7 @@ def test_missing_values_are_routed_by_a_learned_direction():
 def test_second_fit_with_the_same_shapes_reuses_the_compiled_programs(make_loss):
     # programs are cached on the loss object: a loss given by name or built
     # again by its factory must be the same object, or every fit compiles
-    from jaxboost.boost import train_chunk_program
+    from jaxboost.engine.training import train_chunk_program
 
     X, y = _regression()
     jb.Booster(loss=make_loss(), n_estimators=5, max_depth=3).fit(X, y)
@@ -160,8 +160,8 @@ def test_training_programs_are_one_per_data_shape_and_bounded_in_number():
     # XLA maps every compiled CPU program into memory, and Linux caps a
     # process's mappings: a process that fits many data shapes must free old
     # programs, so each cached program is compiled for one shape only
-    from jaxboost.boost import init_score_program, train_chunk_program
-    from jaxboost.programs import LIVE_PROGRAMS
+    from jaxboost.engine.training import init_score_program, train_chunk_program
+    from jaxboost.runtime.program_cache import LIVE_PROGRAMS
 
     def fresh_loss(y, f):  # a loss no other test has compiled programs for
         return 0.5 * (y - f) ** 2
@@ -276,12 +276,12 @@ def test_numeric_settings_out_of_range_are_rejected_before_any_work(
     setting, value, message, monkeypatch
 ):
     X, y = _regression(n_rows=20)
-    import jaxboost.booster
+    import jaxboost.frontends.booster
 
     def no_binning(*args, **kwargs):
         raise AssertionError("the settings should have been refused before binning")
 
-    monkeypatch.setattr(jaxboost.booster, "fit_bin_edges", no_binning)
+    monkeypatch.setattr(jaxboost.frontends.booster, "fit_bin_edges", no_binning)
     with pytest.raises(ValueError, match=re.escape(message)):
         jb.Booster(**{"n_estimators": 2, setting: value}).fit(X, y)
 
@@ -358,9 +358,9 @@ def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monke
     settings = {"n_estimators": 4, "max_depth": 3, **settings}
     trimmed = jb.Booster(**settings).fit(X, y)
     assert trimmed.bin_edges_.shape == (4, 31)  # 32 bins with the missing one
-    import jaxboost.booster
+    import jaxboost.frontends.booster
 
-    monkeypatch.setattr(jaxboost.booster, "trim_unused_bins", lambda edges: edges)
+    monkeypatch.setattr(jaxboost.frontends.booster, "trim_unused_bins", lambda edges: edges)
     full = jb.Booster(**settings).fit(X, y)
     assert full.bin_edges_.shape == (4, 255)
     # the same splits; sums over fewer bins may round differently in float32

@@ -9,7 +9,7 @@ import pytest
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.derivatives import grad_hess, row_gradient
+from jaxboost.engine.derivatives import grad_hess, row_gradient
 
 
 def _zero_inflated(n_rows: int, seed: int = 0):

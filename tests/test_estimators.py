@@ -17,7 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.estimators import Classifier, Regressor
+from jaxboost.frontends.estimators import Classifier, Regressor
 
 # Small instances: every new data shape compiles a boosting program.
 SMALL = {"n_estimators": 5, "max_depth": 2, "learning_rate": 0.3}
@@ -100,7 +100,7 @@ def built_boosters(monkeypatch):
             built.append(self)
             raise _Stop
 
-    monkeypatch.setattr("jaxboost.estimators.Booster", Recorder)
+    monkeypatch.setattr("jaxboost.frontends.estimators.Booster", Recorder)
     return built
 
 
@@ -177,7 +177,7 @@ def test_chosen_devices_survive_clone_cross_validation_and_pickle():
 
 
 def test_a_pickled_device_this_process_lacks_falls_back_to_the_default():
-    from jaxboost.devices import device_keys, devices_from_keys
+    from jaxboost.runtime.devices import device_keys, devices_from_keys
 
     assert devices_from_keys(device_keys(jax.devices())) == jax.devices()
     with pytest.warns(RuntimeWarning, match="no device gpu:7"):

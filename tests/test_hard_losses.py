@@ -105,17 +105,17 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
     exists, and the leaf gets the line search's minimiser instead of 0."""
     import jax.numpy as jnp
 
-    from jaxboost.boost import BoostConfig, Hyper, ShardData, _leaf_values
-    from jaxboost.derivatives import grad_hess
-    from jaxboost.leaf_sums import LEAF_KERNELS
-    from jaxboost.leaves import leaf_totals
+    from jaxboost.engine.derivatives import grad_hess
+    from jaxboost.engine.leaves import leaf_totals
+    from jaxboost.engine.training import NumericSettings, ShardData, StaticSettings, _leaf_values
+    from jaxboost.kernels.leaf_sums import LEAF_KERNELS
 
     y = jnp.full(8, 1.5)
     raw = jnp.zeros((8, 1))
     grad, hess = grad_hess(welsch, y, raw)
     assert float(hess.sum()) < 0
-    cfg = BoostConfig(loss=welsch, n_outputs=1, max_depth=1, leaf_method="newton")
-    hyper = Hyper(0.1, 0.0, 1e-3, 0.0, 1.0, 1.0, 0.0)
+    cfg = StaticSettings(loss=welsch, n_outputs=1, max_depth=1, leaf_method="newton")
+    hyper = NumericSettings(0.1, 0.0, 1e-3, 0.0, 1.0, 1.0, 0.0)
     data = ShardData(
         bins=jnp.zeros((1, 8), jnp.uint8), y=y, weight=jnp.ones(8), row_id=jnp.arange(8)
     )
@@ -199,7 +199,7 @@ def test_the_probe_tells_negative_curvature_from_a_singular_full_hessian():
     """softmax's full hessian diag(p) - p p^T is singular: float32 rounding
     of its zero eigenvalue is not negative curvature."""
     from jaxboost import losses
-    from jaxboost.derivatives import probe_hessian
+    from jaxboost.engine.derivatives import probe_hessian
 
     y = jnp.asarray(np.arange(64) % 3, jnp.float32)
     raw = jnp.asarray(np.random.default_rng(1).normal(size=(64, 3)), jnp.float32)

@@ -1,6 +1,6 @@
 """Tests of the histogram kernels against numpy loops, ``np.add.at`` and each other.
 
-Every test runs on each kernel (``jaxboost.tree.HISTOGRAM_KERNELS``): the
+Every test runs on each kernel (``jaxboost.kernels.histogram_kernels.HISTOGRAM_KERNELS``): the
 plain reference, the packed CPU kernel and the native (C++) CPU kernel, whose
 levels below the root come from their parents by subtraction."""
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import TILE_ROWS, tile_bins
-from jaxboost.split import LevelSplit
-from jaxboost.tree import HISTOGRAM_KERNELS
+from jaxboost.engine.binning import TILE_ROWS, tile_bins
+from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS
+from jaxboost.kernels.interfaces import LevelSplit
 
 
 def _bins_for(kernel, bins):
@@ -214,7 +214,7 @@ def test_native_children_route_their_rows_as_route_rows(quantised, n_rows):
     # random splits of 4 parents, missing values (the last bin) both ways: the
     # children kernel's routing equals the reference's, and it sums the rows
     # where they went
-    from jaxboost.tree import route_rows
+    from jaxboost.kernels.histogram_kernels import route_rows
 
     rng = np.random.default_rng(n_rows)
     n_features, n_bins, n_parents = 5, 17, 4
@@ -315,7 +315,7 @@ def test_native_kernel_rejects_nodes_out_of_range(nodes, n_nodes):
         )
 
 
-# -- quantised statistics (jaxboost.quantise): integer sums, scaled ----------------
+# -- quantised statistics (jaxboost.engine.quantise): integer sums, scaled ----------------
 
 
 def _random_quantised(seed, n_features, n_rows, n_nodes, n_bins, n_pairs, top=4):

@@ -7,8 +7,8 @@ from test_leaves import inverted_cdf_quantile
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 from jaxboost import losses
-from jaxboost.init_score import initial_score
-from jaxboost.leaf_sums import LEAF_KERNELS
+from jaxboost.engine.init_score import initial_score
+from jaxboost.kernels.leaf_sums import LEAF_KERNELS
 
 LEAF = LEAF_KERNELS["reference"]
 
@@ -119,7 +119,7 @@ def test_a_loss_undefined_at_zero_starts_from_the_median(rng):
 
 
 def test_rough_median_is_within_its_resolution_of_the_weighted_median(rng):
-    from jaxboost.init_score import _rough_median
+    from jaxboost.engine.init_score import _rough_median
 
     y = rng.standard_cauchy(1001).astype(np.float32)
     weight = rng.uniform(0.2, 2.0, 1001).astype(np.float32)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.binning import SMALLEST_NORMAL, apply_bins, fit_bin_edges
-from jaxboost.devices import check_devices
+from jaxboost.engine.binning import SMALLEST_NORMAL, apply_bins, fit_bin_edges
+from jaxboost.runtime.devices import check_devices
 
 SMALL = {"n_estimators": 3, "max_depth": 2}
 

@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.io``: exact round trips, clear errors on bad files, checksums
+"""Tests of ``jaxboost.frontends.model_file``: exact round trips, clear errors on bad files, checksums
 that refuse edited arrays, a fuzz of mutated files, and loading that executes nothing
 from the file."""
 
@@ -19,19 +19,18 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost import losses
-from jaxboost import Booster
-from jaxboost.io import (
+from jaxboost import Booster, losses
+from jaxboost.engine.tree import Tree
+from jaxboost.frontends.loading import load_model
+from jaxboost.frontends.model_file import (
     FOREST_FIELDS,
     FORMAT_VERSION,
     ModelFileError,
     array_checksum,
     decode_array,
     encode_array,
-    load_model,
     save_model,
 )
-from jaxboost.tree import Tree
 
 N_ROWS, N_FEATURES = 120, 4
 SMALL = {"n_estimators": 4, "max_depth": 2, "max_bins": 16, "learning_rate": 0.3}

@@ -7,9 +7,9 @@ import pytest
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 from jaxboost import losses
-from jaxboost.leaf_sums import LEAF_KERNELS
-from jaxboost.leaves import armijo_backtrack, line_search_leaf_values
-from jaxboost.native_library import native_available
+from jaxboost.engine.leaves import armijo_backtrack, line_search_leaf_values
+from jaxboost.kernels.leaf_sums import LEAF_KERNELS
+from jaxboost.kernels.native_library import native_available
 
 pytestmark = pytest.mark.skipif(
     not native_available(warn=False), reason="test_native_kernel fails where a compiler exists"

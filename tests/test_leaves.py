@@ -9,14 +9,14 @@ import pytest
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 from jaxboost import losses
-from jaxboost.derivatives import grad_hess
-from jaxboost.leaf_sums import LEAF_KERNELS
-from jaxboost.leaves import (
+from jaxboost.engine.derivatives import grad_hess
+from jaxboost.engine.leaves import (
     leaf_totals,
     line_search_leaf_values,
     newton_leaf_values,
     solve_newton,
 )
+from jaxboost.kernels.leaf_sums import LEAF_KERNELS
 
 
 def _leaf_data(seed, n_rows=400, n_leaves=5):
@@ -223,7 +223,7 @@ def test_line_search_along_a_vector_direction():
 def _count_row_sums(monkeypatch):
     """The number of rows of every sum over rows a line search runs (each sum
     is one collective when sharded)."""
-    from jaxboost import leaves
+    from jaxboost.engine import leaves
 
     calls = []
     summed, slope_summed = leaves._sum_by_leaf, leaves._slope_sums
@@ -315,7 +315,7 @@ def _pinball_problem(seed, n_rows, alpha):
 def test_a_pinball_search_that_cannot_narrow_goes_on_over_all_rows(monkeypatch):
     """More rows changing slope in the brackets than the search may gather
     (here at most 64): every sum runs over all rows, to the same quantiles."""
-    from jaxboost import leaves
+    from jaxboost.engine import leaves
 
     monkeypatch.setattr(leaves, "_NARROW_FRACTION", 10**9)
     calls = _count_row_sums(monkeypatch)
@@ -410,8 +410,8 @@ def test_leaf_totals_give_the_search_its_start_and_armijo_its_base(loss_name):
     curvature at 0, and the Armijo check each leaf's loss, from the leaf
     totals' one pass (the loss as an extra column): the same leaf values as
     when both compute them with passes of their own."""
-    from jaxboost.derivatives import sample_loss
-    from jaxboost.leaves import armijo_backtrack
+    from jaxboost.engine.derivatives import sample_loss
+    from jaxboost.engine.leaves import armijo_backtrack
 
     rng, leaf_of_row, weight = _leaf_data(11, n_rows=3000, n_leaves=8)
     y = jnp.asarray((3 * rng.standard_t(3, leaf_of_row.size)).astype(np.float32))

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from jaxboost.losses import links
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.derivatives import grad_hess as eager_grad_hess
-from jaxboost.losses import links
+from jaxboost.engine.derivatives import grad_hess as eager_grad_hess
 
 N_POINTS = 200
 RTOL, ATOL = 1e-4, 1e-5

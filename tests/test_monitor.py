@@ -7,7 +7,7 @@ from sklearn.metrics import roc_auc_score
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.metrics import auc
+from jaxboost.engine.metrics import auc
 
 
 def _data(seed=0, n_rows=400):

@@ -13,8 +13,8 @@ import pytest
 from run_script import run_script
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.native_library import SOURCES, native_available
-from jaxboost.tree import default_histogram_kernel
+from jaxboost.kernels.native_library import SOURCES, native_available
+from jaxboost.kernels.registry import kernels_for
 
 SCRIPT = Path(__file__).parent / "scripts" / "kernel_choice.py"
 
@@ -33,8 +33,8 @@ def test_the_native_kernel_is_the_cpu_default_where_a_compiler_exists():
     # quietly run the slower kernel
     assert shutil.which("g++") or shutil.which("c++"), "no C++ compiler on this machine"
     assert native_available(warn=False)
-    assert default_histogram_kernel("cpu") == "native"
-    assert default_histogram_kernel("gpu") == "reference"
+    assert kernels_for("cpu").histogram == "native"
+    assert kernels_for("gpu").histogram == "reference"
 
 
 def _failing_compiler(folder: Path) -> Path:

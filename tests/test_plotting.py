@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.plotting``: each plot returns the Axes it drew, with the
+"""Tests of ``jaxboost.frontends.plotting``: each plot returns the Axes it drew, with the
 expected bars, lines or contours, and saves to a PNG."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost import losses
-from jaxboost import Booster
-from jaxboost.inspection import feature_importances
-from jaxboost.plotting import (
+from jaxboost import Booster, losses
+from jaxboost.frontends.inspection import feature_importances
+from jaxboost.frontends.plotting import (
     plot_importance,
     plot_learning_curve,
     plot_partial_dependence,

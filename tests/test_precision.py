@@ -7,7 +7,7 @@ import pytest
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.refit import refit_leaves
+from jaxboost.frontends.refit import refit_leaves
 
 
 def _fit_and_use(loss, y, X):

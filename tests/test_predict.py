@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.predict``: a fitted forest applied by ``predict_forest`` equals a
+"""Tests of ``jaxboost.engine.predict``: a fitted forest applied by ``predict_forest`` equals a
 plain numpy walk of the same padded trees, and the training scores it implies."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost import losses
-from jaxboost import Booster
-from jaxboost.predict import predict_forest, tree_depth
-from jaxboost.tree import Tree
+from jaxboost import Booster, losses
+from jaxboost.engine.predict import predict_forest, tree_depth
+from jaxboost.engine.tree import Tree
 
 N_ROWS, N_FEATURES, DEPTH = 50, 4, 3
 
@@ -180,7 +179,7 @@ def test_softmax_training_loss_matches_predictions(three_classes):
 def test_large_inputs_are_predicted_on_every_device_as_on_one():
     import jax
 
-    from jaxboost.predict import predict_on_devices
+    from jaxboost.engine.predict import predict_on_devices
 
     if len(jax.devices()) < 2:
         pytest.skip("needs 2 devices: run with jaxboost imported before JAX starts")
@@ -199,7 +198,7 @@ def test_large_inputs_are_predicted_on_every_device_as_on_one():
 
 @pytest.mark.parametrize("n_rows", [1, 50, 64, 130])
 def test_the_native_kernel_matches_numpy_walk(regression, three_classes, n_rows):
-    from jaxboost.predict import predict_forest_native
+    from jaxboost.engine.predict import predict_forest_native
 
     X_new = _features(12, n_rows=n_rows)
     X_new[::7] = np.nan  # whole rows missing too
@@ -212,7 +211,7 @@ def test_the_native_kernel_matches_numpy_walk(regression, three_classes, n_rows)
 
 
 def test_the_native_kernel_rejects_a_split_feature_out_of_range(regression):
-    from jaxboost.predict import predict_forest_native
+    from jaxboost.engine.predict import predict_forest_native
 
     _, _, model = regression
     forest = Tree(*(jnp.asarray(field) for field in model.forest_))

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxboost.programs import argument_signature, one_program_per_shape
+from jaxboost.runtime.program_cache import argument_signature, one_program_per_shape
 
 
 def _counting_factory(maxsize):

@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jaxboost  # first: it configures the CPU devices before JAX starts
-from jaxboost import losses
-from jaxboost import Booster
+from jaxboost import Booster, losses
 
 N_ROWS, N_FEATURES = 64, 3
 # feature values on a grid of 81 points: fewer than 255 distinct values, so the

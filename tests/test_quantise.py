@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.quantise``: ranges, scale, unbiased rounding, the same
+"""Tests of ``jaxboost.engine.quantise``: ranges, scale, unbiased rounding, the same
 integers however the rows are sharded; and quantised training end to end."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from jax.sharding import PartitionSpec as P
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.devices import ROWS, make_mesh
-from jaxboost.quantise import check_quantisation, quantise_split_stats
+from jaxboost.engine.quantise import check_quantisation, quantise_split_stats
+from jaxboost.runtime.devices import ROWS, make_mesh
 
 
 def _split_columns(stats, row_id, round_index, seed, n_levels, axis_name):
@@ -45,7 +45,7 @@ def test_values_stay_within_their_levels_and_the_peak_sets_the_scale():
 
 
 def test_the_unit_is_gradient_units_and_the_scales_are_in_it():
-    from jaxboost.split import gradient_unit
+    from jaxboost.engine.split import gradient_unit
 
     rng = np.random.default_rng(2)
     grad = (3e4 * rng.normal(size=(2000, 1))).astype(np.float32)

@@ -9,9 +9,9 @@ import pytest
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.predict import leaf_of_rows
-from jaxboost.refit import leaves_of_forest, refit_leaves
-from jaxboost.tree import Tree
+from jaxboost.engine.predict import leaf_of_rows
+from jaxboost.engine.tree import Tree
+from jaxboost.frontends.refit import leaves_of_forest, refit_leaves
 
 # one step count and one SGD instance throughout, so compiled programs are reused
 STEPS = 50

@@ -11,7 +11,7 @@ from sklearn.datasets import load_diabetes
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.round_checks import first_event
+from jaxboost.engine.round_checks import first_event
 
 
 def _diabetes():

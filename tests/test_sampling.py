@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.sampling import feature_mask, row_mask
+from jaxboost.engine.sampling import feature_mask, row_mask
 
 
 def test_row_mask_keeps_about_the_fraction_and_depends_on_round_and_seed():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.shapes import (
+from jaxboost.runtime.padding import (
     CPU_IN_PLACE_ALIGNMENT,
     aligned_empty,
     bucket_size,

@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.split`` against a brute-force numpy search over every split."""
+"""Tests of ``jaxboost.engine.split`` against a brute-force numpy search over every split."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.split import find_best_splits
+from jaxboost.engine.split import find_best_splits
 
 # only the output count shapes the program; the thresholds are traced
 _find = jax.jit(find_best_splits, static_argnames=("n_outputs", "cumulative"))
@@ -246,7 +246,7 @@ def test_the_search_split_between_devices_picks_what_the_whole_search_picks():
     from jax.sharding import Mesh
     from jax.sharding import PartitionSpec as P
 
-    from jaxboost.split import first_across_shards
+    from jaxboost.engine.split import first_across_shards
 
     if len(jax.devices()) < 2:
         pytest.skip("needs 2 devices: jaxboost configures them when imported first")
@@ -282,7 +282,7 @@ def test_the_search_split_between_devices_picks_what_the_whole_search_picks():
 
 @pytest.mark.parametrize("peak", [3e-36, 1e-19, 0.7, 1.0, 5e12, 2e35])
 def test_gradient_unit_is_a_power_of_two_that_brings_the_peak_into_half_to_one(peak):
-    from jaxboost.split import gradient_unit
+    from jaxboost.engine.split import gradient_unit
 
     grad = jnp.asarray([[0.1 * peak], [-peak], [0.0]], jnp.float32)
     unit = float(gradient_unit(grad, None))
@@ -292,7 +292,7 @@ def test_gradient_unit_is_a_power_of_two_that_brings_the_peak_into_half_to_one(p
 
 
 def test_gradient_unit_of_zero_or_non_finite_gradients_is_one():
-    from jaxboost.split import gradient_unit
+    from jaxboost.engine.split import gradient_unit
 
     assert float(gradient_unit(jnp.zeros((4, 2)), None)) == 1.0
     assert float(gradient_unit(jnp.asarray([[1.0], [jnp.inf]]), None)) == 1.0

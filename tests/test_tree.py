@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.tree.grow_tree``: the grown structure routes rows as numpy does
+"""Tests of ``jaxboost.engine.tree.grow_tree``: the grown structure routes rows as numpy does
 on raw features, and every split is the brute-force best split of its node."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
-from jaxboost.leaf_sums import leaf_sums_native
-from jaxboost.route_native import native_route_leaf_sums, native_route_rows
-from jaxboost.split import LevelSplit
-from jaxboost.tree import TreeParams, grow_tree
+from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
+from jaxboost.engine.tree import TreeParams, grow_tree
+from jaxboost.kernels.interfaces import LevelSplit
+from jaxboost.kernels.leaf_sums import leaf_sums_native
+from jaxboost.kernels.route_native import native_route_leaf_sums, native_route_rows
 
 _grow = jax.jit(grow_tree, static_argnames=("params", "axis_name"))
 
@@ -265,7 +265,7 @@ def _routed_by_numpy(bins, node_of_row, split, missing_bin):
 def test_every_way_of_routing_rows_equals_numpy(monkeypatch):
     # the flat int32 index; feature rows, for large shards (n_features * n_rows
     # >= 2^31); the native kernel
-    import jaxboost.tree as tree_module
+    import jaxboost.kernels.histogram_kernels as tree_module
 
     bins, node_of_row, split = _random_split(2)
     expected = _routed_by_numpy(bins, node_of_row, split, 16)

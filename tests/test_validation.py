@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.validation import check_histogram_memory, check_not_all_constant
+from jaxboost.frontends.settings import check_histogram_memory
+from jaxboost.frontends.validation import check_not_all_constant
 
 
 @pytest.fixture
@@ -120,13 +121,13 @@ def test_a_loss_going_non_finite_mid_training_names_the_round(data):
 def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkeypatch):
     X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     y = X[:, 0].copy()
-    import jaxboost.booster
+    import jaxboost.frontends.booster
 
     # 1 GiB a device; depth 17 with 3 features and 256 bins needs 16 x 3 x 2^16
     # x 256 x 2 bytes, 1.5 GiB.  The bins a fit needs are known from the bin
     # edges (a sample of rows), before any row is binned.
-    monkeypatch.setattr(jaxboost.booster, "memory_per_device", lambda devices: 2**30)
-    monkeypatch.setattr(jaxboost.booster.Booster, "_shard_rows", _no_binning)
+    monkeypatch.setattr(jaxboost.frontends.booster, "memory_per_device", lambda devices: 2**30)
+    monkeypatch.setattr(jaxboost.frontends.booster.Booster, "_shard_rows", _no_binning)
     message = r"max_depth: 17 needs about 1\.5 GiB per device .* more than the 1\.0 GiB"
     with pytest.raises(ValueError, match=message):
         jb.Booster(n_estimators=1, max_depth=17).fit(X, y)
@@ -150,7 +151,7 @@ def test_histogram_memory_grows_with_depth_features_bins_and_outputs():
 def test_memory_per_device_of_cpu_devices_shares_the_machine():
     import jax
 
-    from jaxboost.devices import memory_per_device
+    from jaxboost.runtime.devices import memory_per_device
 
     per_device = memory_per_device(jax.devices("cpu"))
     assert per_device is not None and 2**28 < per_device
@@ -228,7 +229,7 @@ def test_a_dataframe_value_beyond_float32_is_named(data):
 
 
 def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure():
-    from jaxboost.validation import check_loss
+    from jaxboost.frontends.loss_checks import check_loss
 
     def first_target_only(y, f):  # fine for scalar targets, not for vectors
         return jnp.square(f - y)

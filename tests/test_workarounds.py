@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost._workarounds``: which jaxlibs get which workaround, and
+"""Tests of ``jaxboost.runtime.workarounds``: which jaxlibs get which workaround, and
 that the workarounds reach the compiled programs."""
 
 from __future__ import annotations
@@ -10,11 +10,18 @@ import jax.numpy as jnp
 import pytest
 
 from jaxboost import losses
-from jaxboost import _workarounds, metrics
-from jaxboost.boost import BoostConfig, Hyper, ShardData, init_score_program, train_chunk_program
-from jaxboost.booster import _VECTOR_OPTIONS_ROWS, Booster
-from jaxboost.derivatives import HessianProbe
-from jaxboost.devices import make_mesh
+from jaxboost.engine import metrics
+from jaxboost.engine.derivatives import HessianProbe
+from jaxboost.engine.training import (
+    NumericSettings,
+    ShardData,
+    StaticSettings,
+    init_score_program,
+    train_chunk_program,
+)
+from jaxboost.frontends.booster import _VECTOR_OPTIONS_ROWS, Booster
+from jaxboost.runtime import workarounds as _workarounds
+from jaxboost.runtime.devices import make_mesh
 
 
 @pytest.mark.parametrize(
@@ -87,7 +94,7 @@ def _train_program_text(vector_row_options: bool, n_rows: int) -> str:
     (shapes only, nothing runs)."""
     struct = jax.ShapeDtypeStruct
     n_features, n_bins = 2, 16
-    cfg = BoostConfig(
+    cfg = StaticSettings(
         loss=losses.softmax_cross_entropy,
         n_outputs=3,
         max_depth=2,
@@ -101,7 +108,7 @@ def _train_program_text(vector_row_options: bool, n_rows: int) -> str:
         row_id=struct((n_rows,), jnp.uint32),
     )
     scalar = struct((), jnp.int32)
-    hyper = Hyper(*(struct((), jnp.float32) for _ in Hyper._fields))
+    hyper = NumericSettings(*(struct((), jnp.float32) for _ in NumericSettings._fields))
     program = train_chunk_program.__wrapped__(cfg, make_mesh(jax.devices()[:1]))
     edges = struct((n_features, n_bins - 1), jnp.float32)
     raw = struct((n_rows, 3), jnp.float32)

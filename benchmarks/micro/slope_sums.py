@@ -21,9 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
-from jaxboost import losses
-from jaxboost import leaves
-from jaxboost.leaf_sums import LEAF_KERNELS, leaf_sums_native
+from jaxboost import leaves, losses
+from jaxboost.kernels.leaf_sums import LEAF_KERNELS, leaf_sums_native
 
 N_LEAVES = 32
 

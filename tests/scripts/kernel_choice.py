@@ -10,7 +10,7 @@ import numpy as np
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.tree import default_histogram_kernel
+from jaxboost.kernels.registry import kernels_for
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(600, 5)).astype(np.float32)
@@ -27,7 +27,7 @@ with warnings.catch_warnings(record=True) as caught:
     quantised = jb.Booster(
         loss="binary_logloss", n_estimators=10, max_depth=4, use_quantized_grad=True
     ).fit(X, y)
-    kernel = default_histogram_kernel("cpu")
+    kernel = kernels_for("cpu").histogram
 print(
     json.dumps(
         {

@@ -1,0 +1,272 @@
+"""Quantise float features into uint8 bins, once per fit.
+
+Every feature gets at most ``max_bins`` value bins plus one bin for missing
+values (NaN), whose index is ``max_bins``.  Value bin ``b`` holds the values
+``x`` with ``edges[b-1] < x <= edges[b]``; so "bin <= t goes left" is the same
+test as "x <= edges[t] goes left" on raw values, which is how trees are applied
+to raw features.  The last value bin's upper edge is ``+inf``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..kernels.native_library import load
+
+DEFAULT_SAMPLE_SIZE = 200_000
+# float32's smallest normal magnitude (about 1.2e-38): XLA on CPU reads a
+# smaller (subnormal) number as 0 inside its programs, where the rows are
+# binned and the trees applied
+SMALLEST_NORMAL = np.finfo(np.float32).tiny
+# rows per tile of the native kernels' bins (kBinTileRows in native/bin_tiles.h)
+TILE_ROWS = 32768
+
+
+def _upper_edges_exact(sorted_sample: np.ndarray, n_edges: int) -> np.ndarray:
+    """Midpoints between consecutive distinct values, per column.
+
+    Args:
+      sorted_sample: ``(n_rows, n_features)`` float32, sorted per column, NaN last.
+    Returns:
+      ``(n_edges, n_features)`` float32, ascending, padded with ``+inf``.
+    """
+    low, high = sorted_sample[:-1], sorted_sample[1:]
+    mid = low + (high - low) / np.float32(2)
+    # In float32 the midpoint of two neighbouring values can round up to the
+    # upper one, which would merge the two bins: keep the lower value instead.
+    mid = np.where(mid < high, mid, low)
+    mid = _off_negative_zero(mid, low <= -SMALLEST_NORMAL)
+    starts_new_value = (high != low) & ~np.isnan(high)
+    candidates = np.where(starts_new_value, mid, np.inf).astype(np.float32)
+    candidates = np.sort(candidates, axis=0)
+    return _pad_rows(candidates, n_edges)
+
+
+def _upper_edges_quantile(sorted_sample: np.ndarray, n_edges: int) -> np.ndarray:
+    """Quantiles of each column as bin edges, duplicates removed.
+
+    ``np.nanquantile``'s linear interpolation in float64, read off the sorted
+    columns directly (``nanquantile`` sorts every column again).
+
+    Args:
+      sorted_sample: ``(n_rows, n_features)`` float32, sorted per column, NaN last.
+    Returns:
+      ``(n_edges, n_features)`` float32, ascending, padded with ``+inf``.
+    """
+    levels = np.linspace(0.0, 1.0, n_edges + 2)[1:-1, None]  # (n_edges, 1)
+    n_present = (~np.isnan(sorted_sample)).sum(axis=0)  # (n_features,)
+    last = np.maximum(n_present - 1, 0)
+    position = last * levels  # (n_edges, n_features), as numpy's (n - 1) * q
+    below = np.floor(position)
+    fraction = position - below
+    below = np.minimum(below.astype(np.intp), last)
+    above = np.minimum(below + 1, last)
+    low = np.take_along_axis(sorted_sample, below, axis=0).astype(np.float64)
+    high = np.take_along_axis(sorted_sample, above, axis=0).astype(np.float64)
+    step = high - low
+    quantiles = np.where(fraction >= 0.5, high - step * (1 - fraction), low + step * fraction)
+    quantiles = np.where(n_present > 0, quantiles, np.nan).astype(np.float32)
+    quantiles = _off_negative_zero(quantiles, True)
+    repeated = np.zeros_like(quantiles, dtype=bool)
+    repeated[1:] = quantiles[1:] == quantiles[:-1]
+    quantiles = np.where(repeated | np.isnan(quantiles), np.inf, quantiles)
+    return np.sort(quantiles, axis=0)
+
+
+def _off_negative_zero(edges: np.ndarray, allowed: np.ndarray | bool) -> np.ndarray:
+    """``edges`` with those in ``(-SMALLEST_NORMAL, 0)`` moved to
+    ``-SMALLEST_NORMAL`` where ``allowed`` (no value lies between: the lower
+    neighbour is a normal number).  XLA on CPU reads such an edge as -0, so
+    zeros would share the negative values' bin (``-1.2e-38`` and ``0`` could
+    not be split); a subnormal edge in ``[0, SMALLEST_NORMAL)`` reads as 0 and
+    splits normal values as it does."""
+    subnormal_negative = (edges < 0) & (edges > -SMALLEST_NORMAL) & allowed
+    return np.where(subnormal_negative, -SMALLEST_NORMAL, edges).astype(np.float32)
+
+
+def _pad_rows(values: np.ndarray, n_rows: int) -> np.ndarray:
+    if values.shape[0] >= n_rows:
+        return values[:n_rows]
+    padding = np.full((n_rows - values.shape[0], values.shape[1]), np.inf, np.float32)
+    return np.concatenate([values, padding], axis=0)
+
+
+def _row_hashes(first_row: int, n_rows: int, seed: int) -> np.ndarray:
+    """``(n_rows,)`` uint64 hashes (splitmix64) of global row numbers
+    ``first_row ..``, fixed by ``seed``."""
+    x = np.arange(first_row, first_row + n_rows, dtype=np.uint64)
+    x = x + np.uint64(0x9E3779B97F4A7C15 * (int(seed) + 1) % 2**64)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def one_process(array: np.ndarray) -> np.ndarray:
+    """The ``gather`` of a single process: its own array."""
+    return array
+
+
+def edge_sample(
+    X: np.ndarray,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    seed: int = 0,
+    first_row: int = 0,
+    gather: Callable[[np.ndarray], np.ndarray] = one_process,
+) -> np.ndarray:
+    """The rows the bin edges are computed from: at most ``sample_size`` of them.
+
+    The rows with the ``sample_size`` smallest hashes of their global row
+    number, in row order.  The sample depends on the rows and their global
+    numbers only, not on how they are split between processes, and no process
+    holds more than the sample.
+
+    Args:
+      X: ``(n_rows, n_features)`` this process's rows, global numbers
+        ``first_row ..``.
+      gather: concatenates an array from every process in process order (the
+        identity with one process).
+    Returns:
+      ``(min(sample_size, all rows), n_features)``, the same on every process.
+    """
+    hashes = _row_hashes(first_row, X.shape[0], seed)
+    smallest = hashes
+    if hashes.size > sample_size:
+        smallest = np.partition(hashes, sample_size - 1)[:sample_size]
+    smallest = gather(smallest)
+    if smallest.size < sample_size:  # fewer rows than the sample in all
+        return gather(X)
+    threshold = np.partition(smallest, sample_size - 1)[sample_size - 1]
+    # (taken by row numbers: a boolean index is several times slower)
+    return gather(X.take(np.flatnonzero(hashes <= threshold), axis=0))
+
+
+def fit_bin_edges(
+    X: np.ndarray,
+    max_bins: int = 255,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    seed: int = 0,
+    first_row: int = 0,
+    gather: Callable[[np.ndarray], np.ndarray] = one_process,
+) -> np.ndarray:
+    """Upper edges of the value bins of every feature.
+
+    A feature with at most ``max_bins`` distinct values gets one bin per value
+    (edges at midpoints); otherwise edges are quantiles.  Both are computed on
+    :func:`edge_sample`'s rows (all rows up to ``sample_size``), so with
+    several processes (``first_row``, ``gather``: see there) every process
+    gets the edges one process holding all rows would.
+
+    Args:
+      X: ``(n_rows, n_features)`` float32, NaN for missing.
+    Returns:
+      ``edges``: ``(n_features, max_bins)`` float32; ``edges[f, b]`` is the upper
+      edge of value bin ``b``; unused bins and the last bin have ``+inf``.
+    """
+    if not 2 <= max_bins <= 255:
+        raise ValueError(f"max_bins: expected an integer in [2, 255], got {max_bins}")
+    X = edge_sample(X, sample_size, seed, first_row, gather)
+    # each column sorted as a contiguous row of the transposed sample (numpy
+    # sorts those ~1.7x faster than strided columns); NaN sorts last
+    sorted_rows = np.sort(np.ascontiguousarray(X.T), axis=1)  # (n_features, n_rows)
+    sorted_sample = sorted_rows.T
+    # distinct values counted along the contiguous rows (2.2x faster)
+    is_new_value = np.ones(sorted_rows.shape, dtype=bool)
+    np.not_equal(sorted_rows[:, 1:], sorted_rows[:, :-1], out=is_new_value[:, 1:])
+    is_new_value &= ~np.isnan(sorted_rows)
+    n_distinct = np.count_nonzero(is_new_value, axis=1)
+    n_edges = max_bins - 1
+    few_values = n_distinct <= max_bins  # (n_features,): one bin per value
+    edges = _upper_edges_quantile(sorted_sample, n_edges)
+    if few_values.any():
+        edges[:, few_values] = _upper_edges_exact(sorted_sample[:, few_values], n_edges)
+    last = np.full((1, X.shape[1]), np.inf, np.float32)
+    return np.ascontiguousarray(np.concatenate([edges, last], axis=0).T)
+
+
+def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
+    """``edges`` without the value bins no feature uses, so that the
+    histograms of data with few distinct values (integers, flags) are small.
+
+    Keeps the first ``k`` value bins, with ``k + 1`` (the missing bin
+    included) the smallest power of two that holds every feature's used bins,
+    at most ``edges.shape[1] + 1``: fits whose data differ a little share
+    the compiled programs.  The bins cut off are empty for every feature,
+    so a tree grown on the trimmed edges is the one grown on the full ones
+    (the same splits, as every empty bin's split equals the last used bin's
+    and comes after it); only the missing bin's index moves, to ``k``.
+
+    Args:
+      edges: ``(n_features, max_bins)`` float32 from :func:`fit_bin_edges`.
+    Returns:
+      ``(n_features, k)`` float32 with ``2 <= k <= max_bins``: the same bin
+      of every value, and ``+inf`` as the last edge.
+    """
+    max_bins = edges.shape[1]
+    used = int(np.isfinite(edges).sum(axis=1).max(initial=0)) + 1  # value bins
+    n_bins = 1 << max(used, 2).bit_length()  # a power of two > used
+    k = min(n_bins - 1, max_bins)
+    last = np.full((edges.shape[0], 1), np.inf, np.float32)
+    return np.ascontiguousarray(np.concatenate([edges[:, : k - 1], last], axis=1))
+
+
+@jax.jit
+def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
+    """Bin index of every value, feature-major.
+
+    One feature at a time (``lax.map``), so the search's intermediates are
+    a column's, not the whole matrix's (``vmap`` held several
+    ``(n_features, n_rows)`` int32 arrays at once: 5x the float matrix).
+
+    Args:
+      X: ``(n_rows, n_features)`` float32, NaN for missing.
+      edges: ``(n_features, max_bins)`` float32 from :func:`fit_bin_edges`.
+    Returns:
+      ``(n_features, n_rows)`` uint8; missing values get bin ``max_bins``.
+    """
+    max_bins = edges.shape[1]
+
+    def bin_feature(feature):
+        column = X[:, feature]
+        value_bin = jnp.searchsorted(edges[feature, :-1], column, side="left")
+        return jnp.where(jnp.isnan(column), max_bins, value_bin).astype(jnp.uint8)
+
+    return lax.map(bin_feature, jnp.arange(X.shape[1]))
+
+
+@jax.jit
+def tile_bins(bins: jax.Array) -> jax.Array:
+    """``(n_features, n_rows)`` bins stored as the native kernels read them:
+    by tiles of :data:`TILE_ROWS` rows, each tile feature after feature.
+
+    Tile ``t`` holds rows ``[t T, t T + pitch)`` of every feature (``pitch``
+    is ``T``, or the rows left in the last tile), so the bin of ``(f, r)`` is
+    at flat position ``(r // T) * n_features * T + f * pitch + r % T``; with
+    at most ``T`` rows nothing moves.  Column-major, the four features a
+    histogram pass reads at once lie ``n_rows`` bytes apart, and at some row
+    counts those reads conflict in the memory system (``native/bin_tiles.h``,
+    ``benchmarks/README.md``); within a tile they are ``T`` bytes apart.
+
+    Returns:
+      ``(n_features, n_rows)`` uint8: the same shape, the bytes reordered.
+    """
+    n_features, n_rows = bins.shape
+    n_full = n_rows // TILE_ROWS
+    full = n_full * TILE_ROWS
+    tiles = bins[:, :full].reshape(n_features, n_full, TILE_ROWS).transpose(1, 0, 2)
+    rest = bins[:, full:]
+    return jnp.concatenate([tiles.reshape(-1), rest.reshape(-1)]).reshape(n_features, n_rows)
+
+
+@jax.jit
+def apply_bins_native(X: jax.Array, edges: jax.Array) -> jax.Array:
+    """:func:`apply_bins` by the native CPU kernel (``native/binning.cc``, a
+    branchless binary search per value), stored as the native kernels read
+    it: ``tile_bins(apply_bins(X, edges))``."""
+    load()
+    result = jax.ShapeDtypeStruct((X.shape[1], X.shape[0]), jnp.uint8)
+    return jax.ffi.ffi_call("jaxboost_apply_bins", result, vmap_method="sequential")(X, edges)

@@ -1,0 +1,103 @@
+"""What the host checks after every chunk of rounds, and what it does then.
+
+A chunk reports, per round, the training loss after the round and the number
+of rows whose gradient or hessian was not finite at its start
+(:func:`jaxboost.engine.training._train_chunk`).  The first round where something went
+wrong is an :class:`Event`; the fit keeps the rounds before it and either
+runs that round again with a remedy (the loss evaluated in float64, Armijo's
+safeguard switched on) or stops with an error naming the round.  A model is
+never built from a round whose derivatives were NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+# a round "raises" the training loss when it grows by more than this fraction
+# of its size: float32 sums of the loss over rows round at about 1e-6, and a
+# subsampled round may raise the full loss by a little
+_RISE_TOLERANCE = 1e-3
+
+
+class Event(NamedTuple):
+    """The first round of a chunk that went wrong."""
+
+    index: int  # the round's position in its chunk (rounds before it are kept)
+    kind: str  # "not_finite_derivatives", "not_finite_loss" or "loss_rose"
+    n_rows: int  # rows with non-finite derivatives ("not_finite_derivatives")
+    before: float  # the training loss before the round
+    after: float  # the training loss after it
+
+
+def first_event(
+    chunk_loss: np.ndarray, n_not_finite: np.ndarray, loss_before: float, watch_rises: bool
+) -> Event | None:
+    """The first round of a chunk with non-finite derivatives, a non-finite
+    loss or (``watch_rises``) a loss that rose; None if every round is fine.
+
+    Args:
+      chunk_loss: ``(n_rounds,)`` training loss after each round.
+      n_not_finite: ``(n_rounds,)`` rows whose derivatives were not finite at
+        the start of each round.
+      loss_before: the training loss before the chunk's first round.
+    """
+    before = float(loss_before)
+    for index, (after, n_rows) in enumerate(zip(chunk_loss.tolist(), n_not_finite.tolist())):
+        if n_rows > 0:
+            return Event(index, "not_finite_derivatives", int(n_rows), before, after)
+        if not math.isfinite(after):
+            return Event(index, "not_finite_loss", 0, before, after)
+        if watch_rises and after > before + _RISE_TOLERANCE * abs(before):
+            return Event(index, "loss_rose", 0, before, after)
+        before = after
+    return None
+
+
+def float64_message(what: str, where: str) -> str:
+    """The line saying a fit evaluates its loss in float64 from ``where`` on
+    (``"at round 3"``), where ``what`` (``"the training loss is"``) was not
+    finite in float32."""
+    return (
+        f"loss: {what} not finite in float32 {where} but finite in float64: from there on"
+        " the loss's value and derivatives are evaluated in float64 (trees, "
+        "histograms and predictions stay float32); loss_dtype='float64' does so from the "
+        "start, loss_dtype='float32' never"
+    )
+
+
+def not_finite_error(event: Event, first_round: int) -> FloatingPointError:
+    """The error for a round whose derivatives or loss were not finite in
+    every precision tried (``first_round``: the chunk's first round, 0-based)."""
+    number = first_round + event.index + 1
+    where = "the initial score" if number == 1 else f"the scores after round {number - 1}"
+    if event.kind == "not_finite_derivatives":
+        return FloatingPointError(
+            f"loss: its gradient or hessian is NaN or infinite on {event.n_rows} rows at round "
+            f"{number} (at {where}), although the loss is {event.before:.6g} there. The classic "
+            "cause is jnp.where(cond, g(f), c) with g not finite where cond is False (sqrt or "
+            "log of a score <= 0, a division by 0): JAX differentiates both branches, so make "
+            "g's argument safe as well, e.g. jnp.sqrt(jnp.where(f > 0, f, 1.0)). Otherwise the "
+            "loss overflows at these scores: write it in a stable form, lower learning_rate or "
+            "raise reg_lambda"
+        )
+    return FloatingPointError(
+        f"training loss became {event.after} at round {number}: the loss or its derivatives "
+        "overflowed; lower learning_rate, raise reg_lambda, or write the loss in a "
+        "numerically stable form"
+    )
+
+
+def loss_rose_message(event: Event, first_round: int, switched_on: bool) -> str:
+    """The line saying a round raised the training loss, and what the fit does."""
+    number = first_round + event.index + 1
+    rose = f"training loss rose at round {number} ({event.before:.6g} -> {event.after:.6g})"
+    if switched_on:
+        return (
+            f"{rose}: Newton steps overshoot on this loss, so Armijo's safeguard (each leaf's "
+            "value shrunk until it lowers its rows' loss) is on from that round; armijo=True "
+            "has it from the start, armijo=False keeps it off"
+        )
+    return f"{rose}; armijo=False keeps Armijo's safeguard off (armijo=None would switch it on)"

@@ -1,0 +1,527 @@
+"""The boosting program: rounds of (gradients, tree, leaf values, update).
+
+Everything here runs inside ``jit`` on one shard of rows under ``shard_map``
+over the 1-D ``"rows"`` mesh; sums over rows are combined with ``psum``.
+``check_vma=False``: with it on (JAX 0.10), ``jax.grad`` inside the shard with
+respect to a replicated value (the initial score broadcast to the rows) sums
+the cotangent over shards, which would add other shards' gradients to each
+row's; every cross-shard sum here is an explicit ``psum``.  A
+chunk of rounds is one program (``lax.scan``), so the host dispatches one
+collective program per chunk and blocks between chunks.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from ..kernels.leaf_sums import LEAF_KERNELS
+from ..runtime.devices import ROWS, collective_axis
+from ..runtime.program_cache import one_program_per_shape
+from ..runtime.workarounds import vector_output_compiler_options
+from .binning import apply_bins, apply_bins_native
+from .derivatives import Loss, grad_hess, sample_loss
+from .init_score import initial_score
+from .leaves import (
+    LeafTotals,
+    across_shards,
+    armijo_backtrack,
+    leaf_columns,
+    line_search_leaf_values,
+    solve_newton,
+    totals_from_sums,
+)
+from .quantise import quantise_split_stats
+from .sampling import feature_mask, row_mask
+from .split import gradient_unit
+from .tree import Tree, TreeParams, grow_tree
+
+LEAF_METHODS = ("newton", "line_search")
+SPLIT_CRITERIA = ("second_order", "first_order")
+HESSIANS = ("diag", "full")
+HESSIAN_MODES = ("raw", "clip", "abs")
+MULTI_STRATEGIES = ("multi_output_tree", "one_output_per_tree")
+
+
+@dataclass(frozen=True)
+class StaticSettings:
+    """Static settings of a training program (hashable: programs are cached on it)."""
+
+    loss: Loss
+    n_outputs: int
+    max_depth: int
+    leaf_method: str = "newton"
+    split_criterion: str = "second_order"
+    hessian: str = "diag"
+    multi_strategy: str = "multi_output_tree"
+    rounds_per_chunk: int = 100
+    hessian_mode: str = "raw"
+    armijo: bool = False
+    # a name in jaxboost.kernels.histogram_kernels.HISTOGRAM_KERNELS: "native" or "packed" on CPU,
+    # "reference" elsewhere (see jaxboost.kernels.registry)
+    histogram_kernel: str = "reference"
+    # a name in jaxboost.kernels.leaf_sums.LEAF_KERNELS, for the line search: "native"
+    # on CPU when the native kernels build, "reference" elsewhere
+    leaf_kernels: str = "reference"
+    # 0: split statistics in float32; else the integer levels they are
+    # quantised to each round (jaxboost.engine.quantise, LightGBM's
+    # num_grad_quant_bins)
+    grad_quant_bins: int = 0
+    # the loss has no curvature on most rows (pinball): its line searches
+    # narrow to the rows whose slope still changes (jaxboost.engine.leaves)
+    narrow_line_search: bool = False
+    # rows are drawn each round (subsample < 1); the fraction itself is
+    # NumericSettings.subsample.  False skips the draw (a hash of every row
+    # of every round)
+    subsampled: bool = True
+    # compile with jaxboost.runtime.workarounds.vector_output_compiler_options: vector
+    # outputs on enough rows per device that the rows' sums over the outputs
+    # outweigh the split search's (which those options slow down)
+    vector_row_options: bool = False
+
+    @property
+    def trees_per_round(self) -> int:
+        return self.n_outputs if self.multi_strategy == "one_output_per_tree" else 1
+
+
+class NumericSettings(NamedTuple):
+    """Numeric settings, passed to the programs as traced float32 scalars so
+    that changing them (a grid search) reuses the compiled programs."""
+
+    learning_rate: float
+    reg_lambda: float
+    min_child_weight: float
+    min_split_gain: float
+    subsample: float
+    colsample_bytree: float
+    hessian_floor: float
+
+
+class ShardData(NamedTuple):
+    """The training rows of one shard (the full arrays are sharded on rows)."""
+
+    bins: jax.Array  # (n_features, n_rows) uint8
+    y: jax.Array  # (n_rows,) or (n_rows, n_targets)
+    weight: jax.Array  # (n_rows,) float32, 0 on padding rows
+    row_id: jax.Array  # (n_rows,) uint32 global row numbers (they fix the subsamples)
+
+
+def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
+    """Per-row hessians made usable for non-convex losses.
+
+    ``"raw"`` keeps them; ``"clip"`` raises them to at least ``floor``;
+    ``"abs"`` takes ``max(|h|, floor)``.  A full ``(n_rows, K, K)`` hessian has
+    its diagonal treated.
+    """
+    if mode == "raw":
+        return hess
+
+    def treat(diagonal):
+        if mode == "abs":
+            diagonal = jnp.abs(diagonal)
+        return jnp.maximum(diagonal, floor)
+
+    if hess.ndim == 2:
+        return treat(hess)
+    diagonal = jnp.diagonal(hess, axis1=1, axis2=2)
+    eye = jnp.eye(hess.shape[-1], dtype=bool)
+    return jnp.where(eye, treat(diagonal)[:, :, None] * eye, hess)
+
+
+def _second_split_stat(cfg: StaticSettings, hess_diag, weight) -> jax.Array:
+    """``(n_rows, K)``: the statistic the split search pairs with the
+    gradients, the hessians or (Friedman's first-order criterion) the weights.
+
+    No weight column besides: gradients and hessians are weighted, so a child
+    of zero weight has ``G = H = 0`` and its split gains exactly 0, which never
+    splits; summing the weight too would only slow the histograms.
+    """
+    if cfg.split_criterion == "first_order":
+        return jnp.broadcast_to(weight[:, None], hess_diag.shape)
+    return hess_diag
+
+
+def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
+    """Split gains ``(n_nodes,)`` of gradients times ``unit`` (see
+    :func:`jaxboost.engine.split.gradient_unit`) in the gradients' own units, clipped
+    to float32's positive range where a node splits: a gain > 0 is what marks
+    a split (:mod:`jaxboost.frontends.inspection`), even one that underflows unscaled."""
+    finfo = jnp.finfo(jnp.float32)
+    return jnp.where(gain > 0, jnp.clip(gain / unit / unit, finfo.tiny, finfo.max), 0.0)
+
+
+def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name):
+    """``(2^D, K)`` leaf values (learning rate not applied), from the leaves'
+    ``totals`` (:class:`jaxboost.engine.leaves.LeafTotals` of the masked outputs).
+
+    ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
+    output) or is all ones.
+    """
+    newton = solve_newton(totals.grad, totals.hess, hyper.reg_lambda)
+    grad_sum = totals.grad
+    if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
+        direction = jnp.broadcast_to(output_mask, newton.shape)
+    else:
+        # search along the Newton direction, or the negative gradient where the
+        # hessian carries no information
+        has_newton = jnp.any(newton != 0, axis=1, keepdims=True)
+        grad_norm = jnp.linalg.norm(grad_sum, axis=1, keepdims=True)
+        direction = jnp.where(has_newton, newton, -grad_sum / jnp.maximum(grad_norm, 1e-30))
+
+    def line_search() -> jax.Array:
+        return line_search_leaf_values(
+            cfg.loss,
+            data.y,
+            raw,
+            data.weight,
+            leaf_of_row,
+            direction,
+            axis_name,
+            LEAF_KERNELS[cfg.leaf_kernels],
+            leaf_weight=totals.weight,
+            score_sum=totals.score,
+            narrow=cfg.narrow_line_search,
+            start=_derivatives_along(totals, direction),
+            reg_lambda=_line_search_penalty(cfg, hyper),
+        )
+
+    if cfg.leaf_method == "line_search":
+        return line_search()
+    # Newton leaves: a leaf whose regularised hessian is not positive has no
+    # Newton step; it falls back to a line search instead of staying at 0 (the
+    # search runs only in rounds where such a leaf exists).
+    stuck = jnp.all(newton == 0, axis=1) & jnp.any(grad_sum != 0, axis=1)
+    return lax.cond(
+        jnp.any(stuck),
+        lambda: jnp.where(stuck[:, None], line_search(), newton),
+        lambda: newton,
+    )
+
+
+def _line_search_penalty(cfg: StaticSettings, hyper: NumericSettings) -> jax.Array | float:
+    """The L2 penalty line-search leaves add to their leaf's loss.
+
+    ``reg_lambda`` for a loss with curvature, as its Newton leaves have it: the
+    search then finds what Newton steps on the penalised loss converge to, and
+    a leaf whose loss falls without bound (log loss, exponential or Poisson on
+    a leaf of one class or of zeros) gets a finite value.  0 for a loss
+    without curvature (absolute, pinball): its leaves are the exact weighted
+    median or quantile, as XGBoost's and LightGBM's are.
+    """
+    return 0.0 if cfg.narrow_line_search else hyper.reg_lambda
+
+
+def _derivatives_along(totals: LeafTotals, direction: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Every leaf's first and second derivative along its ``direction``
+    ``(n_leaves, K)`` from its gradient and hessian sums: two ``(n_leaves,)``
+    (a diagonal hessian counts as the full one)."""
+    slope = jnp.sum(totals.grad * direction, axis=1)
+    if totals.hess.ndim == 3:
+        return slope, jnp.einsum("lk,lkj,lj->l", direction, totals.hess, direction)
+    return slope, jnp.sum(totals.hess * jnp.square(direction), axis=1)
+
+
+def _diagonal_hessian(hess_diag: jax.Array, full: bool) -> jax.Array:
+    """``(n_leaves, K)`` diagonal hessian sums, as ``(n_leaves, K, K)`` (0 off
+    the diagonal) where the hessian is ``full``."""
+    if not full:
+        return hess_diag
+    return hess_diag[:, :, None] * jnp.eye(hess_diag.shape[1], dtype=hess_diag.dtype)
+
+
+def _grow_one(
+    cfg, hyper, data, raw, grad, hess, output_mask, edges, features, round_index, seed, axis_name
+):
+    """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
+    hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
+    one_output = cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1
+    if one_output:
+        index = jnp.argmax(output_mask)
+        grad_split = lax.dynamic_slice_in_dim(grad, index, 1, axis=1)
+        hess_split = lax.dynamic_slice_in_dim(hess_diag, index, 1, axis=1)
+    else:
+        grad_split, hess_split = grad, hess_diag
+    # the split search on gradients in a unit where their squared sums stay
+    # within float32 (exact: a power of two), paired with [hess or weight]
+    second = _second_split_stat(cfg, hess_split, data.weight)
+    scale = None
+    if cfg.grad_quant_bins:
+        unit, stats, scale = quantise_split_stats(
+            grad_split, second, data.row_id, round_index, seed, cfg.grad_quant_bins, axis_name
+        )
+    else:
+        unit = gradient_unit(grad_split, axis_name)
+        stats = jnp.concatenate([grad_split * unit, second], axis=1)
+    params = TreeParams(
+        cfg.max_depth,
+        hyper.reg_lambda,
+        hyper.min_child_weight,
+        hyper.min_split_gain * unit * unit,
+        cfg.histogram_kernel,
+    )
+    # the sums of the outputs this tree fits: summed by the last routing pass
+    # (the native kernel's: no pass of their own), then one psum
+    per_row = leaf_columns(
+        grad_split if one_output else grad,
+        hess_split if one_output else hess,
+        data.weight,
+        # (the Armijo check's losses at the start)
+        row_loss=sample_loss(cfg.loss, data.y, raw) if cfg.armijo else None,
+        # (the line search's resolution: the scores' magnitude)
+        raw=raw if cfg.leaf_method == "line_search" else None,
+    )
+    structure, leaf_of_row, sums = grow_tree(
+        data.bins,
+        stats,
+        edges,
+        params,
+        axis_name,
+        features,
+        stats_scale=scale,
+        leaf_columns=per_row.columns,
+        leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
+    )
+    structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
+    totals = totals_from_sums(across_shards(sums, axis_name), per_row)
+    if one_output:  # the tree's output's sums in its column, 0 in the others
+        totals = totals._replace(
+            grad=totals.grad * output_mask,
+            hess=_diagonal_hessian(totals.hess * output_mask, full=hess.ndim == 3),
+        )
+    values = hyper.learning_rate * _leaf_values(
+        cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name
+    )
+    if cfg.armijo:
+        values = armijo_backtrack(
+            cfg.loss,
+            data.y,
+            raw,
+            data.weight,
+            leaf_of_row,
+            values,
+            totals.grad,
+            axis_name,
+            LEAF_KERNELS[cfg.leaf_kernels],
+            base=totals.loss,
+        )
+    return Tree(*structure, leaf_value=values, leaf_weight=totals.weight), values[leaf_of_row]
+
+
+def boost_round(
+    cfg: StaticSettings,
+    hyper: NumericSettings,
+    data: ShardData,
+    edges: jax.Array,
+    raw: jax.Array,
+    round_index: jax.Array,
+    seed: jax.Array,
+    axis_name,
+):
+    """One boosting round on one shard.
+
+    Args:
+      edges: ``(n_features, max_bins)`` bin edges (replicated).
+      raw: ``(n_rows, K)`` current raw scores of the shard.
+      round_index, seed: int32 scalars that fix this round's subsamples.
+    Returns:
+      ``(trees, raw, n_not_finite)``: the round's trees, stacked
+      ``(trees_per_round, ...)``, the updated ``(n_rows, K)`` raw scores (of
+      every row, in bag or not), and the number of rows (of all shards, of
+      positive weight) whose gradient or hessian is NaN or infinite.
+    """
+    grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
+    n_not_finite = _count_not_finite(grad, hess, data.weight, axis_name)
+    if cfg.subsampled:
+        in_bag = row_mask(data.row_id, round_index, seed, hyper.subsample)
+        data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
+    features = feature_mask(data.bins.shape[0], round_index, seed, hyper.colsample_bytree)
+    hess = stabilise_hessian(hess, cfg.hessian_mode, hyper.hessian_floor)
+    grad = grad * data.weight[:, None]
+    hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
+    grow = functools.partial(
+        _grow_one,
+        cfg,
+        hyper,
+        data,
+        raw,
+        grad,
+        hess,
+        edges=edges,
+        features=features,
+        round_index=round_index,
+        seed=seed,
+        axis_name=axis_name,
+    )
+    if cfg.trees_per_round == 1:
+        tree, update = grow(jnp.ones(cfg.n_outputs, jnp.float32))
+        return jax.tree.map(lambda leaf: leaf[None], tree), raw + update, n_not_finite
+
+    def grow_output(output: jax.Array):
+        """Tree ``output`` and its update of that output alone, ``(n_rows,)``
+        (it leaves the other outputs at 0)."""
+        tree, update = grow(jax.nn.one_hot(output, cfg.n_outputs, dtype=jnp.float32))
+        return tree, lax.dynamic_index_in_dim(update, output, axis=1, keepdims=False)
+
+    # (summing the (K, n_rows, K) updates instead took XLA on CPU 10x longer)
+    trees, updates = lax.map(grow_output, jnp.arange(cfg.n_outputs))
+    return trees, raw + updates.T, n_not_finite
+
+
+def _count_not_finite(grad: jax.Array, hess: jax.Array, weight: jax.Array, axis_name) -> jax.Array:
+    """The rows of positive ``weight`` (before any subsample), over all
+    shards, whose ``grad (n, K)`` or ``hess (n, K[, K])`` is NaN or infinite
+    (an int32 scalar)."""
+    finite = jnp.all(jnp.isfinite(grad), axis=1)
+    finite &= jnp.all(jnp.isfinite(hess.reshape(hess.shape[0], -1)), axis=1)
+    count = jnp.sum((~finite & (weight > 0)).astype(jnp.int32))
+    return lax.psum(count, axis_name) if axis_name is not None else count
+
+
+def mean_loss(loss: Loss, y: jax.Array, weight: jax.Array, raw: jax.Array, axis_name) -> jax.Array:
+    """Weighted mean training loss over all shards (a scalar); ``y``,
+    ``weight`` and ``raw`` are a shard's rows."""
+    sums = jnp.stack([jnp.sum(weight * sample_loss(loss, y, raw)), jnp.sum(weight)])
+    if axis_name is not None:
+        sums = lax.psum(sums, axis_name)
+    return sums[0] / sums[1]
+
+
+def _mean_loss_at(loss: Loss, y, weight, score: jax.Array, axis_name) -> jax.Array:
+    """:func:`mean_loss` with every row's raw score ``score (K,)``."""
+    raw = jnp.broadcast_to(score, (weight.shape[0], score.shape[0]))
+    return mean_loss(loss, y, weight, raw, axis_name)
+
+
+def _train_chunk(
+    cfg: StaticSettings, axis_name, data: ShardData, edges, raw, first_round, n_active, seed, hyper
+):
+    """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
+    at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,),
+    n_not_finite (rounds_per_chunk,))``, the last the rows whose derivatives
+    were not finite at the start of each round (:func:`boost_round`).
+
+    Each round's training loss is evaluated at the start of the next round,
+    on the scores its gradients are taken at, so that XLA can share the
+    loss's forward pass with the derivatives'; the last active round's loss is
+    evaluated once after the scan.
+    """
+
+    def one_round(raw, chunk_round):
+        def boost(raw):
+            loss_before = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
+            trees, new_raw, n_not_finite = boost_round(
+                cfg, hyper, data, edges, raw, round_index, seed, axis_name
+            )
+            return trees, new_raw, loss_before, n_not_finite
+
+        def skip(raw):  # a round past n_active: no work, zeros (discarded)
+            shapes = jax.eval_shape(boost, raw)
+            trees, _, loss_before, n_not_finite = jax.tree.map(
+                lambda s: jnp.zeros(s.shape, s.dtype), shapes
+            )
+            return trees, raw, loss_before, n_not_finite
+
+        round_index = first_round + chunk_round
+        # every shard takes the same branch: n_active is the same everywhere
+        trees, raw, loss_before, n_not_finite = lax.cond(chunk_round < n_active, boost, skip, raw)
+        return raw, (trees, loss_before, n_not_finite)
+
+    raw, (trees, loss_before, n_not_finite) = lax.scan(
+        one_round, raw, jnp.arange(cfg.rounds_per_chunk)
+    )
+    # round i's loss is the one before round i + 1; the last active round's, now
+    last_loss = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
+    loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
+    rounds = jnp.arange(cfg.rounds_per_chunk)
+    train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
+    return raw, trees, train_loss, n_not_finite
+
+
+_DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS))
+
+
+@one_program_per_shape()
+def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
+    """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
+    train_loss, n_not_finite)`` (see :func:`_train_chunk`),
+    jitted and sharded; trees have a leading ``(rounds_per_chunk,
+    trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
+    work; zeros the caller discards), so the last, partial chunk reuses the
+    program, and so does a fit with another ``n_estimators``."""
+    sharded = jax.shard_map(
+        functools.partial(_train_chunk, cfg, collective_axis(mesh)),
+        mesh=mesh,
+        in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P(), P()),
+        out_specs=(P(ROWS), P(), P(), P()),
+        check_vma=False,
+    )
+    platform = mesh.devices.flat[0].platform
+    options = vector_output_compiler_options(platform) if cfg.vector_row_options else None
+    return jax.jit(sharded, compiler_options=options)
+
+
+# the targets and weights alone, sharded on rows: the initial score needs no
+# bins, so that it can run while the host computes the bin edges
+_TARGET_SPECS = (P(ROWS), P(ROWS))
+
+
+@one_program_per_shape()
+def init_score_program(
+    loss: Loss, n_outputs: int, mesh: Mesh, leaf_kernels: str = "reference"
+) -> Callable:
+    """``(y, weight) -> (F0 (K,), train_loss at F0)``, jitted and sharded
+    (``y``, ``weight``: the rows of :class:`ShardData`); ``leaf_kernels``
+    names the line search's kernels, as in :class:`StaticSettings`."""
+    axis_name = collective_axis(mesh)
+
+    def local(y, weight):
+        kernels = LEAF_KERNELS[leaf_kernels]
+        score = initial_score(loss, y, weight, n_outputs, axis_name, kernels)
+        return score, _mean_loss_at(loss, y, weight, score, axis_name)
+
+    sharded = jax.shard_map(
+        local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
+    )
+    platform = mesh.devices.flat[0].platform
+    options = vector_output_compiler_options(platform) if n_outputs > 1 else None
+    return jax.jit(sharded, compiler_options=options)
+
+
+@one_program_per_shape()
+def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
+    """``(y, weight, score (K,)) -> train_loss at score``, jitted and sharded:
+    the first training loss of a fit whose initial score is given."""
+    axis_name = collective_axis(mesh)
+
+    def local(y, weight, score):
+        return _mean_loss_at(loss, y, weight, score, axis_name)
+
+    sharded = jax.shard_map(
+        local, mesh=mesh, in_specs=(*_TARGET_SPECS, P()), out_specs=P(), check_vma=False
+    )
+    return jax.jit(sharded)
+
+
+@one_program_per_shape()
+def bin_rows_program(mesh: Mesh, native: bool = False) -> Callable:
+    """``(X (n_rows, n_features) sharded on rows, edges) -> bins (n_features,
+    n_rows)`` sharded on rows: every device bins its own rows (``native``:
+    with the native CPU kernel, each shard stored by tiles of rows as the
+    native histogram and routing kernels read it, see
+    :func:`jaxboost.engine.binning.tile_bins`)."""
+    sharded = jax.shard_map(
+        apply_bins_native if native else apply_bins,
+        mesh=mesh,
+        in_specs=(P(ROWS), P()),
+        out_specs=P(None, ROWS),
+        check_vma=False,
+    )
+    return jax.jit(sharded)

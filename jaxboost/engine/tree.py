@@ -1,0 +1,184 @@
+"""Trees as padded arrays, and growing one tree depth-wise on binned rows.
+
+A depth-``D`` tree is a complete binary tree in heap order: node ``i`` has
+children ``2i+1`` and ``2i+2``; the ``2^D - 1`` internal nodes come first and
+leaf ``j`` is node ``2^D - 1 + j``.  A node that does not split sends every row
+left (``threshold = +inf``, missing left), so the shape never changes; the
+leaves under its empty right side are never reached and hold 0.
+
+A forest is the same structure with a leading ``(n_trees,)`` axis.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..kernels.histogram_kernels import HISTOGRAM_KERNELS
+from ..kernels.interfaces import LevelSplit
+from ..kernels.leaf_sums import leaf_sums_reference
+from .split import find_best_splits, first_across_shards
+
+
+class Tree(NamedTuple):
+    """One tree (or a forest, with a leading ``n_trees`` axis on every field)."""
+
+    feature: jax.Array  # (2^D - 1,) int32 feature tested at each internal node
+    threshold: jax.Array  # (2^D - 1,) float32: x <= threshold goes left
+    threshold_bin: jax.Array  # (2^D - 1,) int32: bin <= threshold_bin goes left
+    missing_left: jax.Array  # (2^D - 1,) bool: NaN goes left
+    split_gain: jax.Array  # (2^D - 1,) float32, 0 at nodes that do not split
+    leaf_value: jax.Array  # (2^D, n_outputs) float32, learning rate included
+    leaf_weight: jax.Array  # (2^D,) float32 sum of training sample weights per leaf
+
+
+class TreeParams(NamedTuple):
+    """Settings of tree growth (``max_depth`` and ``histogram_kernel`` static)."""
+
+    max_depth: int
+    reg_lambda: float
+    min_child_weight: float
+    min_split_gain: float
+    histogram_kernel: str = "reference"
+
+
+class TreeStructure(NamedTuple):
+    """The internal nodes of a grown tree; fields as in :class:`Tree`."""
+
+    feature: jax.Array
+    threshold: jax.Array
+    threshold_bin: jax.Array
+    missing_left: jax.Array
+    split_gain: jax.Array
+
+
+def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumulative):
+    """``shard's histograms -> SplitChoice``, the same on every shard.
+
+    With several shards the histograms are summed by a reduce-scatter over
+    features (``psum_scatter``): each shard receives the full sums of its
+    slice of the features (padded with empty features to a multiple of the
+    shard count), searches them, and the shards agree on the best candidate
+    with one ``pmax`` (each node's score and best gain) and one ``all_gather``
+    (each shard's first tied candidate and its gain): three collectives per
+    level.  That moves half the bytes of a ``psum`` and splits the search
+    between the devices.
+    """
+    settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
+    # Across processes (gloo on CPU) the reduce-scatter path gave run-to-run
+    # different splits under CPU load (1 run in 3 of
+    # examples/distributed_training.py, never with psum).  The cause is gloo's
+    # reduce-scatter (ReduceScatterHalvingDoubling sends from a buffer the
+    # other rank overwrites), which intermittently returns wrong values on
+    # rank 0: JAX issue 40830.  So several processes sum whole histograms with
+    # psum (an all-reduce), which that bug does not touch.
+    one_shard = axis_name is None or lax.axis_size(axis_name) == 1
+    if one_shard or jax.process_count() > 1:
+
+        def search_whole(hist):
+            if axis_name is not None:
+                hist = lax.psum(hist, axis_name)
+            return find_best_splits(hist, *settings, feature_mask, cumulative=cumulative)
+
+        return search_whole
+
+    n_shards = lax.axis_size(axis_name)
+    per_shard = -(-n_features // n_shards)
+    padding = per_shard * n_shards - n_features
+    first_feature = lax.axis_index(axis_name) * per_shard
+    mask = jnp.ones(n_features, bool) if feature_mask is None else feature_mask
+    padded_mask = jnp.concatenate([mask, jnp.zeros(padding, bool)])
+    shard_mask = lax.dynamic_slice_in_dim(padded_mask, first_feature, per_shard)
+
+    def search_slice(hist):
+        hist = jnp.pad(hist, ((0, padding), (0, 0), (0, 0), (0, 0)))
+        part = lax.psum_scatter(hist, axis_name, scatter_dimension=0, tiled=True)
+        return find_best_splits(
+            part,
+            *settings,
+            shard_mask,
+            first_feature=first_feature,
+            n_features_total=per_shard * n_shards,
+            reduce_max=functools.partial(lax.pmax, axis_name=axis_name),
+            pick_first=first_across_shards(axis_name),
+            cumulative=cumulative,
+        )
+
+    return search_slice
+
+
+def grow_tree(
+    bins: jax.Array,
+    row_stats: jax.Array,
+    edges: jax.Array,
+    params: TreeParams,
+    axis_name: str | None,
+    feature_mask: jax.Array | None = None,
+    stats_scale: jax.Array | None = None,
+    leaf_columns: Sequence[jax.Array] = (),
+    leaf_sums: Callable = leaf_sums_reference,
+) -> tuple[TreeStructure, jax.Array, jax.Array | None]:
+    """Grow the splits of one tree, level by level, on one shard of rows.
+
+    Each level builds the histograms of all its nodes in one pass over the
+    rows, sums them over shards (``psum``), so every shard takes the same
+    decisions, and routes the rows one level down.
+
+    Args:
+      bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
+      row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``, or
+        ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, weight]`` when children
+        must also have positive weight (see :func:`find_best_splits`).
+      edges: ``(n_features, max_bins)`` float32 upper bin edges.
+      axis_name: the mesh axis the rows are sharded over, or None.
+      feature_mask: ``(n_features,)`` bool, the features the tree may split on.
+      stats_scale: ``(n_stats,)`` float32 when ``row_stats`` are quantised
+        (int32, see :mod:`jaxboost.engine.quantise`): what one unit of each column
+        is worth.
+      leaf_columns: per-row values to sum by leaf, each ``(c_j, n_rows)``
+        float32 (:func:`jaxboost.engine.leaves.leaf_columns`); the last routing
+        sums them (the native kernel in the same pass).
+      leaf_sums: how a kernel that routes and sums apart sums them
+        (:class:`jaxboost.kernels.leaf_sums.LeafKernels`).
+    Returns:
+      The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
+      ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
+      ``(2^max_depth, V)`` float32 (None without columns).
+    """
+    n_outputs = row_stats.shape[1] // 2
+    kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
+    max_bins = edges.shape[1]
+    node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
+    search = _split_search(
+        bins.shape[0], params, n_outputs, feature_mask, axis_name, kernel.cumulative
+    )
+    levels = []
+    carry = None  # what the kernel keeps from the level above (native: its sums)
+    split = None  # the level above's splits: the kernel routes the rows by them
+    for depth in range(params.max_depth):
+        n_nodes, n_bins = 2**depth, max_bins + 1
+        if stats_scale is None:
+            hist, carry, node_of_row = kernel.level(
+                bins, node_of_row, row_stats, n_nodes, n_bins, carry, split
+            )
+        else:
+            hist, carry, node_of_row = kernel.level_quantised(
+                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split
+            )
+        choice = search(hist)
+        feature = jnp.where(choice.do_split, choice.feature, 0)
+        threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
+        missing_left = jnp.where(choice.do_split, choice.missing_left, True)
+        threshold = jnp.where(choice.do_split, edges[feature, threshold_bin], jnp.inf)
+        levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
+        split = LevelSplit(feature, threshold_bin, missing_left, missing_bin=max_bins)
+    structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
+    if not leaf_columns:
+        return structure, kernel.route(bins, node_of_row, split), None
+    leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
+    return structure, leaf_of_row, sums

@@ -1,0 +1,827 @@
+"""``Booster``: the Python shell around the jitted boosting program.
+
+Validation, binning, sharding the rows over the mesh, dispatching chunks of
+rounds, watching them (evaluation, early stopping, callbacks), and keeping the
+forest.  Nothing here loops over rows, nodes or features.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import losses as loss_catalogue
+from ..engine.binning import fit_bin_edges, trim_unused_bins
+from ..engine.derivatives import HessianProbe, probe_hessian
+from ..engine.metrics import Metric, resolve_metric
+from ..engine.predict import predict_on_devices, round_increments
+from ..engine.quantise import check_quantisation
+from ..engine.round_checks import (
+    float64_message,
+)
+from ..engine.training import (
+    HESSIAN_MODES,
+    HESSIANS,
+    LEAF_METHODS,
+    MULTI_STRATEGIES,
+    SPLIT_CRITERIA,
+    NumericSettings,
+    ShardData,
+    StaticSettings,
+    bin_rows_program,
+    init_score_program,
+    loss_at_score_program,
+)
+from ..engine.tree import Tree
+from ..kernels.registry import kernels_for
+from ..runtime.devices import (
+    check_devices,
+    default_training_devices,
+    device_keys,
+    devices_from_keys,
+    make_mesh,
+    memory_per_device,
+)
+from ..runtime.distributed import (
+    RowLayout,
+    fetch,
+    first_process_value,
+    gather,
+    global_rows,
+    on_every_process,
+    replicated,
+    row_layout,
+)
+from ..runtime.padding import bucket_size, in_place_on, pad_rows
+from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
+from .inspection import (
+    feature_importances,
+    feature_indices,
+    grid_from_data,
+    partial_dependence,
+)
+from .loss_checks import check_loss, check_metric, check_target_domain
+from .model_file import save_model
+from .monitor import EvalSet, Monitor
+from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds
+from .settings import (
+    check_histogram_memory,
+    check_random_state,
+    choice,
+    draw_seed,
+    finite_number,
+    fraction,
+    whole_number,
+)
+from .validation import (
+    as_features,
+    as_targets,
+    as_weights,
+    check_columns,
+    check_not_all_constant,
+    feature_names,
+)
+
+# rounds per device program when something watches every round
+_MONITORED_CHUNK = 10
+
+# rounds per device program otherwise: the same for every n_estimators, so
+# changing it (a grid search) compiles nothing; the last chunk's unused rounds
+# are skipped inside the program
+_UNMONITORED_CHUNK = 50
+
+# rows per device from which the training rounds of vector outputs compile
+# with jaxboost.runtime.workarounds' options: below it they slow the split
+# search more than they speed the sums over outputs (bench_multiclass.py)
+_VECTOR_OPTIONS_ROWS = 32768
+
+# rows on which an undeclared loss's hessian is probed at the initial score,
+# spread evenly over the data (a file sorted by target must not decide)
+_HESSIAN_PROBE_ROWS = 1024
+
+
+class _FitInputs(NamedTuple):
+    """``fit``'s arguments, checked and converted."""
+
+    features: np.ndarray  # (n_rows, n_features) float32, NaN for missing
+    targets: np.ndarray  # (n_rows,) or (n_rows, n_targets) float32
+    weight: np.ndarray  # (n_rows,) float32
+    names: list[str] | None  # the columns' names of a DataFrame
+    loss: Callable
+    eval_sets: list[EvalSet]
+    metrics: list[Metric]
+    n_outputs: int
+
+
+class _PlacedRows(NamedTuple):
+    """The training rows on the devices, and what was computed with them."""
+
+    mesh: Any  # jax.sharding.Mesh of the training devices
+    layout: RowLayout
+    data: ShardData  # sharded on rows, binned
+    edges: np.ndarray  # (n_features, k) bin edges
+    seed: np.uint32
+    init_score: np.ndarray  # (n_outputs,) float32
+    init_loss: float
+    loss_dtype: str  # "float32" or "float64", as the loss is evaluated
+
+
+class Booster:
+    """Gradient-boosted trees for any per-sample JAX loss ``loss(y, f) -> scalar``.
+
+    Args:
+      loss: a function of one sample (``y`` one target, ``f`` the raw score: a
+        scalar, or a vector of ``n_outputs`` scores), or a catalogue name.
+      n_estimators: boosting rounds.
+      learning_rate: shrinkage of every tree.
+      max_depth: depth of the (complete, padded) trees.
+      n_outputs: raw scores per sample; None takes the loss's declared
+        ``n_outputs`` (``"n_classes"``: max label + 1), else 1.
+      leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
+        (argmin of the leaf's loss plus ``lambda/2 v^2``; for losses without
+        curvature the leaf's loss alone: exact quantiles for pinball losses)
+        or ``"auto"``: line search for losses whose hessian is zero almost
+        everywhere (declared by ``hessian_informative = False``, as absolute
+        and quantile losses do, or found so at the initial score), else Newton.
+      reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
+        Newton leaves, and the line-search leaves of losses with curvature).
+      min_child_weight: least hessian sum in a child (sample weight with
+        ``split_criterion="first_order"``).
+      min_split_gain: least loss decrease for a split.
+      max_bins: value bins per feature (at most 255; one more bin holds NaN).
+      split_criterion: ``"second_order"`` (Newton gain), ``"first_order"``
+        (Friedman: least squares on the pseudo-residuals) or ``"auto"``: first
+        order for losses whose hessian is zero almost everywhere, else second.
+      hessian: ``"diag"`` or ``"full"`` hessian for vector outputs' leaves.
+      multi_strategy: ``"multi_output_tree"`` (one tree with vector leaves per
+        round) or ``"one_output_per_tree"`` (Friedman's multi-class algorithm).
+      subsample: fraction of rows drawn (without replacement) for each round.
+      colsample_bytree: fraction of features each round's tree may use.
+      hessian_mode: ``"raw"``, ``"clip"`` (hessians raised to
+        ``hessian_floor``) or ``"abs"`` (``max(|h|, hessian_floor)``): makes
+        Newton steps usable for non-convex losses (Cauchy, Tukey, Welsch).
+      hessian_floor: the floor of ``hessian_mode``.
+      armijo: shrink each leaf's (learning-rate scaled) value until it lowers
+        that leaf's training loss, so no round increases the training loss;
+        None: on for line-search leaves, and for Newton leaves of a loss whose
+        hessian has negative curvature on some row at the initial score (a
+        negative diagonal entry, or with ``hessian="full"`` a negative
+        eigenvalue: a non-convex loss such as Tukey's or Welsch's, or the
+        Gaussian likelihood's full hessian, whose Newton steps can
+        overshoot); off otherwise, and for losses declared convex.
+      use_quantized_grad: quantise the split statistics (gradients and
+        hessians) to a few integer levels each round, with unbiased stochastic
+        rounding, and build the histograms from the integers (LightGBM 4's
+        quantised training): faster histograms on CPU, splits chosen from
+        slightly noisier sums.  Leaf values still use the exact gradients.
+      num_grad_quant_bins: the levels of ``use_quantized_grad``: gradients
+        are rounded to integers in ``[-bins / 2, bins / 2]`` times a per-round
+        scale, hessians to ``[0, bins]`` (``[-bins, bins]`` when negative).
+      random_state: seed of the subsamples, of the binning sample and of the
+        quantisation's rounding: a whole number in ``[0, 2**32 - 1]``, a
+        numpy ``RandomState`` or ``Generator`` (each fit draws its seed from
+        it), or None: a fresh seed each fit, drawn from numpy's global
+        ``RandomState`` (as scikit-learn does).  With several processes,
+        process 0's seed is used by all.
+      devices: devices to shard rows over, a list of distinct ``jax.Device``
+        objects of one platform (or one device); default: all devices (in a
+        single process, fewer for small data, so that each has at least
+        16,384 rows).
+      rounds_per_chunk: rounds run in one device program (default 50, whatever
+        ``n_estimators`` is, so that changing it compiles nothing; 10 when
+        evaluation sets, callbacks or ``verbose`` watch the rounds).
+      base_score: the initial raw score ``F0`` (XGBoost's ``base_score``, on
+        the raw scale: log-odds for log loss), one number or one per output;
+        None (the default) finds it by minimising the training loss.
+      loss_dtype: the precision the loss's value, gradient and hessian are
+        computed in: ``"float32"``, ``"float64"`` (the loss's own arithmetic
+        only: trees, histograms and predictions stay float32), or ``"auto"``:
+        float32, and float64 from the first round (or the initial score)
+        where the loss or its derivatives are not finite in float32, with a
+        warning saying so (``log(cosh(f - y))`` overflows float32 at
+        residuals beyond 89).  ``loss_dtype_`` says which the fit ended with.
+    """
+
+    def __init__(
+        self,
+        loss: str | Callable = "squared_error",
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int = 6,
+        n_outputs: int | None = None,
+        leaf_method: str = "auto",
+        reg_lambda: float = 1.0,
+        min_child_weight: float = 1e-3,
+        min_split_gain: float = 0.0,
+        max_bins: int = 255,
+        split_criterion: str = "auto",
+        hessian: str = "diag",
+        multi_strategy: str = "multi_output_tree",
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        hessian_mode: str = "raw",
+        hessian_floor: float = 0.0,
+        armijo: bool | None = None,
+        use_quantized_grad: bool = False,
+        num_grad_quant_bins: int = 4,
+        random_state: int | None = 0,
+        devices: Sequence[jax.Device] | None = None,
+        rounds_per_chunk: int | None = None,
+        base_score: float | list | None = None,
+        loss_dtype: str = "auto",
+    ):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.n_outputs = n_outputs
+        self.leaf_method = leaf_method
+        self.reg_lambda = reg_lambda
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.max_bins = max_bins
+        self.split_criterion = split_criterion
+        self.hessian = hessian
+        self.multi_strategy = multi_strategy
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.hessian_mode = hessian_mode
+        self.hessian_floor = hessian_floor
+        self.armijo = armijo
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
+        self.random_state = random_state
+        self.devices = devices
+        self.rounds_per_chunk = rounds_per_chunk
+        self.base_score = base_score
+        self.loss_dtype = loss_dtype
+
+    def __getstate__(self) -> dict[str, Any]:
+        # jax.Device objects do not pickle: they travel as (platform, id)
+        return {**self.__dict__, "devices": device_keys(self.devices)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({**state, "devices": devices_from_keys(state["devices"])})
+
+    # -- configuration -------------------------------------------------------
+    def _n_outputs(self, loss: Callable, y: np.ndarray) -> int:
+        if self.n_outputs is not None:
+            if int(self.n_outputs) < 1:
+                raise ValueError(f"n_outputs: expected a positive integer, got {self.n_outputs}")
+            return int(self.n_outputs)
+        declared = getattr(loss, "n_outputs", 1)
+        if declared == "n_classes":
+            # the largest label of all processes' rows
+            n_classes = int(np.max(gather(np.max(y, keepdims=True)))) + 1
+            if n_classes < 2:
+                raise ValueError(
+                    f"y: the loss {getattr(loss, 'name', 'loss')!r} scores classes 0 to "
+                    "max(y) and needs at least two; every label here is 0"
+                )
+            return n_classes
+        if declared == "n_targets":  # one score per column of 2-D targets
+            return int(y.shape[1]) if y.ndim == 2 else 1
+        return int(declared)
+
+    def _config(
+        self,
+        loss: Callable,
+        n_outputs: int,
+        monitored: bool,
+        hessian: HessianProbe,
+        platform: str,
+        rows_per_shard: int,
+    ) -> tuple[StaticSettings, NumericSettings]:
+        """The static program settings, and the numeric ones passed as values;
+        ``hessian`` (the loss's, probed at the initial score) settles what
+        ``"auto"`` and ``armijo=None`` leave open."""
+        leaf_method, split_criterion = self.leaf_method, self.split_criterion
+        if leaf_method == "newton" and not hessian.informative:
+            warnings.warn(
+                "leaf_method='newton' with a loss whose hessian is zero on most rows "
+                "(absolute, pinball): each leaf's value is then its gradient sum / "
+                "reg_lambda, a step that grows with the leaf's size; leaf_method='auto' "
+                "or 'line_search' finds each leaf's minimiser",
+                stacklevel=4,
+            )
+        if leaf_method == "auto":
+            leaf_method = "newton" if hessian.informative else "line_search"
+        if split_criterion == "auto":
+            split_criterion = "second_order" if hessian.informative else "first_order"
+        armijo = self.armijo
+        if armijo is None:
+            armijo = leaf_method == "line_search" or hessian.negative
+        chunk = self.rounds_per_chunk
+        if chunk is None:
+            chunk = _MONITORED_CHUNK if monitored else _UNMONITORED_CHUNK
+        cfg = StaticSettings(
+            loss=loss,
+            n_outputs=n_outputs,
+            max_depth=int(self.max_depth),
+            leaf_method=choice("leaf_method", leaf_method, LEAF_METHODS),
+            split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
+            hessian=choice("hessian", self.hessian, HESSIANS),
+            multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
+            rounds_per_chunk=int(chunk),
+            hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
+            armijo=bool(armijo),
+            histogram_kernel=kernels_for(platform).histogram,
+            leaf_kernels=kernels_for(platform).leaf,
+            grad_quant_bins=(
+                check_quantisation(self.num_grad_quant_bins, rows_per_shard)
+                if self.use_quantized_grad
+                else 0
+            ),
+            narrow_line_search=not hessian.informative,
+            subsampled=bool(self._hyper().subsample < 1.0),
+            vector_row_options=n_outputs > 1 and rows_per_shard >= _VECTOR_OPTIONS_ROWS,
+        )
+        return cfg, self._hyper()
+
+    def _check_settings(self) -> None:
+        """The settings checked before any work: a ValueError (a TypeError for
+        ``devices`` of the wrong type) names the first one out of range."""
+        whole_number("n_estimators", self.n_estimators)
+        whole_number("max_depth", self.max_depth)
+        if self.rounds_per_chunk is not None:
+            whole_number("rounds_per_chunk", self.rounds_per_chunk)
+        self._hyper()
+        self._given_init_score(None)
+        check_random_state(self.random_state)
+        check_devices(self.devices)
+
+    def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
+        """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
+        checking it is one finite number or one per output (``n_outputs``
+        None: not known yet, the count is not checked)."""
+        if self.base_score is None:
+            return None
+        score = None
+        try:
+            if np.ndim(self.base_score) <= 1:
+                score = np.asarray(self.base_score, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError):
+            pass
+        fits = score is not None and score.size >= 1 and bool(np.all(np.isfinite(score)))
+        if fits and n_outputs is not None:
+            fits = score.size in (1, n_outputs)
+        if not fits:
+            count = "" if n_outputs is None else f" ({n_outputs} here)"
+            raise ValueError(
+                f"base_score: expected a finite number or one per output{count}, "
+                f"got {self.base_score!r}"
+            )
+        return score if n_outputs is None else np.broadcast_to(score, (n_outputs,)).copy()
+
+    def _hyper(self) -> NumericSettings:
+        """The numeric settings, checked, as float32 scalars."""
+        hyper = NumericSettings(
+            learning_rate=finite_number("learning_rate", self.learning_rate, positive=True),
+            reg_lambda=finite_number("reg_lambda", self.reg_lambda),
+            min_child_weight=finite_number("min_child_weight", self.min_child_weight),
+            min_split_gain=finite_number("min_split_gain", self.min_split_gain),
+            subsample=fraction("subsample", self.subsample),
+            colsample_bytree=fraction("colsample_bytree", self.colsample_bytree),
+            hessian_floor=finite_number("hessian_floor", self.hessian_floor),
+        )
+        return NumericSettings(*(np.float32(value) for value in hyper))
+
+    # -- data ----------------------------------------------------------------
+    def _target_rows(
+        self, mesh, layout: RowLayout, y: np.ndarray, weight: np.ndarray
+    ) -> tuple[jax.Array, jax.Array]:
+        """This process's targets and weights padded to ``layout.n_padded``
+        (copies of row 0, weight 0), sharded on rows over ``mesh``."""
+        n_padded = layout.n_padded
+        weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
+        return global_rows(mesh, y, n_padded), global_rows(mesh, weight)
+
+    def _shard_rows(
+        self, mesh, layout: RowLayout, features: np.ndarray, edges, y: jax.Array, weight: jax.Array
+    ) -> ShardData:
+        """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
+        place each shard on its device and bin it there; ``y`` and ``weight``
+        are :meth:`_target_rows`'."""
+        n_padded = layout.n_padded
+        row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
+        # the float features live on the devices only until they are binned
+        native = kernels_for(mesh.devices.flat[0].platform).native
+        bins = bin_rows_program(mesh, native)(global_rows(mesh, features, n_padded), edges)
+        return ShardData(bins=bins, y=y, weight=weight, row_id=global_rows(mesh, row_id))
+
+    def _start_init_score(self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array):
+        """Dispatches the initial score's program (the given one's training
+        loss): ``(init_score, init_loss)``, device arrays to fetch."""
+        init_score = self._given_init_score(n_outputs)
+        if init_score is None:
+            platform = mesh.devices.flat[0].platform
+            program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
+            return program(y, weight)
+        loss_at = loss_at_score_program(loss, mesh)
+        return init_score, loss_at(y, weight, replicated(mesh, init_score))
+
+    def _checked_inputs(
+        self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+    ):
+        """``fit``'s arguments checked and converted (no collectives):
+        ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
+        self._check_settings()
+        if early_stopping_rounds is not None:
+            try:
+                whole_number("early_stopping_rounds", early_stopping_rounds)
+            except ValueError as error:
+                raise ValueError(f"{error} (None turns early stopping off)") from None
+        features = as_features(X, finite=True, refuse_subnormal=True)
+        targets = as_targets(y, features.shape[0])
+        weight = as_weights(sample_weight, features.shape[0])
+        loss = loss_catalogue.resolve(self.loss)
+        check_target_domain(loss, targets)
+        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1], loss)
+        if early_stopping_rounds is not None and not eval_sets:
+            raise ValueError("early_stopping_rounds: needs at least one eval_set")
+        several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
+        metric_specs = eval_metric if several else [eval_metric or "loss"]
+        metrics = [resolve_metric(spec, loss) for spec in metric_specs]
+        return features, targets, weight, feature_names(X), loss, eval_sets, metrics
+
+    def _eval_sets(
+        self, eval_set, eval_sample_weight, n_features: int, loss: Callable
+    ) -> list[EvalSet]:
+        if eval_set is None:
+            return []
+        eval_set = list(eval_set)
+        weights = list(eval_sample_weight) if eval_sample_weight is not None else []
+        if weights and len(weights) != len(eval_set):
+            raise ValueError(
+                f"eval_sample_weight: expected one entry per eval_set ({len(eval_set)}), "
+                f"got {len(weights)}"
+            )
+        sets = []
+        for index, pair in enumerate(eval_set):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
+            name = f"validation_{index}"
+            X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
+            check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
+            y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
+            check_target_domain(loss, y, f"eval_set[{index}] y")
+            weight = as_weights(
+                weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
+            )
+            n_padded = bucket_size(X.shape[0])
+            weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
+            X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
+            y = jnp.asarray(pad_rows(y, n_padded))
+            sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
+        return sets
+
+    # -- training ------------------------------------------------------------
+    @in_float32
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any = None,
+        *,
+        eval_set: Sequence[tuple[Any, Any]] | None = None,
+        eval_sample_weight: Sequence[Any] | None = None,
+        eval_metric: str | Callable | Sequence[str | Callable] | None = None,
+        early_stopping_rounds: int | None = None,
+        callbacks: Sequence[Callable] | None = None,
+        verbose: bool | int = False,
+    ) -> Booster:
+        """Grow up to ``n_estimators`` rounds of trees.
+
+        With several processes (:func:`jaxboost.runtime.distributed.initialize`),
+        ``X``, ``y`` and ``sample_weight`` are this process's rows, and every
+        process ends with the model of all rows.
+
+        Args:
+          X: ``(n_rows, n_features)`` numbers, NaN for missing (numpy, JAX,
+            pandas: the column names are kept in ``feature_names_in_``).
+          y: ``(n_rows,)`` or ``(n_rows, n_targets)``.
+          sample_weight: ``(n_rows,)`` non-negative weights.
+          eval_set: ``[(X, y), ...]`` evaluated after every round; their
+            metrics go to ``evals_result_["validation_<i>"]``.
+          eval_metric: a name (``"loss"``, the default: the training loss;
+            ``"rmse"``, ``"mae"``, ``"logloss"``, ``"error"``, ``"auc"``,
+            ``"mlogloss"``, ``"merror"``, a loss catalogue name), a function
+            ``metric(y, f)`` of one sample, or a list of them.
+          early_stopping_rounds: stop when the first metric on the last
+            evaluation set has not improved for this many rounds; the model
+            keeps the best round (``best_iteration_``).
+          callbacks: functions ``callback(env)`` called after every round with a
+            :class:`jaxboost.frontends.monitor.CallbackEnv`; returning True stops.
+          verbose: print progress every ``verbose`` rounds (True: every round).
+        Returns:
+          ``self``.
+        """
+        inputs = self._fit_inputs(
+            X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+        )
+        placed = self._place_rows(inputs)
+        cfg, hyper = self._fit_settings(
+            inputs, placed, monitored=bool(inputs.eval_sets or callbacks or verbose)
+        )
+        monitor = Monitor(
+            self,
+            inputs.eval_sets,
+            [metric_in(metric, inputs.loss, placed.loss_dtype) for metric in inputs.metrics],
+            placed.init_score,
+            cfg.trees_per_round,
+            int(self.n_estimators),
+            early_stopping_rounds,
+            callbacks or (),
+            int(verbose),
+        )
+        n_padded, n_outputs = placed.layout.n_padded, inputs.n_outputs
+        raw = np.broadcast_to(placed.init_score, (n_padded, n_outputs)).astype(np.float32)
+        rounds = run_rounds(
+            cfg,
+            hyper,
+            placed.mesh,
+            placed.data,
+            replicated(placed.mesh, placed.edges),
+            global_rows(placed.mesh, raw),
+            placed.seed,
+            monitor,
+            placed.init_loss,
+            inputs.loss,
+            int(self.n_estimators),
+            Safeguards(self.armijo, self.loss_dtype),
+        )
+        self._keep_fit(inputs, placed, rounds, monitor, early_stopping_rounds)
+        return self
+
+    def _fit_inputs(
+        self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+    ) -> _FitInputs:
+        """``fit``'s arguments checked and converted, with several processes
+        on every one (a failure in one stops them all rather than hanging
+        them), and the loss and metrics tried on their shapes."""
+        features, targets, weight, names, loss, eval_sets, metrics = on_every_process(
+            lambda: self._checked_inputs(
+                X,
+                y,
+                sample_weight,
+                eval_set,
+                eval_sample_weight,
+                eval_metric,
+                early_stopping_rounds,
+            )
+        )
+        check_not_all_constant(features, gather=gather)
+        n_outputs = self._n_outputs(loss, targets)
+
+        def check_loss_and_metrics() -> None:
+            check_loss(loss, targets, n_outputs)
+            for metric in metrics:
+                for evaluated in eval_sets:
+                    check_metric(metric, np.asarray(evaluated.y), n_outputs)
+
+        on_every_process(check_loss_and_metrics)
+        return _FitInputs(features, targets, weight, names, loss, eval_sets, metrics, n_outputs)
+
+    def _place_rows(self, inputs: _FitInputs) -> _PlacedRows:
+        """The rows sharded over the devices and binned there, the bin edges,
+        the seed, and the initial score (computed on the devices while this
+        process computes the bin edges)."""
+        devices = check_devices(self.devices)
+        if devices is None:
+            devices = default_training_devices(inputs.features.shape[0])
+        mesh = make_mesh(devices)
+        layout = row_layout(inputs.features.shape[0], mesh)
+        # the uint32 the hashes take; one drawn (random_state None or a
+        # generator) differs between processes: process 0's counts
+        seed = np.uint32(first_process_value(draw_seed(self.random_state)))
+        y_rows, weight_rows = self._target_rows(mesh, layout, inputs.targets, inputs.weight)
+        pending_init = self._start_init_score(
+            inputs.loss, inputs.n_outputs, mesh, y_rows, weight_rows
+        )
+        if jax.process_count() > 1:  # the edges' gather runs collectives of its own
+            pending_init = fetch(pending_init)
+        edges = trim_unused_bins(
+            fit_bin_edges(
+                inputs.features,
+                int(self.max_bins),
+                seed=seed,
+                first_row=layout.first_row,
+                gather=gather,
+            )
+        )
+        check_histogram_memory(
+            int(self.max_depth),
+            inputs.features.shape[1],
+            edges.shape[1] + 1,
+            1 if self.multi_strategy == "one_output_per_tree" else inputs.n_outputs,
+            memory_per_device(mesh.local_devices),
+        )
+        # fetched before the binning program is queued behind it
+        init_score, init_loss, loss_dtype = self._finite_init_score(
+            inputs.loss, inputs.n_outputs, mesh, y_rows, weight_rows, pending_init
+        )
+        data = self._shard_rows(
+            mesh, layout, inputs.features, replicated(mesh, edges), y_rows, weight_rows
+        )
+        return _PlacedRows(mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype)
+
+    def _fit_settings(
+        self, inputs: _FitInputs, placed: _PlacedRows, monitored: bool
+    ) -> tuple[StaticSettings, NumericSettings]:
+        """The training programs' settings, after probing the loss's hessian
+        at the initial score (process 0's probe decides for every process)."""
+        targets, n_outputs = inputs.targets, inputs.n_outputs
+        probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
+        probe = pad_rows(probe, bucket_size(probe.shape[0]))
+        loss = loss_in(inputs.loss, placed.loss_dtype)
+        hessian = probe_hessian(
+            loss,
+            jnp.asarray(probe),
+            jnp.broadcast_to(placed.init_score, (probe.shape[0], n_outputs)),
+            full_hessian=self.hessian == "full",
+        )
+        hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
+        mesh = placed.mesh
+        rows_per_shard = placed.layout.n_padded // mesh.local_mesh.size
+        platform = mesh.devices.flat[0].platform
+        return self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard)
+
+    def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
+        """Sets the fitted attributes from the rounds' trees and losses (cut
+        at the best round when early stopping found one)."""
+        cfg, chunks, train_loss = rounds
+        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
+        n_rounds = len(train_loss) - 1
+        if early_stopping_rounds is not None and monitor.best_iteration is not None:
+            n_rounds = monitor.best_iteration
+            forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
+            train_loss = train_loss[: n_rounds + 1]
+        self.forest_ = forest
+        self.init_score_ = placed.init_score
+        self.bin_edges_ = placed.edges
+        self.loss_ = inputs.loss
+        self.n_outputs_ = inputs.n_outputs
+        self.n_features_in_ = inputs.features.shape[1]
+        self.n_estimators_ = n_rounds
+        self.train_loss_ = np.asarray(train_loss)
+        self.evals_result_ = monitor.evals_result
+        self.best_iteration_ = monitor.best_iteration
+        self.best_score_ = monitor.best_score
+        self.leaf_method_ = cfg.leaf_method  # what "auto" resolved to
+        self.split_criterion_ = cfg.split_criterion
+        self.armijo_ = cfg.armijo
+        self.loss_dtype_ = dtype_of(cfg.loss)
+        if inputs.names is not None:
+            self.feature_names_in_ = inputs.names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
+    def _finite_init_score(self, loss, n_outputs, mesh, y, weight, pending):
+        """The initial score, its training loss and the loss's dtype
+        (``"float32"``, or ``"float64"`` where ``loss_dtype`` asks for it or,
+        ``"auto"``, where the loss is finite at the initial score only in
+        float64); ``pending`` is :meth:`_start_init_score`'s in float32."""
+        setting = choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
+        if setting == "float64":
+            pending = self._start_init_score(loss_in(loss, "float64"), n_outputs, mesh, y, weight)
+        init_score, init_loss = fetch(pending)
+        finite = bool(np.all(np.isfinite(init_score)) and np.isfinite(init_loss))
+        dtype = "float64" if setting == "float64" else "float32"
+        if not finite and setting == "auto":
+            wide = loss_in(loss, "float64")
+            wide_score, wide_loss = fetch(self._start_init_score(wide, n_outputs, mesh, y, weight))
+            if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
+                warnings.warn(
+                    float64_message("the training loss is", "at the initial score"), stacklevel=4
+                )
+                init_score, init_loss, finite, dtype = wide_score, wide_loss, True, "float64"
+        if not finite:
+            tried = "float32 and float64" if setting == "auto" else setting
+            raise ValueError(
+                f"loss: the training loss at the initial score {init_score} is "
+                f"{float(init_loss)} (not finite, in {tried}); check the loss for overflow, e.g. "
+                "write log(cosh(d)) as logaddexp(d, -d) - log(2)"
+            )
+        return init_score, init_loss, dtype
+
+    # -- prediction ----------------------------------------------------------
+    @property
+    def trees_per_round_(self) -> int:
+        """Trees grown per round: ``n_outputs`` with one tree per output, else 1."""
+        self._check_fitted()
+        return self.forest_.feature.shape[0] // max(self.n_estimators_, 1)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """``(n_features,)`` share of the total split gain of each feature."""
+        return self.feature_importance("gain")
+
+    def feature_importance(self, importance_type: str = "gain") -> np.ndarray:
+        """``(n_features,)`` importances, by ``"gain"`` or ``"split"`` count, summing to 1."""
+        self._check_fitted()
+        return feature_importances(self.forest_, self.n_features_in_, importance_type)
+
+    @in_float32
+    def partial_dependence(
+        self, X: Any, features: int | str | Sequence[int | str], grid_resolution: int = 50
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        """Partial dependence of the raw score on one or two features, computed
+        from the forest by Friedman's weighted tree traversal (2001, section 8.2).
+
+        Args:
+          X: ``(n_rows, n_features)`` data whose percentiles set the grid.
+          features: one or two feature indices, or column names of a pandas
+            fit (one feature may be given alone).
+        Returns:
+          ``(grid, values)``: one grid array per feature, and values of shape
+          ``(len(grid[0]), [len(grid[1]),] n_outputs)``.
+        """
+        features_array = self._features_for_predict(X)
+        features = feature_indices(features, getattr(self, "feature_names_in_", None))
+        grid = [grid_from_data(features_array, f, grid_resolution) for f in features]
+        values = partial_dependence(self.forest_, self.init_score_, features, grid)
+        return grid, np.asarray(values)
+
+    def save(self, path) -> None:
+        """Write the model to a versioned JSON file (see :func:`jaxboost.load`)."""
+        self._check_fitted()
+        save_model(self, path)
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "forest_"):
+            raise RuntimeError("this Booster is not fitted yet: call fit(X, y) first")
+
+    def _features_for_predict(self, X: Any) -> np.ndarray:
+        self._check_fitted()
+        features = as_features(X)
+        check_columns(
+            feature_names(X),
+            getattr(self, "feature_names_in_", None),
+            self.n_features_in_,
+            features.shape[1],
+        )
+        return features
+
+    def _trees(self, iteration_range: tuple[int, int] | None) -> Tree:
+        start, end = iteration_range or (0, self.n_estimators_)
+        if not 0 <= start <= end <= self.n_estimators_:
+            raise ValueError(
+                f"iteration_range: expected 0 <= start <= end <= {self.n_estimators_}, "
+                f"got {iteration_range}"
+            )
+        per_round = self.trees_per_round_
+        return Tree(
+            *(jnp.asarray(leaf[start * per_round : end * per_round]) for leaf in self.forest_)
+        )
+
+    def _shape_raw(self, raw: np.ndarray) -> np.ndarray:
+        return raw[..., 0] if self.n_outputs_ == 1 else raw
+
+    @in_float32
+    def predict_raw(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
+        ``n_outputs > 1``.  ``iteration_range=(start, end)`` uses only the trees
+        of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
+        features = self._features_for_predict(X)
+        trees = self._trees(iteration_range)
+        devices = check_devices(self.devices) or jax.local_devices()
+        raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
+        return self._shape_raw(raw)
+
+    @in_float32
+    def _link(self, raw: np.ndarray) -> np.ndarray:
+        link = loss_catalogue.links.get(getattr(self.loss_, "link", "identity"))
+        n_rows = raw.shape[0]
+        padded = pad_rows(raw, bucket_size(n_rows))  # reuse the bucket's compiled link
+        return np.asarray(link(jnp.asarray(padded)))[:n_rows]
+
+    def predict(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """Predictions on the response scale, through the loss's declared link
+        (identity when the loss declares none)."""
+        return self._link(self.predict_raw(X, iteration_range))
+
+    def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
+        """Raw scores after each round, one array per round."""
+        for raw in self._staged_raw(X):
+            yield self._shape_raw(raw)
+
+    @in_float32
+    def _staged_raw(self, X: Any) -> np.ndarray:
+        """``(n_rounds, n_rows, K)`` raw scores after each round."""
+        features = self._features_for_predict(X)
+        per_round = self.trees_per_round_
+        aligned = in_place_on(jax.default_backend())
+        padded = pad_rows(features, bucket_size(features.shape[0]), aligned=aligned)
+        increments = round_increments(self._trees(None), jnp.asarray(padded), per_round)
+        staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
+        return staged[:, : features.shape[0]]
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """Response-scale predictions after each round."""
+        for raw in self.staged_predict_raw(X):
+            yield self._link(raw)

@@ -1,0 +1,508 @@
+"""scikit-learn estimators around :class:`~jaxboost.Booster`.
+
+:class:`Regressor` and :class:`Classifier` validate their input the
+scikit-learn way (``validate_data``: ``n_features_in_``, ``feature_names_in_``,
+NaN allowed in ``X``), build a :class:`Booster` from their own parameters and
+keep it in ``booster_``.  Every estimator parameter that the engine's
+constructor accepts is forwarded by name, so an engine argument only has to be
+listed in the estimators' ``__init__`` (scikit-learn needs them explicit) to
+flow through.  Fit keywords (``eval_set``, ``early_stopping_rounds``, ...) go
+to ``Booster.fit`` unchanged, except that evaluation sets are validated like
+``X`` and a classifier's evaluation labels are encoded like ``y``.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .. import losses as loss_catalogue
+from ..runtime.devices import check_devices, device_keys, devices_from_keys
+from .booster import Booster
+
+# Estimator parameters that the estimators resolve themselves before building
+# the Booster (the loss object, the number of raw outputs).
+_RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs")
+# links whose predictions are class probabilities
+_PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
+
+
+def _link_function(link: str | Callable) -> Callable:
+    """A link name (see ``losses.links``) or a callable -> the callable."""
+    return link if callable(link) else loss_catalogue.links.get(link)
+
+
+class _SumOverTargets:
+    """``loss(y, f) = sum_k base(y_k, f_k)``: an elementwise loss made multi-target.
+
+    A class rather than a closure so that a fitted estimator pickles.
+    """
+
+    def __init__(self, base: Callable):
+        self.base = base
+        self.name = getattr(base, "name", getattr(base, "__name__", "loss"))
+        self.link = getattr(base, "link", "identity")
+        self.target_domain = getattr(base, "target_domain", "any")
+        # undeclared (None): the engine probes the hessian, as for ``base``
+        self.hessian_informative = getattr(base, "hessian_informative", None)
+        self.convex = getattr(base, "convex", False)
+        self.smooth = getattr(base, "smooth", False)
+
+    def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
+        return jnp.sum(self.base(y, f))
+
+
+class _BoosterEstimator(BaseEstimator):
+    """What Regressor and Classifier share: building, fitting and reading the Booster."""
+
+    def _engine_params(self) -> dict[str, Any]:
+        """The estimator's parameters that ``Booster.__init__`` accepts.
+
+        A parameter the installed engine does not accept is dropped while it
+        holds its default, and is an error otherwise (rather than silently ignored).
+        """
+        engine = inspect.signature(Booster).parameters
+        own = inspect.signature(type(self)).parameters
+        params = {}
+        for name, value in self.get_params(deep=False).items():
+            if name in _RESOLVED_BY_ESTIMATOR:
+                continue
+            if name in engine:
+                params[name] = value
+            elif value is not own[name].default and value != own[name].default:
+                raise TypeError(
+                    f"{name}: this version of jaxboost.Booster does not accept it; "
+                    f"leave it at its default {own[name].default!r}, got {value!r}"
+                )
+        if isinstance(params.get("random_state"), np.random.RandomState):
+            params["random_state"] = int(
+                check_random_state(params["random_state"]).randint(np.iinfo(np.int32).max)
+            )
+        return params
+
+    def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
+        """``(n_rows, n_features)`` float32, NaN allowed; sets or checks the feature count/names."""
+        return validate_data(self, X, reset=reset, ensure_all_finite="allow-nan", dtype=np.float32)
+
+    def _eval_fit_params(
+        self, fit_params: dict[str, Any], prepare_targets: Callable[[Any], np.ndarray]
+    ) -> dict[str, Any]:
+        """``fit_params`` with every ``(X_eval, y_eval)`` of ``eval_set`` validated
+        like the training data (``prepare_targets`` turns ``y_eval`` into engine targets)."""
+        eval_set = fit_params.get("eval_set")
+        if eval_set is None:
+            return fit_params
+        if isinstance(eval_set, tuple) and len(eval_set) == 2:
+            eval_set = [eval_set]
+        prepared = []
+        for index, pair in enumerate(eval_set):
+            if len(pair) != 2:
+                raise ValueError(f"eval_set[{index}]: expected a pair (X, y), got {pair!r}")
+            X_eval, y_eval = pair
+            prepared.append((self._validate_X(X_eval, reset=False), prepare_targets(y_eval)))
+        return {**fit_params, "eval_set": prepared}
+
+    def _fit_booster(
+        self,
+        X: np.ndarray,
+        targets: np.ndarray,
+        sample_weight: np.ndarray,
+        loss: Callable,
+        n_outputs: int | None,
+        fit_params: dict[str, Any],
+    ) -> None:
+        """Fit ``booster_`` on ``X (n_rows, n_features)`` and engine ``targets`` and
+        copy its fitted summary onto the estimator."""
+        booster = Booster(loss=loss, n_outputs=n_outputs, **self._engine_params())
+        booster.fit(X, targets, sample_weight, **fit_params)
+        self.booster_ = booster
+        self.n_estimators_ = int(booster.n_estimators_)
+        self.init_score_ = np.asarray(booster.init_score_)
+        self.evals_result_ = booster.evals_result_
+        self.best_iteration_ = booster.best_iteration_
+        self.best_score_ = booster.best_score_
+
+    def _raw(self, X: Any) -> np.ndarray:
+        """Raw scores ``(n_rows,)`` or ``(n_rows, n_outputs)``, float64."""
+        check_is_fitted(self)
+        return np.asarray(self.booster_.predict_raw(self._validate_X(X, reset=False)), np.float64)
+
+    def _staged_raw(self, X: Any) -> Iterator[np.ndarray]:
+        """Raw scores after each boosting round, as in :meth:`_raw`."""
+        check_is_fitted(self)
+        for raw in self.booster_.staged_predict_raw(self._validate_X(X, reset=False)):
+            yield np.asarray(raw, np.float64)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """``(n_features_in_,)`` share of the total split gain of each feature."""
+        check_is_fitted(self)
+        return np.asarray(self.booster_.feature_importances_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``, with ``devices`` shared instead of deep-copied
+        (``jax.Device`` objects cannot be copied: they are the process's own)."""
+        without_devices = copy.copy(self)
+        without_devices.devices = None
+        twin = super(_BoosterEstimator, without_devices).__sklearn_clone__()
+        twin.devices = check_devices(self.devices)
+        return twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        # jax.Device objects do not pickle: they travel as (platform, id)
+        state = super().__getstate__()
+        return {**state, "devices": device_keys(state.get("devices"))}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__({**state, "devices": devices_from_keys(state.get("devices"))})
+
+
+class Regressor(RegressorMixin, _BoosterEstimator):
+    """Gradient-boosted trees regressor for any per-sample JAX loss.
+
+    Args:
+      loss: a catalogue name (``"squared_error"``, ``"huber"``, ``"poisson"``,
+        ...), a catalogue loss, an optax loss (adapted, see ``losses.resolve``),
+        or any callable ``loss(y, f) -> scalar`` of one sample.  With a 2-D
+        ``y`` an elementwise loss (or one declaring one output) is summed over
+        the targets and the model gets one output per target.
+      n_outputs: raw scores per sample; None takes the loss's declared number
+        (or the number of targets of a 2-D ``y``).
+
+    Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
+
+    Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
+    (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
+    ``feature_importances_``, ``evals_result_``, ``best_iteration_`` and
+    ``best_score_`` (None without early stopping).
+    """
+
+    def __init__(
+        self,
+        loss: str | Callable = "squared_error",
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int = 6,
+        n_outputs: int | None = None,
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        leaf_method: str = "auto",
+        reg_lambda: float = 1.0,
+        min_child_weight: float = 1e-3,
+        min_split_gain: float = 0.0,
+        max_bins: int = 255,
+        split_criterion: str = "auto",
+        hessian: str = "diag",
+        multi_strategy: str = "multi_output_tree",
+        hessian_mode: str = "raw",
+        hessian_floor: float = 0.0,
+        armijo: bool | None = None,
+        use_quantized_grad: bool = False,
+        num_grad_quant_bins: int = 4,
+        random_state: int | None = 0,
+        devices: Sequence[jax.Device] | None = None,
+        rounds_per_chunk: int | None = None,
+        base_score: float | list | None = None,
+        loss_dtype: str = "auto",
+    ):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.n_outputs = n_outputs
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.leaf_method = leaf_method
+        self.reg_lambda = reg_lambda
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.max_bins = max_bins
+        self.split_criterion = split_criterion
+        self.hessian = hessian
+        self.multi_strategy = multi_strategy
+        self.hessian_mode = hessian_mode
+        self.hessian_floor = hessian_floor
+        self.armijo = armijo
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
+        self.random_state = random_state
+        self.devices = devices
+        self.rounds_per_chunk = rounds_per_chunk
+        self.base_score = base_score
+        self.loss_dtype = loss_dtype
+
+    def _targets(self, y: np.ndarray) -> np.ndarray:
+        """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
+        a single column is flattened."""
+        y = np.asarray(y, dtype=np.float32)
+        return y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y
+
+    def _loss_and_outputs(self, y: np.ndarray) -> tuple[Callable, int | None]:
+        loss = loss_catalogue.resolve(self.loss)
+        declared = getattr(loss, "n_outputs", None)
+        if y.ndim == 1 or declared not in (None, 1) or self.n_outputs not in (None, y.shape[1]):
+            return loss, self.n_outputs
+        # one output per target: a loss declaring one output is summed over
+        # them, as is an undeclared loss that is elementwise (not a scalar)
+        n_targets = y.shape[1]
+        vector = jax.ShapeDtypeStruct((n_targets,), jnp.float32)
+        if declared == 1 or jax.eval_shape(loss, vector, vector).shape != ():
+            loss = _SumOverTargets(loss)
+        return loss, n_targets
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Regressor:
+        """Fit on ``X (n_rows, n_features)`` (NaN for missing) and ``y (n_rows,)`` or
+        ``(n_rows, n_targets)``; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            ensure_all_finite="allow-nan",
+            dtype=np.float32,
+            ensure_min_samples=2,  # the engine rejects data where every feature is constant
+            multi_output=True,
+            y_numeric=True,
+        )
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=np.float32, ensure_non_negative=True
+        )
+        targets = self._targets(y)
+        loss, n_outputs = self._loss_and_outputs(targets)
+        fit_params = self._eval_fit_params(fit_params, self._eval_targets)
+        self._fit_booster(X, targets, sample_weight, loss, n_outputs, fit_params)
+        return self
+
+    def _eval_targets(self, y: Any) -> np.ndarray:
+        y = np.asarray(y)
+        if y.ndim not in (1, 2):
+            raise ValueError(f"eval_set: expected y of shape (n,) or (n, n_targets), got {y.shape}")
+        return self._targets(y)
+
+    def _response(self, raw: np.ndarray) -> np.ndarray:
+        link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
+        return np.asarray(link(jnp.asarray(raw, jnp.float32)), dtype=np.float64)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions on the response scale (the loss's link applied to the raw
+        scores): ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64."""
+        return self._response(self._raw(X))
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """:meth:`predict` after each boosting round."""
+        for raw in self._staged_raw(X):
+            yield self._response(raw)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class Classifier(ClassifierMixin, _BoosterEstimator):
+    """Gradient-boosted trees classifier for any per-sample JAX loss.
+
+    Args:
+      loss: ``"auto"`` (binary log loss for two classes, softmax cross-entropy
+        for more), a catalogue name or loss, or a callable ``loss(y, f)`` that
+        receives the encoded label ``y`` in ``0..K-1`` (as a float).  The loss's
+        declared ``n_outputs`` (``"n_classes"`` gives one per class) and ``link``
+        are used, and the link must give probabilities (sigmoid, sigmoid2 or
+        softmax: ``"squared_error"`` is refused); a callable without them gets
+        one output and a sigmoid link for two classes, ``K`` outputs and a
+        softmax link for more.  An optax function is adapted (see
+        ``losses.resolve``).
+
+    Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
+
+    Labels may be of any type (``classes_`` holds them sorted).  Fitted
+    attributes as for :class:`Regressor`, plus ``classes_``.
+    """
+
+    def __init__(
+        self,
+        loss: str | Callable = "auto",
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int = 6,
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        leaf_method: str = "auto",
+        reg_lambda: float = 1.0,
+        min_child_weight: float = 1e-3,
+        min_split_gain: float = 0.0,
+        max_bins: int = 255,
+        split_criterion: str = "auto",
+        hessian: str = "diag",
+        multi_strategy: str = "multi_output_tree",
+        hessian_mode: str = "raw",
+        hessian_floor: float = 0.0,
+        armijo: bool | None = None,
+        use_quantized_grad: bool = False,
+        num_grad_quant_bins: int = 4,
+        random_state: int | None = 0,
+        devices: Sequence[jax.Device] | None = None,
+        rounds_per_chunk: int | None = None,
+        base_score: float | list | None = None,
+        loss_dtype: str = "auto",
+    ):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.leaf_method = leaf_method
+        self.reg_lambda = reg_lambda
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.max_bins = max_bins
+        self.split_criterion = split_criterion
+        self.hessian = hessian
+        self.multi_strategy = multi_strategy
+        self.hessian_mode = hessian_mode
+        self.hessian_floor = hessian_floor
+        self.armijo = armijo
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
+        self.random_state = random_state
+        self.devices = devices
+        self.rounds_per_chunk = rounds_per_chunk
+        self.base_score = base_score
+        self.loss_dtype = loss_dtype
+
+    def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
+        if isinstance(self.loss, str) and self.loss == "auto":
+            binary = n_classes == 2
+            loss = loss_catalogue.binary_logloss if binary else loss_catalogue.softmax_cross_entropy
+        else:
+            loss = loss_catalogue.resolve(self.loss)
+        name = getattr(loss, "name", loss)
+        link = getattr(loss, "link", None)  # None: undeclared, sigmoid or softmax below
+        if link is not None and link not in _PROBABILITY_LINKS:
+            raise ValueError(
+                f"loss: {name!r} has the {link!r} link, which does not give class "
+                "probabilities (predict_proba would not either); use a classification loss "
+                "('auto', 'logloss', 'softmax_cross_entropy', 'focal', 'exponential') or "
+                "jaxboost.Regressor"
+            )
+        declared = getattr(loss, "n_outputs", None)
+        if declared == "n_targets":
+            raise ValueError(
+                f"loss: {name!r} takes one-hot or probability-vector targets, and a Classifier "
+                "passes class labels; use 'softmax_cross_entropy' (or optax's "
+                "softmax_cross_entropy_with_integer_labels), or jaxboost.Booster with 2-D y"
+            )
+        if declared == "n_classes":
+            n_outputs = n_classes
+        elif declared is None:
+            n_outputs = 1 if n_classes == 2 else n_classes
+        else:
+            n_outputs = int(declared)
+        if n_outputs == 1 and n_classes > 2:
+            raise ValueError(
+                f"loss: {name!r} has one output (a binary loss) but y "
+                f"has {n_classes} classes; use loss='auto' or 'softmax_cross_entropy'"
+            )
+        if n_outputs not in (1, n_classes):
+            raise ValueError(
+                f"loss: {name!r} declares {n_outputs} outputs, "
+                f"expected 1 (binary) or one per class ({n_classes})"
+            )
+        return loss, n_outputs
+
+    def _encode(self, y: Any) -> np.ndarray:
+        """Labels -> their index in ``classes_``, as float32 engine targets."""
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        unseen = np.setdiff1d(y, self.classes_)
+        if unseen.size:
+            raise ValueError(f"y: labels {unseen.tolist()} were not among the training classes")
+        return np.searchsorted(self.classes_, y).astype(np.float32)
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:
+        """Fit on ``X (n_rows, n_features)`` (NaN for missing) and labels ``y (n_rows,)``
+        of any type; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
+        X, y = validate_data(
+            self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, ensure_min_samples=2
+        )
+        check_classification_targets(y)
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=np.float32, ensure_non_negative=True
+        )
+        self.classes_, encoded = np.unique(y, return_inverse=True)
+        n_classes = len(self.classes_)
+        if n_classes < 2:
+            raise ValueError(f"y: expected at least 2 classes, got 1 class ({self.classes_[0]!r})")
+        weighted = np.bincount(encoded, weights=sample_weight, minlength=n_classes) > 0
+        if weighted.sum() < 2:
+            raise ValueError(
+                "sample_weight: expected positive weight on at least 2 classes, got only "
+                f"class {self.classes_[weighted].tolist()}"
+            )
+        loss, n_outputs = self._loss_and_outputs(n_classes)
+        fit_params = self._eval_fit_params(fit_params, self._encode)
+        self._fit_booster(X, encoded.astype(np.float32), sample_weight, loss, n_outputs, fit_params)
+        return self
+
+    def _proba(self, raw: np.ndarray) -> np.ndarray:
+        default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
+        link = _link_function(getattr(self.booster_.loss_, "link", default))
+        proba = np.asarray(link(jnp.asarray(raw, jnp.float32)), dtype=np.float64)
+        if proba.ndim == 1:
+            proba = np.column_stack([1.0 - proba, proba])
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def _decision(self, raw: np.ndarray) -> np.ndarray:
+        if raw.ndim == 2 and len(self.classes_) == 2:  # two outputs for two classes
+            return raw[:, 1] - raw[:, 0]
+        return raw
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Raw scores: ``(n_rows,)`` for two classes (higher favours ``classes_[1]``),
+        ``(n_rows, n_classes)`` for more."""
+        return self._decision(self._raw(X))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """``(n_rows, n_classes)`` class probabilities, in the order of ``classes_``."""
+        return self._proba(self._raw(X))
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type."""
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
+        """:meth:`decision_function` after each boosting round."""
+        for raw in self._staged_raw(X):
+            yield self._decision(raw)
+
+    def staged_predict_proba(self, X: Any) -> Iterator[np.ndarray]:
+        """:meth:`predict_proba` after each boosting round."""
+        for raw in self._staged_raw(X):
+            yield self._proba(raw)
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """:meth:`predict` after each boosting round."""
+        for proba in self.staged_predict_proba(X):
+            yield self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,220 @@
+"""Checks of a loss and of the metrics before training: called on a few
+rows' shapes (traced, not run), their targets' domains, and ``n_outputs``
+against what the loss declares; every error names the argument and the fix."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..engine.metrics import Metric
+from ..losses import TARGET_DOMAINS
+
+
+def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
+    """Raises a ValueError if a declared loss's ``target_domain``
+    (:data:`losses._declare.TARGET_DOMAINS`) excludes some of ``y``."""
+    description, holds = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
+    if holds is None:
+        return
+    outside = ~holds(y)
+    if np.any(outside):
+        row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
+        raise ValueError(
+            f"{name}: the loss {loss.name!r} needs targets {description}; "
+            f"{int(outside.sum())} are not, the first at row {row}: {y[row]}"
+        )
+
+
+_CONTROL_FLOW_ERRORS = tuple(
+    getattr(jax.errors, name)
+    for name in (
+        "ConcretizationTypeError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+        "TracerArrayConversionError",
+    )
+    if hasattr(jax.errors, name)
+)
+
+
+def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
+    """Check ``n_outputs`` against the loss, then call the loss and its
+    derivatives on a few rows before training.
+
+    Raises a ValueError naming the problem: ``n_outputs`` other than the
+    count a loss declares (an int; one per column of ``y`` for
+    ``"n_targets"``; at least 2 for ``"n_classes"``), class labels outside
+    ``[0, n_outputs)`` for a loss whose targets are classes, Python control
+    flow on traced values, numpy called on traced values, a vector ``f``
+    indexed when ``n_outputs`` is 1, a non-scalar result per sample, an
+    integer result, or a failure on the given target and score shapes.
+    """
+    declared = getattr(loss, "n_outputs", None)
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    fix = "leave n_outputs unset (None) or set it to"
+    count, why = declared, f"it declares n_outputs={declared}"
+    if declared == "n_targets":
+        count, why = (int(y.shape[1]) if y.ndim == 2 else 1), "one per column of y"
+    if isinstance(count, (int, np.integer)) and count != n_outputs:
+        raise ValueError(
+            f"n_outputs: the loss {name!r} takes f of {count} raw score(s) per sample "
+            f"({why}), got n_outputs={n_outputs}; {fix} {count}"
+        )
+    if declared == "n_classes" and n_outputs < 2:
+        raise ValueError(
+            f"n_outputs: the loss {name!r} takes one raw score per class, at least 2, got "
+            f"n_outputs={n_outputs}; {fix} the number of classes"
+        )
+    if getattr(loss, "target_domain", None) == "class" and y.size:
+        outside = (y >= n_outputs).reshape(y.shape[0], -1).any(axis=1)
+        if outside.any():
+            row = int(np.argmax(outside))
+            raise ValueError(
+                f"y: the loss {name!r} scores n_outputs={n_outputs} classes, labels 0 to "
+                f"{n_outputs - 1}, but {int(outside.sum())} labels are not, the first at row "
+                f"{row}: {y[row]}; {fix} at least {int(np.max(y)) + 1} (max(y) + 1)"
+            )
+    check_per_sample(loss, y, n_outputs, "loss", "loss", differentiate=True, n_rows=n_rows)
+
+
+def check_per_sample(
+    fn,
+    y: np.ndarray,
+    n_outputs: int,
+    name: str,
+    role: str,
+    differentiate: bool,
+    n_rows: int = 8,
+) -> None:
+    """Call ``fn(y, f)`` of one sample (a loss or a metric; ``role`` names it in
+    the message, ``name`` is the argument the error starts with) on a few rows
+    of ``y`` and scores of ``n_outputs``, with its gradient if
+    ``differentiate``; raises a ValueError as :func:`check_loss` describes.
+
+    Only shapes and dtypes are traced, so a function that passed with these
+    shapes passes again: repeated fits skip the tracing (a few ms)."""
+    y_rows = jax.ShapeDtypeStruct(
+        (min(n_rows, y.shape[0]), *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype)
+    )
+    arguments = (fn, y_rows, n_outputs, name, role, differentiate)
+    try:
+        hash(arguments)
+    except TypeError:  # an unhashable callable: traced every time
+        _traced_per_sample.__wrapped__(*arguments)
+        return
+    _traced_per_sample(*arguments)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_per_sample(
+    fn, y_rows: jax.ShapeDtypeStruct, n_outputs: int, name: str, role: str, differentiate: bool
+) -> None:
+    """:func:`check_per_sample` on the shapes of a few rows (cached on
+    success; a failure raises, and is not cached)."""
+    n_rows = y_rows.shape[0]
+    f_rows = jax.ShapeDtypeStruct((n_rows,) if n_outputs == 1 else (n_rows, n_outputs), jnp.float32)
+    f_shape = "()" if n_outputs == 1 else f"({n_outputs},)"
+    where = (
+        f"{role}(y, f) with one sample's y of shape {tuple(y_rows.shape[1:])} and f of shape "
+        f"{f_shape}"
+    )
+    try:
+        values = jax.eval_shape(jax.vmap(fn), y_rows, f_rows)
+        if values.shape != (n_rows,):
+            hint = ""
+            if len(y_rows.shape) == 2 and y_rows.shape[1] == 1 and values.shape[1:] == (1,):
+                hint = "; for one target per sample pass y of shape (n_rows,), e.g. y.ravel()"
+            raise ValueError(
+                f"{name}: {where} must return a scalar per sample, got shape "
+                f"{values.shape[1:]}{hint}"
+            )
+        if not jnp.issubdtype(values.dtype, jnp.floating):
+            raise ValueError(f"{name}: {where} must return a float, got dtype {values.dtype}")
+        if differentiate:
+            jax.eval_shape(jax.vmap(jax.grad(fn, argnums=1)), y_rows, f_rows)
+    except jax.errors.TracerArrayConversionError as error:
+        raise ValueError(
+            f"{name}: {where} calls numpy (np.*) on a traced value, where jax.numpy (jnp.*) is "
+            "needed: write it with jnp.exp, jnp.log, ... so that JAX can trace and "
+            f"differentiate it. JAX said: {str(error).splitlines()[0]}"
+        ) from None
+    except _CONTROL_FLOW_ERRORS as error:
+        raise ValueError(
+            f"{name}: {where} uses Python control flow (if, while, bool(), int()) on a traced "
+            "value; write it with jnp.where or jax.lax.cond. JAX said: "
+            f"{str(error).splitlines()[0]}"
+        ) from None
+    except (TypeError, ValueError, IndexError) as error:
+        if str(error).startswith(f"{name}: "):
+            raise
+        said = str(error).splitlines()[0]
+        indexes_f = False
+        if isinstance(error, IndexError) and n_outputs == 1:
+            # it is f that is indexed when a vector f (of ample width) passes
+            wide = jax.ShapeDtypeStruct((n_rows, 64), jnp.float32)
+            try:
+                jax.eval_shape(jax.vmap(fn), y_rows, wide)
+                indexes_f = True
+            except Exception:  # noqa: BLE001, S110  any failure: the plain message below
+                pass
+        if indexes_f:
+            raise ValueError(
+                f"{name}: {where} failed ({said}): the {role} indexes f as a vector: set "
+                "n_outputs to the number of scores it takes"
+            ) from None
+        raise ValueError(f"{name}: {where} failed: {said}") from None
+
+
+def check_metric(
+    metric: Metric, y: np.ndarray, n_outputs: int, targets: str = "the eval_set's y"
+) -> None:
+    """Raises a ValueError when ``metric`` cannot measure a model of
+    ``n_outputs`` raw scores on targets like ``y`` (``targets`` names them in
+    the message): a one-output metric on several outputs would read the
+    first only, a per-sample function of the wrong shape would fail inside
+    JAX, and targets outside the metric's domain (log loss or AUC of
+    regression targets, see :func:`check_metric_targets`) give meaningless
+    numbers."""
+    name = f"eval_metric {metric.name!r}"
+    if metric.outputs == "one" and n_outputs != 1:
+        raise ValueError(
+            f"{name}: measures models with one output, this one has {n_outputs}; for "
+            "classes use 'mlogloss' or 'merror', else a function metric(y, f) of one sample"
+        )
+    if metric.outputs == "several" and n_outputs == 1:
+        raise ValueError(
+            f"{name}: measures models with one output per class, this one has one "
+            "(for two classes: 'logloss', 'error' or 'auc')"
+        )
+    if metric.per_sample is not None:
+        check_per_sample(metric.per_sample, y, n_outputs, name, "metric", differentiate=False)
+    check_metric_targets(metric, y, n_outputs, targets)
+
+
+def check_metric_targets(
+    metric: Metric, y: np.ndarray, n_outputs: int, targets: str = "the eval_set's y"
+) -> None:
+    """Raises a ValueError naming the first row of ``y`` outside ``metric``'s
+    target domain (:data:`losses._declare.TARGET_DOMAINS`: ``"logloss"``,
+    ``"error"`` and ``"auc"`` need targets in [0, 1], a catalogue loss's
+    name its declared domain); class labels (``"mlogloss"``, ``"merror"``)
+    must also be below ``n_outputs``."""
+    domain = metric.target_domain or getattr(metric.per_sample, "target_domain", "any")
+    description, holds = TARGET_DOMAINS[domain]
+    if holds is None:
+        return
+    outside = ~holds(y)
+    if domain == "class" and n_outputs > 1:
+        description = f"that are class labels 0, 1, ..., {n_outputs - 1} (n_outputs = {n_outputs})"
+        outside |= y >= n_outputs
+    if np.any(outside):
+        row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
+        raise ValueError(
+            f"eval_metric {metric.name!r}: needs targets {description}; {targets} is "
+            f"{y[row]!s} at row {row}; pick a metric for these targets (rmse or mae for "
+            "regression)"
+        )

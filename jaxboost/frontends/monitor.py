@@ -1,0 +1,143 @@
+"""Watching training between chunks of rounds: evaluation sets, metrics,
+early stopping, callbacks and a progress display.  Python-side only; the
+per-round work on the evaluation rows is one jitted call per chunk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..engine.metrics import Metric, metric_per_round
+from ..engine.predict import round_increments
+from ..engine.tree import Tree
+
+
+class EvalSet(NamedTuple):
+    name: str
+    X: jnp.ndarray  # (n_rows, n_features) float32
+    y: jnp.ndarray  # (n_rows,) or (n_rows, n_targets)
+    weight: jnp.ndarray  # (n_rows,)
+
+
+class CallbackEnv(NamedTuple):
+    """What a callback sees after each round; return True from it to stop."""
+
+    model: Any
+    iteration: int  # rounds done (1-based)
+    train_loss: float
+    evals_result: dict  # {set name: {metric name: [value per round]}} so far
+
+
+class Monitor:
+    """Records metrics per round and decides when to stop.
+
+    Early stopping watches the first metric on the last evaluation set, as
+    XGBoost does; the best round (1-based) is kept in ``best_iteration``.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        eval_sets: Sequence[EvalSet],
+        metrics: Sequence[Metric],
+        init_score: np.ndarray,
+        trees_per_round: int,
+        n_rounds: int,
+        early_stopping_rounds: int | None = None,
+        callbacks: Sequence[Callable[[CallbackEnv], Any]] = (),
+        verbose: int = 0,
+    ):
+        self.model = model
+        self.eval_sets = list(eval_sets)
+        self.metrics = list(metrics)
+        self.trees_per_round = trees_per_round
+        self.n_rounds = n_rounds
+        self.early_stopping_rounds = early_stopping_rounds
+        self.callbacks = list(callbacks)
+        self.verbose = int(verbose)
+        self.evals_result = {s.name: {m.name: [] for m in self.metrics} for s in self.eval_sets}
+        self.best_iteration: int | None = None
+        self.best_score: float | None = None
+        self._eval_raw = [
+            jnp.broadcast_to(jnp.asarray(init_score), (s.X.shape[0], len(init_score)))
+            for s in self.eval_sets
+        ]
+        self._start = time.perf_counter()
+
+    @property
+    def watched(self) -> tuple[str, Metric] | None:
+        if not self.eval_sets or not self.metrics:
+            return None
+        return self.eval_sets[-1].name, self.metrics[0]
+
+    def _evaluate_chunk(self, trees: Tree) -> list[dict[str, np.ndarray]]:
+        """Per evaluation set, ``{metric: (n_rounds_in_chunk,)}``."""
+        results = []
+        for index, eval_set in enumerate(self.eval_sets):
+            increments = round_increments(trees, eval_set.X, self.trees_per_round)
+            staged = self._eval_raw[index] + jnp.cumsum(increments, axis=0)
+            self._eval_raw[index] = staged[-1]
+            results.append(
+                {
+                    metric.name: np.asarray(
+                        metric_per_round(metric, eval_set.y, staged, eval_set.weight)
+                    )
+                    for metric in self.metrics
+                }
+            )
+        return results
+
+    def after_chunk(
+        self, trees: Tree, train_loss: np.ndarray, first_round: int
+    ) -> tuple[int, bool]:
+        """Record the chunk's rounds; returns (rounds of the chunk to keep, stop)."""
+        chunk_results = self._evaluate_chunk(trees) if self.eval_sets else []
+        for offset, loss_value in enumerate(train_loss):
+            iteration = first_round + offset + 1
+            for eval_set, results in zip(self.eval_sets, chunk_results):
+                for name, values in results.items():
+                    self.evals_result[eval_set.name][name].append(float(values[offset]))
+            stop = self._early_stop(iteration)
+            env = CallbackEnv(self.model, iteration, float(loss_value), self.evals_result)
+            for callback in self.callbacks:  # every callback runs, then any may stop
+                stop = bool(callback(env)) or stop
+            self._report(iteration, float(loss_value), force=stop)
+            if stop:
+                return offset + 1, True
+        return len(train_loss), False
+
+    def _early_stop(self, iteration: int) -> bool:
+        watched = self.watched
+        if watched is None:
+            return False
+        set_name, metric = watched
+        value = self.evals_result[set_name][metric.name][-1]
+        better = self.best_score is None or (
+            value > self.best_score if metric.greater_is_better else value < self.best_score
+        )
+        if better:
+            self.best_score, self.best_iteration = value, iteration
+        if self.early_stopping_rounds is None:
+            return False
+        return iteration - self.best_iteration >= self.early_stopping_rounds
+
+    def _report(self, iteration: int, loss_value: float, force: bool = False) -> None:
+        if not self.verbose or not (
+            force or iteration % self.verbose == 0 or iteration == self.n_rounds
+        ):
+            return
+        parts = [
+            f"[{iteration:>{len(str(self.n_rounds))}}/{self.n_rounds}]",
+            f"train-loss: {loss_value:.6g}",
+        ]
+        for set_name, metrics in self.evals_result.items():
+            parts += [f"{set_name}-{name}: {values[-1]:.6g}" for name, values in metrics.items()]
+        elapsed = time.perf_counter() - self._start
+        left = elapsed / iteration * (self.n_rounds - iteration)
+        parts.append(f"elapsed {elapsed:.1f}s, left ~{left:.1f}s")
+        print("  ".join(parts), flush=True)

@@ -1,0 +1,144 @@
+"""Plots of a fitted model: feature importances, learning curves, partial dependence.
+
+matplotlib is optional (the ``plot`` extra); it is imported when a plot is
+drawn.  Every function draws on ``ax`` (a new figure's axes when None) and
+returns the axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError(
+            "plotting needs matplotlib: pip install matplotlib (the `plot` extra)"
+        ) from error
+    return plt
+
+
+def _axes(ax):
+    if ax is None:
+        _, ax = _pyplot().subplots()
+    return ax
+
+
+def _check_fitted(model: Any) -> None:
+    if not hasattr(model, "forest_"):
+        raise RuntimeError("the model is not fitted yet: call fit(X, y) first")
+
+
+def _feature_names(model: Any) -> list[str]:
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return [f"f{index}" for index in range(model.n_features_in_)]
+    return [str(name) for name in names]
+
+
+def _feature_indices(model: Any, features: int | str | Sequence[int | str]) -> list[int]:
+    indices = feature_indices(features, _feature_names(model))
+    for index in indices:
+        if not 0 <= index < model.n_features_in_:
+            raise ValueError(
+                f"features: expected indices in [0, {model.n_features_in_}), got {index}"
+            )
+    return indices
+
+
+def plot_importance(
+    model: Any, importance_type: str = "gain", max_features: int | None = 20, ax=None
+):
+    """Horizontal bars of the normalised feature importances, largest on top.
+
+    Only features with a non-zero importance are drawn, at most
+    ``max_features`` of them (all when None).
+    """
+    _pyplot()
+    _check_fitted(model)
+    importance = feature_importances(model.forest_, model.n_features_in_, importance_type)
+    order = np.argsort(-importance, kind="stable")
+    order = order[importance[order] > 0][:max_features]
+    names = _feature_names(model)
+    ax = _axes(ax)
+    positions = np.arange(order.size)[::-1]
+    ax.barh(positions, importance[order], align="center")
+    ax.set_yticks(positions, [names[index] for index in order])
+    ax.set_xlabel(f"importance ({importance_type}, normalised)")
+    ax.set_title("Feature importance")
+    return ax
+
+
+def plot_learning_curve(model: Any, ax=None):
+    """The training loss per round (round 0: the initial score) and every
+    metric of ``model.evals_result_`` (``{set_name: {metric: [values]}}``) when
+    the model has it.  Curves are aligned on their last round: a curve one
+    value shorter than the training loss starts at round 1."""
+    _pyplot()
+    _check_fitted(model)
+    ax = _axes(ax)
+    train_loss = np.asarray(model.train_loss_)
+    ax.plot(np.arange(train_loss.size), train_loss, label="train loss")
+    evals = getattr(model, "evals_result_", None) or {}
+    for set_name, metrics in evals.items():
+        for metric, values in metrics.items():
+            values = np.asarray(values, dtype=np.float64)
+            first = max(0, train_loss.size - values.size)
+            ax.plot(first + np.arange(values.size), values, label=f"{set_name} {metric}")
+    ax.set_xlabel("boosting round")
+    ax.set_ylabel("loss")
+    ax.set_title("Learning curve")
+    ax.legend()
+    return ax
+
+
+def plot_partial_dependence(
+    model: Any,
+    X: Any,
+    features: int | str | Sequence[int | str],
+    ax=None,
+    grid_resolution: int = 50,
+    output: int = 0,
+):
+    """Partial dependence of the raw score on one feature (a line per output)
+    or on two features (filled contours of output ``output``).
+
+    Args:
+      X: ``(n_rows, n_features)`` data the grid is taken from
+        (:func:`~jaxboost.frontends.inspection.grid_from_data`).
+      features: one or two feature indices, or names when the model has
+        ``feature_names_in_``.
+    """
+    _pyplot()
+    _check_fitted(model)
+    indices = _feature_indices(model, features)
+    if len(indices) not in (1, 2):
+        raise ValueError(f"features: expected 1 or 2 features, got {features!r}")
+    grid = [grid_from_data(X, index, grid_resolution) for index in indices]
+    pd = partial_dependence(model.forest_, model.init_score_, indices, grid)
+    names = [_feature_names(model)[index] for index in indices]
+    ax = _axes(ax)
+    if len(indices) == 1:
+        for k in range(pd.shape[-1]):
+            label = "partial dependence" if pd.shape[-1] == 1 else f"output {k}"
+            ax.plot(grid[0], pd[:, k], label=label)
+        ax.set_xlabel(names[0])
+        ax.set_ylabel("partial dependence (raw score)")
+        if pd.shape[-1] > 1:
+            ax.legend()
+    else:
+        if not 0 <= output < pd.shape[-1]:
+            raise ValueError(f"output: expected an index in [0, {pd.shape[-1]}), got {output}")
+        contours = ax.contourf(grid[0], grid[1], pd[:, :, output].T)
+        ax.figure.colorbar(contours, ax=ax, label="partial dependence (raw score)")
+        ax.set_xlabel(names[0])
+        ax.set_ylabel(names[1])
+    ax.set_title("Partial dependence")
+    return ax

@@ -1,0 +1,108 @@
+"""Checks of the settings at the boundary: every error names the setting,
+what it must be, and what it got."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def whole_number(name: str, value: int) -> int:
+    """``value`` as an int, after checking it is a whole number >= 1 (an int,
+    or a float such as 3.0; not 2.5, which would be cut to 2)."""
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    whole = whole or (isinstance(value, (float, np.floating)) and float(value).is_integer())
+    if not (whole and int(value) >= 1):
+        raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def finite_number(name: str, value: float, positive: bool = False) -> float:
+    """``value`` as a float, after checking it is finite and ``> 0``
+    (``positive``) or ``>= 0``, as XGBoost and LightGBM require of these."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and (number > 0 if positive else number >= 0)):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name}: expected a finite number {bound}, got {value!r}")
+    return number
+
+
+def fraction(name: str, value: float) -> float:
+    if not 0.0 < float(value) <= 1.0:
+        raise ValueError(f"{name}: expected a fraction in (0, 1], got {value}")
+    return float(value)
+
+
+def choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
+    return value
+
+
+_SEEDS = 2**32  # the hashes take a uint32 seed
+
+
+def check_random_state(random_state: Any) -> None:
+    """Raises a ValueError unless ``random_state`` is None, a whole number in
+    ``[0, 2**32 - 1]`` (an int, or a float such as 7.0, as counts are
+    taken; not 1.5, nor a bool) or a numpy ``RandomState`` or ``Generator``."""
+    if random_state is None or isinstance(
+        random_state, (np.random.RandomState, np.random.Generator)
+    ):
+        return
+    whole = isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+    whole = whole or (
+        isinstance(random_state, (float, np.floating)) and float(random_state).is_integer()
+    )
+    if not (whole and 0 <= int(random_state) < _SEEDS):
+        raise ValueError(
+            f"random_state: expected a whole number in [0, {_SEEDS - 1}], a numpy "
+            "RandomState or Generator to draw the seed from, or None for a fresh seed "
+            f"each fit; got {random_state!r}"
+        )
+
+
+def draw_seed(random_state: Any) -> np.uint32:
+    """The seed of ``random_state`` (checked by :func:`check_random_state`):
+    the number itself, or one drawn from the given ``RandomState`` or
+    ``Generator``, or for None from numpy's global ``RandomState`` (a fresh
+    seed each call, as scikit-learn's ``check_random_state(None)`` gives)."""
+    check_random_state(random_state)
+    if random_state is None:
+        return np.uint32(np.random.randint(_SEEDS, dtype=np.uint32))
+    if isinstance(random_state, np.random.RandomState):
+        return np.uint32(random_state.randint(_SEEDS, dtype=np.uint32))
+    if isinstance(random_state, np.random.Generator):
+        return np.uint32(random_state.integers(_SEEDS, dtype=np.uint32))
+    return np.uint32(int(random_state))
+
+
+def check_histogram_memory(
+    max_depth: int, n_features: int, n_bins: int, outputs_per_tree: int, memory: int | None
+) -> None:
+    """Raises a ValueError when the deepest level's histograms alone would
+    not fit in a device's ``memory`` bytes (None: unknown, not checked).
+
+    Trees are complete binary trees in padded arrays, so the level above the
+    leaves has ``2^(max_depth - 1)`` nodes, each with a histogram of every
+    feature: about 16 bytes (the float64 sums, the float32 running sums, the
+    parent's share) per (feature, node, bin, statistic), 2 statistics per
+    output a tree fits.  Without this check a deep tree fails inside XLA's
+    allocator.
+    """
+    if memory is None:
+        return
+    needed = 16 * n_features * 2 ** (max_depth - 1) * n_bins * 2 * outputs_per_tree
+    if needed > memory:
+        raise ValueError(
+            f"max_depth: {max_depth} needs about {needed / 2**30:.1f} GiB per device for the "
+            f"histograms of its deepest level (2^{max_depth - 1} nodes x {n_features} features "
+            f"x {n_bins} bins), more than the {memory / 2**30:.1f} GiB a device has; use a "
+            "smaller max_depth (or max_bins)"
+        )

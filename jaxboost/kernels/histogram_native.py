@@ -1,0 +1,164 @@
+"""The native CPU histogram kernel: C++ (``native/histogram.cc``), with subtraction.
+
+It sums a level's histograms in float64 and, below the root, routes the rows
+of the level above (counting the children's rows in the same pass), sums only
+the smaller child of every parent and takes its sibling as parent minus child,
+so a level passes over at most half of the rows (XLA's scatter-add cannot
+skip rows: it costs per update, kept or not).  The plain reference it must
+equal is :func:`jaxboost.kernels.histogram_reference.build_histograms`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .interfaces import LevelSplit
+from .native_library import load
+from .route_native import split_buffers
+
+
+def native_level_histograms(
+    bins: jax.Array,
+    node_of_row: jax.Array,
+    row_stats: jax.Array,
+    n_nodes: int,
+    n_bins: int,
+    parent: jax.Array | None,
+    split: LevelSplit | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One level's histograms, from its parents' when ``parent`` is given.
+
+    Args:
+      bins: ``(n_features, n_rows)`` uint8 bin of every value, stored by
+        tiles of rows (:func:`jaxboost.engine.binning.tile_bins`).
+      node_of_row: ``(n_rows,)`` int32 node within the level, or within the
+        level above when ``split`` is given.
+      row_stats: ``(n_rows, n_stats)`` float32 statistics to sum.
+      n_nodes: nodes in the level (``2 * parents`` below the root).
+      n_bins: bins per feature, the missing bin included.
+      parent: ``(n_features, n_nodes // 2, n_bins, n_stats)`` float64, the
+        level above's second result, or None at the root.
+      split: the level above's splits, by which the rows are first routed,
+        in the same call, which counts the children's rows as it routes them;
+        given with ``parent`` and only then.
+    Returns:
+      ``(n_features, n_nodes, n_bins, n_stats)`` float32 running sums over the
+      value bins (bin ``b`` holds bins ``0..b`` of what
+      :func:`jaxboost.kernels.histogram_reference.build_histograms` returns; the missing bin,
+      the last, is as it is: see ``find_best_splits(cumulative=True)``), the
+      plain sums in float64, for the next level, and ``(n_rows,)`` int32
+      ``node_of_row`` within the level.
+    """
+    load()
+    shape = (bins.shape[0], n_nodes, n_bins, row_stats.shape[1])
+    sums = (jax.ShapeDtypeStruct(shape, jnp.float64), jax.ShapeDtypeStruct(shape, jnp.float32))
+    if parent is None:
+        _check_afresh(split)
+        # under vmap the kernel runs once per member
+        call = jax.ffi.ffi_call("jaxboost_histogram_root", sums, vmap_method="sequential")
+        exact, cumulative = call(
+            bins, node_of_row, row_stats, n_nodes=np.int64(n_nodes), n_bins=np.int64(n_bins)
+        )
+        return cumulative, exact, node_of_row
+    call = jax.ffi.ffi_call(
+        "jaxboost_histogram_children", (_nodes_like(node_of_row), *sums), vmap_method="sequential"
+    )
+    node_of_row, exact, cumulative = call(
+        bins, node_of_row, row_stats, parent, *_split_arguments(split), **_attributes(n_bins, split)
+    )
+    return cumulative, exact, node_of_row
+
+
+def native_level_histograms_quantised(
+    bins: jax.Array,
+    node_of_row: jax.Array,
+    quantised_stats: jax.Array,
+    scale: jax.Array,
+    n_nodes: int,
+    n_bins: int,
+    parent: jax.Array | None,
+    split: LevelSplit | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """:func:`native_level_histograms` for integer statistics (see
+    :mod:`jaxboost.engine.quantise`): every (gradient, hessian) pair of a row is
+    packed into one int64 and summed exactly, with one integer add.
+
+    Args:
+      bins, node_of_row, n_nodes, n_bins, split: as
+        :func:`native_level_histograms`.
+      quantised_stats: ``(n_rows, 2K)`` int32 ``[gradients, hessians]``,
+        each ``|value| < 2**31 / n_rows``.
+      scale: ``(2K,)`` float32, the worth of one unit of each column.
+      parent: ``(n_features, n_nodes // 2, n_bins, K)`` int64 packed sums,
+        the level above's second result, or None at the root.
+    Returns:
+      ``(n_features, n_nodes, n_bins, 2K)`` float32 running sums of the
+      columns times ``scale`` (as :func:`native_level_histograms`), the exact
+      packed sums ``(n_features, n_nodes, n_bins, K)`` int64, and
+      ``node_of_row``.
+    """
+    load()
+    packed = packed_pairs(quantised_stats)
+    n_features, n_columns = bins.shape[0], quantised_stats.shape[1]
+    sums = (
+        jax.ShapeDtypeStruct((n_features, n_nodes, n_bins, n_columns // 2), jnp.int64),
+        jax.ShapeDtypeStruct((n_features, n_nodes, n_bins, n_columns), jnp.float32),
+    )
+    if parent is None:
+        _check_afresh(split)
+        call = jax.ffi.ffi_call("jaxboost_histogram_root_quantised", sums, vmap_method="sequential")
+        exact, cumulative = call(
+            bins, node_of_row, packed, scale, n_nodes=np.int64(n_nodes), n_bins=np.int64(n_bins)
+        )
+        return cumulative, exact, node_of_row
+    call = jax.ffi.ffi_call(
+        "jaxboost_histogram_children_quantised",
+        (_nodes_like(node_of_row), *sums),
+        vmap_method="sequential",
+    )
+    node_of_row, exact, cumulative = call(
+        bins,
+        node_of_row,
+        packed,
+        scale,
+        parent,
+        *_split_arguments(split),
+        **_attributes(n_bins, split),
+    )
+    return cumulative, exact, node_of_row
+
+
+def _check_afresh(split: LevelSplit | None) -> None:
+    """A level summed afresh (no ``parent``) takes its rows as they are."""
+    if split is not None:
+        raise ValueError("the native kernel routes the rows only with the parents' sums")
+
+
+def _nodes_like(node_of_row: jax.Array) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(node_of_row.shape, jnp.int32)
+
+
+def _split_arguments(split: LevelSplit | None) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The children kernels' split buffers (:func:`split_buffers`)."""
+    if split is None:
+        raise ValueError("the native kernel sums children as it routes: pass the level's split")
+    return split_buffers(split)
+
+
+def _attributes(n_bins: int, split: LevelSplit) -> dict[str, np.int64]:
+    return {"n_bins": np.int64(n_bins), "missing_bin": np.int64(split.missing_bin)}
+
+
+def packed_pairs(quantised_stats: jax.Array) -> jax.Array:
+    """``(n_rows, 2K)`` int32 ``[gradients, hessians]`` as the native kernel
+    reads them: ``(n_rows, 2K)`` int32 words whose pairs ``(2j, 2j+1)``, read as
+    one little-endian int64, hold ``gradient_j * 2**32 + hessian_j`` (low
+    word: the hessian's bits; high word: the gradient minus the borrow of a
+    negative hessian).  Built inside the program, where XLA fuses it with the
+    rounding, so the kernel packs nothing."""
+    n_pairs = quantised_stats.shape[1] // 2
+    grad, hess = quantised_stats[:, :n_pairs], quantised_stats[:, n_pairs:]
+    high = grad - (hess < 0).astype(jnp.int32)
+    return jnp.stack([hess, high], axis=2).reshape(quantised_stats.shape)

@@ -1,0 +1,180 @@
+"""Training over several processes (hosts), each holding its own rows.
+
+With ``jax.distributed`` every process runs the same Python program; the mesh
+spans all processes' devices and the boosting programs combine histograms
+with ``psum`` across them.  Each process passes *its own rows* to ``fit``; the
+helpers here give the few host-side steps that need the other processes:
+their row counts (for global row numbers), a gathered sample for the bin
+edges, global arrays built from local rows, copies of replicated results, and
+decisions taken by process 0 (so that every process runs the same programs).
+
+With one process every helper is the identity or a plain ``device_put``, so
+the single-process path is the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from .devices import ROWS
+from .padding import bucket_size, in_place_on, pad_rows, padded_slice
+
+T = TypeVar("T")
+
+
+def initialize(
+    coordinator_address: str,
+    num_processes: int,
+    process_id: int,
+    cpu_devices: int | None = None,
+    **kwargs: Any,
+) -> None:
+    """``jax.distributed.initialize`` with what CPU training needs.
+
+    Selects the gloo collectives for CPU devices (the default CPU client has no
+    cross-process collectives) and, if given, ``cpu_devices`` CPU devices per
+    process.  Call it right after ``import jaxboost``, before any JAX
+    operation, in every process.
+
+    Args:
+      coordinator_address: ``"host:port"`` of process 0 (all processes pass the
+        same one), e.g. ``"127.0.0.1:12345"`` on one machine.
+      num_processes: processes taking part.
+      process_id: this process's number, ``0 .. num_processes - 1``.
+      cpu_devices: CPU devices per process (default: what ``import jaxboost``
+        chose, one per core).
+      kwargs: passed on to ``jax.distributed.initialize``.
+    """
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if cpu_devices is not None:
+        jax.config.update("jax_num_cpu_devices", int(cpu_devices))
+    jax.distributed.initialize(
+        coordinator_address, num_processes=num_processes, process_id=process_id, **kwargs
+    )
+
+
+def gather(array: np.ndarray) -> np.ndarray:
+    """Every process's ``array`` concatenated on the first axis, in process order.
+
+    The arrays may differ in length along the first axis only.
+    """
+    array = np.asarray(array)
+    if jax.process_count() == 1:
+        return array
+    lengths = multihost_utils.process_allgather(np.int64(array.shape[0]))
+    longest = int(np.max(lengths))
+    padded = np.zeros((longest, *array.shape[1:]), array.dtype)
+    padded[: array.shape[0]] = array
+    stacked = multihost_utils.process_allgather(padded)  # (processes, longest, ...)
+    return np.concatenate([part[:n] for part, n in zip(stacked, lengths)], axis=0)
+
+
+def on_every_process(check: Callable[[], T]) -> T:
+    """``check()`` (host-side input validation, no collectives inside), made
+    to fail on every process when it fails on any.
+
+    With one process this is ``check()``.  With several, the processes
+    exchange their outcome before going on: the process whose ``check``
+    raised a ``ValueError`` or ``TypeError`` re-raises it, and every other
+    process raises a ``ValueError`` quoting it, instead of waiting in the next
+    collective until ``jax.distributed`` times out.
+    """
+    if jax.process_count() == 1:
+        return check()
+    try:
+        result, error = check(), None
+    except (ValueError, TypeError) as caught:
+        result, error = None, caught
+    message = b"" if error is None else f"{type(error).__name__}: {error}".encode()
+    lengths = multihost_utils.process_allgather(np.int64(len(message)))
+    if not np.any(lengths):
+        return result
+    texts = gather(np.frombuffer(message.ljust(1), np.uint8))  # 1 byte at least each
+    if error is not None:
+        raise error
+    failures, start = [], 0
+    for process, length in enumerate(lengths):
+        if length:
+            text = texts[start : start + length].tobytes().decode(errors="replace")
+            failures.append(f"process {process}: {text}")
+        start += max(int(length), 1)
+    raise ValueError("fit: the input of another process failed its checks; " + "; ".join(failures))
+
+
+def first_process_value(value: Any) -> Any:
+    """Process 0's ``value`` (a pytree of numbers), on every process."""
+    if jax.process_count() == 1:
+        return value
+    return jax.tree.map(np.asarray, multihost_utils.broadcast_one_to_all(value))
+
+
+class RowLayout(NamedTuple):
+    """Where this process's rows sit among all processes' rows."""
+
+    first_row: int  # global number of this process's first row
+    n_padded: int  # rows this process holds after padding (the same on all)
+
+
+def row_layout(n_local_rows: int, mesh: Mesh) -> RowLayout:
+    """Global row numbers and the common padded size of every process's rows.
+
+    Rows are numbered in process order; each process pads its rows to the
+    bucket of the largest process's count, a multiple of its device count.
+    """
+    counts = gather(np.array([n_local_rows], np.int64))
+    process = jax.process_index()
+    local_devices = mesh.local_mesh.size
+    return RowLayout(
+        first_row=int(np.sum(counts[:process])),
+        n_padded=bucket_size(int(np.max(counts)), local_devices),
+    )
+
+
+def global_rows(mesh: Mesh, local: np.ndarray, n_padded: int | None = None) -> jax.Array:
+    """An array sharded on rows over ``mesh`` from this process's ``local`` rows.
+
+    Args:
+      local: ``(n_rows, ...)`` this process's rows.
+      n_padded: rows per process after padding with copies of row 0 (the
+        same on every process; default ``n_rows``).  With one process each
+        device's shard is cut from ``local`` directly, so only a shard that
+        reaches into the padding is copied, never the whole array; on CPU
+        devices also a shard that does not start on a 64-byte boundary, into
+        memory that does (:func:`jaxboost.runtime.padding.padded_slice`): the device
+        then takes it in place, where PJRT's own copy is several times slower.
+    """
+    n_padded = local.shape[0] if n_padded is None else n_padded
+    sharding = NamedSharding(mesh, P(ROWS))
+    aligned = in_place_on(mesh.devices.flat[0].platform)
+    if jax.process_count() > 1:
+        local = pad_rows(local, n_padded, aligned)
+        return jax.make_array_from_process_local_data(sharding, local)
+
+    def shard(index: tuple[slice, ...]) -> np.ndarray:
+        start, stop, _ = index[0].indices(n_padded)
+        return padded_slice(local, start, stop, aligned)
+
+    return jax.make_array_from_callback((n_padded, *local.shape[1:]), sharding, shard)
+
+
+def replicated(mesh: Mesh, value: np.ndarray) -> jax.Array:
+    """``value`` (the same on every process) on every device of ``mesh``."""
+    return jax.device_put(value, NamedSharding(mesh, P()))
+
+
+def fetch(tree: Any) -> Any:
+    """Host numpy copies of replicated (or local) arrays in a pytree."""
+
+    def addressable(leaf):
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            return leaf.addressable_shards[0].data
+        return leaf
+
+    return jax.device_get(jax.tree.map(addressable, tree))
