@@ -4,13 +4,13 @@ Importing jaxboost exposes the CPU cores as JAX devices (see
 :mod:`jaxboost.runtime.devices`), so import it before running any JAX operation.
 """
 
-from .runtime.compilation_cache import enable_compilation_cache, enable_from_environment
+from .runtime.compilation_cache import enable_by_default, enable_compilation_cache
 from .runtime.devices import configure_cpu_devices
 from .runtime.workarounds import apply_gpu_scatter_workaround
 
 apply_gpu_scatter_workaround()
 configure_cpu_devices()
-enable_from_environment()
+enable_by_default()
 
 from . import losses
 from .engine.metrics import metric

@@ -5,10 +5,10 @@ different loss objects (a fresh lambda, a catalogue factory called again);
 jaxboost's in-memory cache is keyed on the loss object, XLA's persistent cache
 on the program, so with it each such program compiles once per run instead of
 once per test.  The directory is made by the controlling process and
-inherited by the xdist workers, each of which keeps its own subdirectory: JAX
-writes cache entries in place, without a lock, so a worker must never read an
-entry another is still writing.  Subprocess tests set their own caches (or
-none) and are not affected.
+inherited by the xdist workers, each of which keeps its own subdirectory (a
+shared one is safe, JAX locks a bounded cache, but the workers would wait on
+each other's lock).  Subprocess tests set their own caches or use the default
+one.
 
 Compilation is most of the suite's time, so XLA's CPU backend runs LLVM at
 optimisation level 0 here (``XLA_FLAGS``, inherited by the subprocess tests

@@ -24,3 +24,31 @@ def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
     assert any(tmp_path.iterdir()), "the first process wrote nothing to the cache"
     second = _compile_seconds(tmp_path)
     assert second < 0.25 * first, (first, second)
+
+
+def _cache_setting_at_import(environment: dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+
+    code = "import jax, jaxboost; print(jax.config.jax_compilation_cache_dir)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXBOOST_")}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        env={**env, **environment},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_cache_is_on_by_default_in_the_users_cache_directory(tmp_path):
+    assert _cache_setting_at_import({"JAXBOOST_CACHE_DIR": str(tmp_path)}) == str(tmp_path / "xla")
+    mine = str(tmp_path / "mine")
+    assert _cache_setting_at_import({"JAXBOOST_COMPILATION_CACHE": mine}) == mine
+    assert _cache_setting_at_import({"JAXBOOST_COMPILATION_CACHE": "off"}) == "None"
+    # a cache the user set up for JAX is left alone
+    theirs = str(tmp_path / "theirs")
+    assert _cache_setting_at_import({"JAX_COMPILATION_CACHE_DIR": theirs}) == theirs

@@ -59,6 +59,7 @@ from ..runtime.distributed import (
 )
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
+from ..runtime.same_function import canonical
 from .inspection import (
     feature_importances,
     feature_indices,
@@ -439,14 +440,18 @@ class Booster:
         features = as_features(X, finite=True, refuse_subnormal=True)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
-        loss = loss_catalogue.resolve(self.loss)
+        # a lambda written again is the first one: its programs are reused
+        loss = canonical(loss_catalogue.resolve(self.loss))
         check_target_domain(loss, targets)
         eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1], loss)
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
         several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
         metric_specs = eval_metric if several else [eval_metric or "loss"]
-        metrics = [resolve_metric(spec, loss) for spec in metric_specs]
+        metrics = [
+            resolve_metric(canonical(spec) if callable(spec) else spec, loss)
+            for spec in metric_specs
+        ]
         return features, targets, weight, feature_names(X), loss, eval_sets, metrics
 
     def _eval_sets(

@@ -115,11 +115,14 @@ class _Rounds:
         return RoundsResult(self.cfg, chunks, train_loss)
 
     def _dispatch(self, raw, first_round: int, n_active: int):
-        """One chunk's program, fetched (blocking before the next dispatch:
-        queued collective programs can deadlock on CPU devices)."""
-        raw, trees, chunk_loss, n_not_finite = fetch(
-            self.program(self.data, self.edges, raw, first_round, n_active, self.seed, self.hyper)
+        """One chunk's program, its trees and losses fetched (blocking before
+        the next dispatch: queued collective programs can deadlock on CPU
+        devices).  The scores stay on the devices: fetched, they would come
+        back as host arrays, for which the program would compile again."""
+        raw, *results = self.program(
+            self.data, self.edges, raw, first_round, n_active, self.seed, self.hyper
         )
+        trees, chunk_loss, n_not_finite = fetch(tuple(results))
         return raw, trees, chunk_loss[:n_active], n_not_finite[:n_active]
 
     def _chunk(self, raw, first_round: int, n_active: int, train_loss: list[float]):

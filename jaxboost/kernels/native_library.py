@@ -25,6 +25,8 @@ from pathlib import Path
 
 import jax
 
+from ..runtime.compilation_cache import cache_root
+
 SOURCES = tuple(
     Path(__file__).with_name("native") / name
     for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc", "route.cc")
@@ -35,7 +37,6 @@ HEADERS = tuple(
     for name in ("bin_tiles.h", "leaf_lanes.h", "route_rows.h")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
-_ENV_CACHE = "JAXBOOST_CACHE_DIR"
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
 _TARGETS = {
     "jaxboost_histogram_root": "JaxboostHistogramRoot",
@@ -58,8 +59,7 @@ class NativeKernelUnavailable(RuntimeError):
 
 
 def _cache_directory() -> Path:
-    configured = os.environ.get(_ENV_CACHE, "").strip()
-    return Path(configured) if configured else Path.home() / ".cache" / "jaxboost"
+    return cache_root()
 
 
 def _compiler() -> str:
