@@ -7,6 +7,7 @@ import os
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from jaxboost import losses
@@ -128,7 +129,7 @@ def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
     probe = HessianProbe(informative=True, negative=False)
     asks = {
         (n_outputs, rows): booster._config(
-            losses.softmax_cross_entropy, n_outputs, False, probe, "cpu", rows
+            losses.softmax_cross_entropy, n_outputs, False, probe, "cpu", rows, 2 * rows
         )[0].vector_row_options
         for n_outputs in (1, 3)
         for rows in (_VECTOR_OPTIONS_ROWS // 2, _VECTOR_OPTIONS_ROWS)
@@ -139,3 +140,27 @@ def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
         (3, _VECTOR_OPTIONS_ROWS // 2): False,
         (3, _VECTOR_OPTIONS_ROWS): True,
     }
+
+
+def test_small_fits_compile_fast_and_fit_the_same_model(monkeypatch):
+    """Fits of at most FAST_COMPILE_ROWS rows compile with the older fusion
+    emitters (where the jaxlib has them); the model is the one the default
+    emitters give."""
+    from jaxboost.frontends import booster as booster_module
+    from jaxboost.runtime.workarounds import FAST_COMPILE_ROWS, fast_compile_options
+
+    assert fast_compile_options("gpu") == {}
+    probe = HessianProbe(informative=True, negative=False)
+    settings = [
+        Booster()._config(losses.squared_error, 1, False, probe, "cpu", rows // 2, rows)[0]
+        for rows in (FAST_COMPILE_ROWS, 2 * FAST_COMPILE_ROWS)
+    ]
+    assert [cfg.fast_compile for cfg in settings] == [True, False]
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 4)).astype(np.float32)
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + rng.normal(size=500)).astype(np.float32)
+    loss = lambda y, f: jnp.logaddexp(f - y, y - f)
+    fast = Booster(loss=loss, n_estimators=20, max_depth=3).fit(X, y)
+    monkeypatch.setattr(booster_module, "FAST_COMPILE_ROWS", 0)
+    default = Booster(loss=loss, n_estimators=20, max_depth=3).fit(X, y)
+    np.testing.assert_array_equal(fast.predict_raw(X), default.predict_raw(X))

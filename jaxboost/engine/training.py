@@ -26,7 +26,7 @@ from jax.sharding import PartitionSpec as P
 from ..kernels.leaf_sums import LEAF_KERNELS
 from ..runtime.devices import ROWS, collective_axis
 from ..runtime.program_cache import one_program_per_shape
-from ..runtime.workarounds import vector_output_compiler_options
+from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
 from .init_score import initial_score
@@ -86,6 +86,9 @@ class StaticSettings:
     # outputs on enough rows per device that the rows' sums over the outputs
     # outweigh the split search's (which those options slow down)
     vector_row_options: bool = False
+    # a small fit (at most jaxboost.runtime.workarounds.FAST_COMPILE_ROWS
+    # rows): compiled with that module's fast_compile_options
+    fast_compile: bool = False
 
     @property
     def trees_per_round(self) -> int:
@@ -464,8 +467,10 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
         check_vma=False,
     )
     platform = mesh.devices.flat[0].platform
-    options = vector_output_compiler_options(platform) if cfg.vector_row_options else None
-    return jax.jit(sharded, compiler_options=options)
+    options = vector_output_compiler_options(platform) if cfg.vector_row_options else {}
+    if cfg.fast_compile:
+        options = {**options, **fast_compile_options(platform)}
+    return jax.jit(sharded, compiler_options=options or None)
 
 
 # the targets and weights alone, sharded on rows: the initial score needs no
@@ -475,11 +480,15 @@ _TARGET_SPECS = (P(ROWS), P(ROWS))
 
 @one_program_per_shape()
 def init_score_program(
-    loss: Loss, n_outputs: int, mesh: Mesh, leaf_kernels: str = "reference"
+    loss: Loss,
+    n_outputs: int,
+    mesh: Mesh,
+    leaf_kernels: str = "reference",
+    fast_compile: bool = False,
 ) -> Callable:
     """``(y, weight) -> (F0 (K,), train_loss at F0)``, jitted and sharded
     (``y``, ``weight``: the rows of :class:`ShardData`); ``leaf_kernels``
-    names the line search's kernels, as in :class:`StaticSettings`."""
+    and ``fast_compile`` as in :class:`StaticSettings`."""
     axis_name = collective_axis(mesh)
 
     def local(y, weight):
@@ -491,8 +500,10 @@ def init_score_program(
         local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
     )
     platform = mesh.devices.flat[0].platform
-    options = vector_output_compiler_options(platform) if n_outputs > 1 else None
-    return jax.jit(sharded, compiler_options=options)
+    options = vector_output_compiler_options(platform) if n_outputs > 1 else {}
+    if fast_compile:
+        options = {**options, **fast_compile_options(platform)}
+    return jax.jit(sharded, compiler_options=options or None)
 
 
 @one_program_per_shape()

@@ -60,6 +60,7 @@ from ..runtime.distributed import (
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
 from ..runtime.same_function import canonical
+from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .inspection import (
     feature_importances,
     feature_indices,
@@ -297,6 +298,7 @@ class Booster:
         hessian: HessianProbe,
         platform: str,
         rows_per_shard: int,
+        n_rows: int,
     ) -> tuple[StaticSettings, NumericSettings]:
         """The static program settings, and the numeric ones passed as values;
         ``hessian`` (the loss's, probed at the initial score) settles what
@@ -341,6 +343,7 @@ class Booster:
             narrow_line_search=not hessian.informative,
             subsampled=bool(self._hyper().subsample < 1.0),
             vector_row_options=n_outputs > 1 and rows_per_shard >= _VECTOR_OPTIONS_ROWS,
+            fast_compile=n_rows <= FAST_COMPILE_ROWS,
         )
         return cfg, self._hyper()
 
@@ -421,7 +424,8 @@ class Booster:
         init_score = self._given_init_score(n_outputs)
         if init_score is None:
             platform = mesh.devices.flat[0].platform
-            program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
+            small = y.shape[0] <= FAST_COMPILE_ROWS
+            program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf, small)
             return program(y, weight)
         loss_at = loss_at_score_program(loss, mesh)
         return init_score, loss_at(y, weight, replicated(mesh, init_score))
@@ -654,7 +658,8 @@ class Booster:
         mesh = placed.mesh
         rows_per_shard = placed.layout.n_padded // mesh.local_mesh.size
         platform = mesh.devices.flat[0].platform
-        return self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard)
+        n_rows = placed.layout.n_padded * jax.process_count()  # of all processes
+        return self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows)
 
     def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
         """Sets the fitted attributes from the rounds' trees and losses (cut
