@@ -8,22 +8,26 @@ from run_script import run_script, xla_flags_without
 SCRIPT = Path(__file__).parent / "scripts" / "cached_fit.py"
 
 
-def _compile_seconds(cache_dir: Path) -> float:
+def _compile_seconds(cache_dir: Path) -> tuple[float, float]:
+    """``(seconds compiling in all, the longest compilation)`` of a process."""
     # XLA's default fusion emitters, as users compile (conftest.py swaps them
     # for the faster-compiling older ones: then many programs compile in
-    # under the cache's 0.1 s threshold and are compiled again, not loaded)
+    # under the cache's threshold and are compiled again, not loaded)
     flags = xla_flags_without("--xla_cpu_use_fusion_emitters")
     environment = {"JAXBOOST_COMPILATION_CACHE": str(cache_dir), "XLA_FLAGS": flags}
     result = run_script(SCRIPT, environment, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    return float(re.search(r"compile seconds ([0-9.]+)", result.stdout).group(1))
+    found = re.search(r"compile seconds ([0-9.]+) longest ([0-9.]+)", result.stdout)
+    return float(found.group(1)), float(found.group(2))
 
 
 def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
-    first = _compile_seconds(tmp_path)
+    first, first_longest = _compile_seconds(tmp_path)
     assert any(tmp_path.iterdir()), "the first process wrote nothing to the cache"
-    second = _compile_seconds(tmp_path)
-    assert second < 0.25 * first, (first, second)
+    second, second_longest = _compile_seconds(tmp_path)
+    # what is left are programs too quick to be worth a file (under 0.05 s)
+    assert second_longest < 0.1 < first_longest, (first_longest, second_longest)
+    assert second < 0.5 * first, (first, second)
 
 
 def _cache_setting_at_import(environment: dict[str, str]) -> str:

@@ -418,17 +418,21 @@ def _train_chunk(
     """
 
     def one_round(raw, chunk_round):
+        traced = []  # boost's outputs as traced, for skip's shapes
+
         def boost(raw):
             loss_before = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
             trees, new_raw, n_not_finite = boost_round(
                 cfg, hyper, data, edges, raw, round_index, seed, axis_name
             )
+            traced.append((trees, new_raw, loss_before, n_not_finite))
             return trees, new_raw, loss_before, n_not_finite
 
         def skip(raw):  # a round past n_active: no work, zeros (discarded)
-            shapes = jax.eval_shape(boost, raw)
+            # the shapes of boost's trace (cond traces it first), else traced here
+            outputs = traced[-1] if traced else jax.eval_shape(boost, raw)
             trees, _, loss_before, n_not_finite = jax.tree.map(
-                lambda s: jnp.zeros(s.shape, s.dtype), shapes
+                lambda s: jnp.zeros(s.shape, s.dtype), outputs
             )
             return trees, raw, loss_before, n_not_finite
 
