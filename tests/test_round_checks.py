@@ -3,6 +3,7 @@ round, a loss that overflows only in float32 goes on in float64, and a round
 that raises the training loss switches Armijo's safeguard on."""
 
 import warnings
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -102,3 +103,10 @@ def test_a_loss_that_overflows_only_in_float32_is_evaluated_in_float64():
         jb.Booster(loss=natural, loss_dtype="float32", **settings).fit(X, y)
     with pytest.raises(ValueError, match="loss_dtype"):
         jb.Booster(loss=natural, loss_dtype="float16", **settings).fit(X, y)
+
+
+def test_the_warnings_point_at_the_users_line():
+    X, y = _diabetes()
+    with pytest.warns(UserWarning, match="rose at round") as record:
+        jb.Booster(loss=_sqrt_safe, n_estimators=60, max_depth=3).fit(X, y / 100)
+    assert {Path(w.filename).name for w in record} == {Path(__file__).name}

@@ -7,7 +7,6 @@ forest.  Nothing here loops over rows, nodes or features.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -60,6 +59,7 @@ from ..runtime.distributed import (
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
 from ..runtime.same_function import canonical
+from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .inspection import (
     feature_importances,
@@ -305,12 +305,11 @@ class Booster:
         ``"auto"`` and ``armijo=None`` leave open."""
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
         if leaf_method == "newton" and not hessian.informative:
-            warnings.warn(
+            warn(
                 "leaf_method='newton' with a loss whose hessian is zero on most rows "
                 "(absolute, pinball): each leaf's value is then its gradient sum / "
                 "reg_lambda, a step that grows with the leaf's size; leaf_method='auto' "
-                "or 'line_search' finds each leaf's minimiser",
-                stacklevel=4,
+                "or 'line_search' finds each leaf's minimiser"
             )
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
@@ -706,9 +705,7 @@ class Booster:
             wide = loss_in(loss, "float64")
             wide_score, wide_loss = fetch(self._start_init_score(wide, n_outputs, mesh, y, weight))
             if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
-                warnings.warn(
-                    float64_message("the training loss is", "at the initial score"), stacklevel=4
-                )
+                warn(float64_message("the training loss is", "at the initial score"))
                 init_score, init_loss, finite, dtype = wide_score, wide_loss, True, "float64"
         if not finite:
             tried = "float32 and float64" if setting == "auto" else setting

@@ -12,7 +12,6 @@ error naming the round.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -30,6 +29,7 @@ from ..engine.round_checks import (
 from ..engine.training import NumericSettings, ShardData, StaticSettings, train_chunk_program
 from ..runtime.distributed import fetch, first_process_value
 from ..runtime.precision import Float64Loss, loss_in
+from ..runtime.user_warning import warn
 from .monitor import Monitor
 
 
@@ -150,7 +150,7 @@ class _Rounds:
         safeguard on after a rise, the loss in float64 after non-finite
         values); raises where nothing is left to try."""
         if event.kind == "loss_rose":
-            warnings.warn(loss_rose_message(event, first_round, True), stacklevel=6)
+            warn(loss_rose_message(event, first_round, True))
             return dataclasses.replace(self.cfg, armijo=True)
         if self.safeguards.loss_dtype == "auto" and not isinstance(self.cfg.loss, Float64Loss):
             what = "gradient or hessian is" if event.n_rows else "training loss is"
@@ -163,12 +163,12 @@ class _Rounds:
         """The float64 line once its round has passed; with ``armijo=False``,
         one warning at the first round that raised the loss."""
         if self.widened is not None:
-            warnings.warn(self.widened, stacklevel=6)
+            warn(self.widened)
             self.widened = None
         elif self.safeguards.armijo is False and not self.warned_of_rise:
             rise = first_event(chunk_loss, n_not_finite, loss_before, watch_rises=True)
             if rise is not None:
-                warnings.warn(loss_rose_message(rise, first_round, False), stacklevel=6)
+                warn(loss_rose_message(rise, first_round, False))
                 self.warned_of_rise = True
 
 
