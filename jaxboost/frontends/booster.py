@@ -357,6 +357,7 @@ class Booster:
         self._given_init_score(None)
         check_random_state(self.random_state)
         check_devices(self.devices)
+        choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -451,10 +452,7 @@ class Booster:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
         several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
         metric_specs = eval_metric if several else [eval_metric or "loss"]
-        metrics = [
-            resolve_metric(canonical(spec) if callable(spec) else spec, loss)
-            for spec in metric_specs
-        ]
+        metrics = [resolve_metric(canonical(spec), loss) for spec in metric_specs]
         return features, targets, weight, feature_names(X), loss, eval_sets, metrics
 
     def _eval_sets(
@@ -608,8 +606,9 @@ class Booster:
         # generator) differs between processes: process 0's counts
         seed = np.uint32(first_process_value(draw_seed(self.random_state)))
         y_rows, weight_rows = self._target_rows(mesh, layout, inputs.targets, inputs.weight)
+        first_dtype = "float64" if self.loss_dtype == "float64" else "float32"
         pending_init = self._start_init_score(
-            inputs.loss, inputs.n_outputs, mesh, y_rows, weight_rows
+            loss_in(inputs.loss, first_dtype), inputs.n_outputs, mesh, y_rows, weight_rows
         )
         if jax.process_count() > 1:  # the edges' gather runs collectives of its own
             pending_init = fetch(pending_init)
@@ -694,10 +693,9 @@ class Booster:
         """The initial score, its training loss and the loss's dtype
         (``"float32"``, or ``"float64"`` where ``loss_dtype`` asks for it or,
         ``"auto"``, where the loss is finite at the initial score only in
-        float64); ``pending`` is :meth:`_start_init_score`'s in float32."""
-        setting = choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
-        if setting == "float64":
-            pending = self._start_init_score(loss_in(loss, "float64"), n_outputs, mesh, y, weight)
+        float64); ``pending`` is :meth:`_start_init_score`'s, in float64
+        where ``loss_dtype`` asks for it, else in float32."""
+        setting = self.loss_dtype
         init_score, init_loss = fetch(pending)
         finite = bool(np.all(np.isfinite(init_score)) and np.isfinite(init_loss))
         dtype = "float64" if setting == "float64" else "float32"

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import jax
+import jax.numpy as jnp
 
 F = TypeVar("F", bound=Callable)
 
@@ -52,8 +53,6 @@ class Float64Loss:
         self.loss = loss
 
     def __call__(self, y, f):
-        import jax.numpy as jnp
-
         with jax.enable_x64(True):
             value = self.loss(_as_float64(y), _as_float64(f))
             return jnp.asarray(value).astype(jnp.float32)
@@ -71,8 +70,6 @@ class Float64Loss:
 
 
 def _as_float64(values):
-    import jax.numpy as jnp
-
     values = jnp.asarray(values)
     return values.astype(jnp.float64) if jnp.issubdtype(values.dtype, jnp.floating) else values
 
