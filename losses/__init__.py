@@ -9,7 +9,10 @@ metadata (``name``, ``params``, ``link``, ``n_outputs``,
 :func:`resolve` turns a ``loss`` argument (a name, a declared loss, an optax
 function, any callable) into what the engine trains on.
 Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
-``tweedie(power)``, ``focal(gamma)``.
+``tweedie(power)``, ``focal(gamma)``, ``ranknet(sigma)``,
+``lambdarank(k, sigma, norm)``.  Group losses (``per="group"``:
+``listnet``, ``ranknet``, ``lambdarank`` on a query, ``cox`` on a
+stratum) are ``loss(y, f, mask) -> scalar`` on one padded group of rows.
 """
 
 from . import links
@@ -18,7 +21,9 @@ from .adapters import from_optax
 from .catalogue import ALIASES, CATALOGUE, available, get, resolve
 from .classification import binary_logloss, exponential, focal, softmax_cross_entropy
 from .distributions import gamma, gaussian_nll, poisson, tweedie
+from .ranking import lambdarank, listnet, ranknet
 from .regression import absolute_error, huber, log_cosh, quantile, squared_error
+from .survival import cox
 
 __all__ = [
     "ALIASES",
@@ -30,6 +35,7 @@ __all__ = [
     "absolute_error",
     "available",
     "binary_logloss",
+    "cox",
     "declare",
     "exponential",
     "focal",
@@ -38,10 +44,13 @@ __all__ = [
     "gaussian_nll",
     "get",
     "huber",
+    "lambdarank",
     "links",
+    "listnet",
     "log_cosh",
     "poisson",
     "quantile",
+    "ranknet",
     "resolve",
     "softmax_cross_entropy",
     "squared_error",

@@ -31,6 +31,15 @@ shows) and carries eight attributes that the engine and the model files read:
   as it is; False (unknown) has it look for kinks at every row and take the
   middle of the subdifferential there (``jaxboost.derivatives.row_gradient``),
   at the cost of two more gradient evaluations per row and round.
+- ``per``: ``"sample"`` for a loss ``loss(y, f)`` of one row; ``"group"`` for
+  a loss ``loss(y, f, mask) -> scalar`` of one query group or stratum: ``y``
+  ``(m,)`` or ``(m, k)``, ``f`` ``(m,)`` and ``mask`` ``(m,)`` bool, the
+  group's rows padded to ``m`` (rows where ``mask`` is False are padding
+  and must not change the value).  Never guessed from the argument count.
+- ``row_derivatives``: for a group loss, None (the engine takes the gradient
+  by ``jax.grad`` and the hessian's diagonal by Hessian-vector products), or
+  a function ``(y, f, mask) -> (grad (m,), hess (m,))`` giving them in closed
+  form, where that is cheaper (pairwise losses, Cox), 0 on padding.
 
 Declared losses are hashed by identity (jaxboost caches compiled programs on
 the loss object), copy to themselves, and pickle (so do the models holding
@@ -72,12 +81,17 @@ TARGET_DOMAINS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray] | None]]
     "positive": ("that are > 0", lambda y: y > 0),
 }
 
+# what a loss is a function of: one row ``loss(y, f)``, or one group of rows
+# ``loss(y, f, mask)`` (a query, a stratum)
+PER = ("sample", "group")
+
 # n_outputs that the engine reads off the targets rather than a number
 DATA_OUTPUTS = ("n_classes", "n_targets")
 
 
 class Loss(Protocol):
-    """A declared per-sample loss: ``loss(y, f) -> scalar`` plus metadata."""
+    """A declared loss: ``loss(y, f) -> scalar`` (or ``loss(y, f, mask)`` for
+    a group loss) plus metadata."""
 
     name: str
     params: dict[str, Any]
@@ -86,8 +100,9 @@ class Loss(Protocol):
     hessian_informative: bool | None
     convex: bool
     target_domain: str
+    per: str
 
-    def __call__(self, y: ArrayLike, f: ArrayLike) -> jax.Array: ...
+    def __call__(self, y: ArrayLike, f: ArrayLike, *mask: ArrayLike) -> jax.Array: ...
 
 
 class DeclaredLoss:
@@ -109,6 +124,8 @@ class DeclaredLoss:
         convex: bool,
         target_domain: str,
         smooth: bool = False,
+        per: str = "sample",
+        row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
     ):
         functools.update_wrapper(self, fn)  # __name__, __doc__, __wrapped__ (signature)
         self.name = name
@@ -119,6 +136,8 @@ class DeclaredLoss:
         self.convex = convex
         self.target_domain = target_domain
         self.smooth = smooth
+        self.per = per
+        self.row_derivatives = row_derivatives
         # (factory, args, kwargs) that built it, set by loss_factory
         self.recipe: tuple[Callable[..., Loss], tuple, dict] | None = None
 
@@ -140,6 +159,8 @@ class DeclaredLoss:
             "convex": self.convex,
             "target_domain": self.target_domain,
             "smooth": self.smooth,
+            "per": self.per,
+            "row_derivatives": self.row_derivatives,
         }
 
     # a declared loss is immutable: a copy (scikit-learn's clone) is itself
@@ -197,14 +218,24 @@ def declare(
     target_domain: str = "any",
     params: dict[str, Any] | None = None,
     smooth: bool = False,
+    per: str = "sample",
+    row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
 ) -> Callable[[Callable[..., jax.Array]], Loss]:
     """Decorator attaching catalogue metadata to a loss function.
 
     Returns a decorator that wraps the function in a :class:`DeclaredLoss`
     carrying these attributes (the function itself is left unchanged).
-    Raises a ValueError for an unknown ``link`` or ``target_domain`` or a bad
-    ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``).
+    Raises a ValueError for an unknown ``link`` or ``target_domain``, a bad
+    ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``), a
+    ``per`` other than ``"sample"`` or ``"group"``, or ``row_derivatives``
+    on a per-sample loss.
     """
+    if per not in PER:
+        raise ValueError(f"per must be one of {list(PER)}, got {per!r}")
+    if per == "group" and n_outputs != 1:
+        raise ValueError(f"a group loss scores one output per row (n_outputs=1), got {n_outputs!r}")
+    if row_derivatives is not None and (per != "group" or not callable(row_derivatives)):
+        raise ValueError("row_derivatives: a function (y, f, mask) -> (grad, hess) of a group loss")
     if link not in links.LINKS:
         raise ValueError(f"link must be one of {sorted(links.LINKS)}, got {link!r}")
     valid_count = isinstance(n_outputs, int) and not isinstance(n_outputs, bool) and n_outputs >= 1
@@ -228,6 +259,8 @@ def declare(
             convex=convex,
             target_domain=target_domain,
             smooth=smooth,
+            per=per,
+            row_derivatives=row_derivatives,
         )
 
     return attach

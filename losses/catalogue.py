@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from . import adapters, classification, distributions, regression
+from . import adapters, classification, distributions, ranking, regression, survival
 from ._declare import Loss
 
 # Name -> a declared loss, or a factory returning one.
@@ -25,6 +25,10 @@ CATALOGUE: dict[str, Loss | Callable[..., Loss]] = {
     "gamma": distributions.gamma,
     "tweedie": distributions.tweedie,
     "gaussian_nll": distributions.gaussian_nll,
+    "listnet": ranking.listnet,
+    "ranknet": ranking.ranknet,
+    "lambdarank": ranking.lambdarank,
+    "cox": survival.cox,
 }
 
 ALIASES: dict[str, str] = {

@@ -24,6 +24,7 @@ def test_four_cpu_devices_train_the_single_device_model():
         "subsampled",
         "quantised",
         "redescending",
+        "groups",
     ]
     assert all(line.endswith("same splits True, raw scores within 1e-5: True") for line in lines)
 

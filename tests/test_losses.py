@@ -301,8 +301,14 @@ def _per_sample(loss, y: jax.Array, raw: jax.Array) -> jax.Array:
     return jax.jit(jax.vmap(loss))(y, f)
 
 
+# the catalogue's group losses, tested in test_group_losses.py
+GROUP_LOSSES = {"listnet", "ranknet", "lambdarank", "cox"}
+
+
 def test_cases_cover_the_catalogue():
-    assert set(CASES) == set(losses.available())
+    assert set(CASES) | GROUP_LOSSES == set(losses.available())
+    assert all(losses.get(name).per == "group" for name in GROUP_LOSSES)
+    assert all(loss.per == "sample" for loss in CASES.values())
     assert set(losses.CATALOGUE) == set(losses.available())
 
 

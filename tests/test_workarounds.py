@@ -85,7 +85,7 @@ def test_vector_output_metrics_keep_their_reductions_out_of_ynnpack():
         staged = jax.ShapeDtypeStruct((n_rounds, n_rows, n_outputs), jnp.float32)
         program = metrics._metric_program(n_outputs > 1, "cpu")
         metric = metrics.resolve_metric("loss", loss)
-        texts[n_outputs] = program.lower(metric, y, staged, weight).compile().as_text()
+        texts[n_outputs] = program.lower(metric, y, staged, weight, ()).compile().as_text()
     assert "%ynn_fusion" not in texts[5]
     assert "%ynn_fusion" in texts[1]
 

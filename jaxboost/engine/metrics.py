@@ -8,6 +8,7 @@ sample (the same signature as a loss) is averaged with the sample weights.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -17,6 +18,8 @@ import jax.numpy as jnp
 from .. import losses as loss_catalogue
 from ..runtime.workarounds import vector_output_compiler_options
 from .derivatives import sample_loss
+from .group_metrics import concordance_index, map_at, ndcg_at
+from .groups import group_count, loss_sum
 
 
 class Metric(NamedTuple):
@@ -31,6 +34,9 @@ class Metric(NamedTuple):
     # the targets it measures, a key of losses' TARGET_DOMAINS; None: the
     # per-sample function's declared target_domain, else "any"
     target_domain: str | None = None
+    # a metric of query groups: its function of one group, fn(y, f, mask)
+    # (jaxboost.engine.groups), averaged over the set's groups; fn unused
+    per_group: Callable | None = None
 
 
 def _weighted_mean(values: jax.Array, weight: jax.Array) -> jax.Array:
@@ -63,6 +69,15 @@ def metric(fn: Callable, *, name: str | None = None, greater_is_better: bool = F
         raise TypeError(f"metric: expected a function fn(y, f) of one sample, got {fn!r}")
     named = per_sample(name or getattr(fn, "__name__", "metric"), fn)
     return named._replace(greater_is_better=bool(greater_is_better))
+
+
+def _by_group(y, raw, weight):
+    raise TypeError("a group metric is evaluated by metric_per_round, on groups")
+
+
+def group_metric(name: str, fn: Callable, greater_is_better: bool = False, **fields) -> Metric:
+    """A metric averaging ``fn(y, f, mask)`` of one group over a set's groups."""
+    return Metric(name, _by_group, greater_is_better, outputs="one", per_group=fn, **fields)
 
 
 def _rmse(y, raw, weight):
@@ -110,7 +125,21 @@ _NAMED = {
         outputs="several"
     ),
     "merror": Metric("merror", _multiclass_error, outputs="several", target_domain="class"),
+    "cindex": Metric("cindex", concordance_index, greater_is_better=True, outputs="one"),
 }
+
+
+# ranking metrics of query groups: "ndcg", "ndcg@5", "map", "map@10"
+_RANK_METRIC = re.compile(r"(ndcg|map)(@[1-9][0-9]*)?")
+
+
+@functools.lru_cache(maxsize=64)
+def _rank_metric(name: str) -> Metric:
+    """``"ndcg@k"`` / ``"map@k"`` (no ``@k``: every row of a group) as a
+    group metric (cached: one name, one compiled metric)."""
+    kind, _, k = name.partition("@")
+    make = ndcg_at if kind == "ndcg" else map_at
+    return group_metric(name, make(int(k) if k else None), True, target_domain="class")
 
 
 def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> Metric:
@@ -121,13 +150,17 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
         return metric
     if isinstance(metric, str):
         if metric == "loss":
+            if getattr(training_loss, "per", "sample") == "group":
+                return group_metric("loss", training_loss)
             return per_sample("loss", training_loss)
+        if _RANK_METRIC.fullmatch(metric):
+            return _rank_metric(metric)
         if metric in _NAMED:
             return _NAMED[metric]
         try:
             return per_sample(metric, loss_catalogue.get(metric))
         except ValueError:
-            known = ["loss", *sorted(_NAMED)]
+            known = ["loss", *sorted(_NAMED), "ndcg@k", "map@k"]
             raise ValueError(
                 f"eval_metric: unknown metric {metric!r}; expected one of {known}, a loss "
                 "catalogue name, or a function metric(y, f) of one sample"
@@ -137,19 +170,28 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
     raise TypeError(f"eval_metric: expected a name or a callable, got {metric!r}")
 
 
-def metric_per_round(metric: Metric, y: jax.Array, staged_raw: jax.Array, weight: jax.Array):
+def metric_per_round(
+    metric: Metric, y: jax.Array, staged_raw: jax.Array, weight: jax.Array, groups=()
+):
     """The metric after every round.
 
     Args:
       staged_raw: ``(n_rounds, n_rows, K)`` raw scores after each round.
+      groups: the set's group tables (:class:`jaxboost.engine.groups.GroupBucket`),
+        which a group metric needs.
     Returns:
       ``(n_rounds,)`` float32.
     """
+    if metric.per_group is not None and not groups:
+        raise ValueError(f"eval_metric {metric.name!r}: needs the evaluation set's groups")
     program = _metric_program(staged_raw.shape[-1] > 1, jax.default_backend())
-    return program(metric, y, staged_raw, weight)
+    return program(metric, y, staged_raw, weight, groups)
 
 
-def _metric_per_round(metric: Metric, y: jax.Array, staged_raw: jax.Array, weight: jax.Array):
+def _metric_per_round(metric: Metric, y, staged_raw, weight, groups):
+    if metric.per_group is not None:
+        count = group_count(groups)
+        return jax.vmap(lambda raw: loss_sum(metric.per_group, y, raw, groups) / count)(staged_raw)
     return jax.vmap(lambda raw: metric.fn(y, raw, weight))(staged_raw)
 
 

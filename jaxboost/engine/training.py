@@ -29,6 +29,7 @@ from ..runtime.program_cache import one_program_per_shape
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
+from .groups import GroupBucket, group_grad_hess, mean_group_loss
 from .init_score import initial_score
 from .leaves import (
     LeafTotals,
@@ -89,6 +90,14 @@ class StaticSettings:
     # a small fit (at most jaxboost.runtime.workarounds.FAST_COMPILE_ROWS
     # rows): compiled with that module's fast_compile_options
     fast_compile: bool = False
+    # a group loss (losses' per="group"): the widths of the shards' group
+    # buckets (jaxboost.engine.groups), one table of ShardData.groups each;
+    # () for a per-sample loss
+    group_widths: tuple[int, ...] = ()
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.group_widths)
 
     @property
     def trees_per_round(self) -> int:
@@ -115,6 +124,8 @@ class ShardData(NamedTuple):
     y: jax.Array  # (n_rows,) or (n_rows, n_targets)
     weight: jax.Array  # (n_rows,) float32, 0 on padding rows
     row_id: jax.Array  # (n_rows,) uint32 global row numbers (they fix the subsamples)
+    # a group loss's groups in this shard (jaxboost.engine.groups), else ()
+    groups: tuple[GroupBucket, ...] = ()
 
 
 def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
@@ -198,6 +209,8 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
 
     if cfg.leaf_method == "line_search":
         return line_search()
+    if cfg.grouped:  # (no line search: a group loss's leaves are not separable)
+        return newton
     # Newton leaves: a leaf whose regularised hessian is not positive has no
     # Newton step; it falls back to a line search instead of staying at 0 (the
     # search runs only in rounds where such a leaf exists).
@@ -340,7 +353,10 @@ def boost_round(
       every row, in bag or not), and the number of rows (of all shards, of
       positive weight) whose gradient or hessian is NaN or infinite.
     """
-    grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
+    if cfg.grouped:
+        grad, hess = group_grad_hess(cfg.loss, data.y, raw, data.groups)
+    else:
+        grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
     n_not_finite = _count_not_finite(grad, hess, data.weight, axis_name)
     if cfg.subsampled:
         in_bag = row_mask(data.row_id, round_index, seed, hyper.subsample)
@@ -397,6 +413,14 @@ def mean_loss(loss: Loss, y: jax.Array, weight: jax.Array, raw: jax.Array, axis_
     return sums[0] / sums[1]
 
 
+def training_loss(cfg: StaticSettings, data: ShardData, raw: jax.Array, axis_name) -> jax.Array:
+    """The training loss over all shards (a scalar): the weighted mean over
+    rows of a per-sample loss, the mean over groups of a group loss."""
+    if cfg.grouped:
+        return mean_group_loss(cfg.loss, data.y, raw, data.groups, axis_name)
+    return mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
+
+
 def _mean_loss_at(loss: Loss, y, weight, score: jax.Array, axis_name) -> jax.Array:
     """:func:`mean_loss` with every row's raw score ``score (K,)``."""
     raw = jnp.broadcast_to(score, (weight.shape[0], score.shape[0]))
@@ -421,7 +445,7 @@ def _train_chunk(
         traced = []  # boost's outputs as traced, for skip's shapes
 
         def boost(raw):
-            loss_before = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
+            loss_before = training_loss(cfg, data, raw, axis_name)
             trees, new_raw, n_not_finite = boost_round(
                 cfg, hyper, data, edges, raw, round_index, seed, axis_name
             )
@@ -445,14 +469,17 @@ def _train_chunk(
         one_round, raw, jnp.arange(cfg.rounds_per_chunk)
     )
     # round i's loss is the one before round i + 1; the last active round's, now
-    last_loss = mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
+    last_loss = training_loss(cfg, data, raw, axis_name)
     loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
     rounds = jnp.arange(cfg.rounds_per_chunk)
     train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
     return raw, trees, train_loss, n_not_finite
 
 
-_DATA_SPECS = ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS))
+def _data_specs(cfg: StaticSettings) -> ShardData:
+    """How :class:`ShardData` is sharded: on rows, group tables on groups."""
+    groups = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in cfg.group_widths)
+    return ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS), groups=groups)
 
 
 @one_program_per_shape()
@@ -466,7 +493,7 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     sharded = jax.shard_map(
         functools.partial(_train_chunk, cfg, collective_axis(mesh)),
         mesh=mesh,
-        in_specs=(_DATA_SPECS, P(), P(ROWS), P(), P(), P(), P()),
+        in_specs=(_data_specs(cfg), P(), P(ROWS), P(), P(), P(), P()),
         out_specs=(P(ROWS), P(), P(), P()),
         check_vma=False,
     )
@@ -521,6 +548,24 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
 
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(*_TARGET_SPECS, P()), out_specs=P(), check_vma=False
+    )
+    return jax.jit(sharded)
+
+
+@one_program_per_shape()
+def group_loss_at_score_program(loss: Loss, group_widths: tuple[int, ...], mesh: Mesh) -> Callable:
+    """``(y, groups, score (1,)) -> loss per group at score``, jitted and
+    sharded: a group loss's first training loss (its initial score is 0 or
+    the given ``base_score``)."""
+    axis_name = collective_axis(mesh)
+
+    def local(y, groups, score):
+        raw = jnp.broadcast_to(score, (y.shape[0], 1))
+        return mean_group_loss(loss, y, raw, groups, axis_name)
+
+    group_specs = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in group_widths)
+    sharded = jax.shard_map(
+        local, mesh=mesh, in_specs=(P(ROWS), group_specs, P()), out_specs=P(), check_vma=False
     )
     return jax.jit(sharded)
 

@@ -7,6 +7,7 @@ forest.  Nothing here loops over rows, nodes or features.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -17,6 +18,7 @@ import numpy as np
 from .. import losses as loss_catalogue
 from ..engine.binning import fit_bin_edges, trim_unused_bins
 from ..engine.derivatives import HessianProbe, probe_hessian
+from ..engine.groups import GroupBucket
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.predict import predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
@@ -33,6 +35,7 @@ from ..engine.training import (
     ShardData,
     StaticSettings,
     bin_rows_program,
+    group_loss_at_score_program,
     init_score_program,
     loss_at_score_program,
 )
@@ -61,13 +64,21 @@ from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
 from ..runtime.same_function import canonical
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from .grouping import (
+    GroupedRows,
+    GroupPlacement,
+    eval_set_groups,
+    fit_groups,
+    grouped_eval_set,
+    place_groups,
+)
 from .inspection import (
     feature_importances,
     feature_indices,
     grid_from_data,
     partial_dependence,
 )
-from .loss_checks import check_loss, check_metric, check_target_domain
+from .loss_checks import check_group_loss, check_loss, check_metric, check_target_domain
 from .model_file import save_model
 from .monitor import EvalSet, Monitor
 from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds
@@ -97,6 +108,9 @@ _MONITORED_CHUNK = 10
 # are skipped inside the program
 _UNMONITORED_CHUNK = 50
 
+# fit's group arguments when none are given: (group, qid, eval_group, eval_qid)
+_NO_GROUPS = (None, None, None, None)
+
 # rows per device from which the training rounds of vector outputs compile
 # with jaxboost.runtime.workarounds' options: below it they slow the split
 # search more than they speed the sums over outputs (bench_multiclass.py)
@@ -118,6 +132,7 @@ class _FitInputs(NamedTuple):
     eval_sets: list[EvalSet]
     metrics: list[Metric]
     n_outputs: int
+    groups: GroupedRows | None  # a group loss's groups, else None
 
 
 class _PlacedRows(NamedTuple):
@@ -131,14 +146,18 @@ class _PlacedRows(NamedTuple):
     init_score: np.ndarray  # (n_outputs,) float32
     init_loss: float
     loss_dtype: str  # "float32" or "float64", as the loss is evaluated
+    group_widths: tuple[int, ...]  # a group loss's bucket widths (ShardData.groups), else ()
 
 
 class Booster:
-    """Gradient-boosted trees for any per-sample JAX loss ``loss(y, f) -> scalar``.
+    """Gradient-boosted trees for any JAX loss ``loss(y, f) -> scalar`` of one
+    sample, or ``loss(y, f, mask)`` of one group of rows.
 
     Args:
       loss: a function of one sample (``y`` one target, ``f`` the raw score: a
-        scalar, or a vector of ``n_outputs`` scores), or a catalogue name.
+        scalar, or a vector of ``n_outputs`` scores), a group loss declared
+        ``per="group"`` (``fit``'s ``group``/``qid``; docs/ranking.md), or a
+        catalogue name.
       n_estimators: boosting rounds.
       learning_rate: shrinkage of every tree.
       max_depth: depth of the (complete, padded) trees.
@@ -406,22 +425,44 @@ class Booster:
         return global_rows(mesh, y, n_padded), global_rows(mesh, weight)
 
     def _shard_rows(
-        self, mesh, layout: RowLayout, features: np.ndarray, edges, y: jax.Array, weight: jax.Array
+        self,
+        mesh,
+        layout: RowLayout,
+        features: np.ndarray,
+        edges,
+        y: jax.Array,
+        weight: jax.Array,
+        placement: GroupPlacement | None = None,
+        groups: tuple[GroupBucket, ...] = (),
     ) -> ShardData:
         """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
         place each shard on its device and bin it there; ``y`` and ``weight``
-        are :meth:`_target_rows`'."""
+        are :meth:`_target_rows`'; ``placement``: a group loss's groups (the
+        rows already in its order), ``groups`` their tables on the devices."""
         n_padded = layout.n_padded
         row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
+        if placement is not None:
+            row_id = placement.row_number
         # the float features live on the devices only until they are binned
         native = kernels_for(mesh.devices.flat[0].platform).native
         bins = bin_rows_program(mesh, native)(global_rows(mesh, features, n_padded), edges)
-        return ShardData(bins=bins, y=y, weight=weight, row_id=global_rows(mesh, row_id))
+        row_id = global_rows(mesh, row_id)
+        return ShardData(bins=bins, y=y, weight=weight, row_id=row_id, groups=groups)
 
-    def _start_init_score(self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array):
+    def _start_init_score(
+        self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, groups=None
+    ):
         """Dispatches the initial score's program (the given one's training
-        loss): ``(init_score, init_loss)``, device arrays to fetch."""
+        loss): ``(init_score, init_loss)``, device arrays to fetch.  A group
+        loss (``groups``: its tables on the devices and their widths) starts
+        from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
+        and Cox losses do not change when every score moves by one number)."""
         init_score = self._given_init_score(n_outputs)
+        if groups is not None:
+            tables, widths = groups
+            score = np.zeros(1, np.float32) if init_score is None else init_score
+            loss_at = group_loss_at_score_program(loss, widths, mesh)
+            return score, loss_at(y, tables, replicated(mesh, score))
         if init_score is None:
             platform = mesh.devices.flat[0].platform
             small = y.shape[0] <= FAST_COMPILE_ROWS
@@ -431,10 +472,19 @@ class Booster:
         return init_score, loss_at(y, weight, replicated(mesh, init_score))
 
     def _checked_inputs(
-        self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+        self,
+        X,
+        y,
+        sample_weight,
+        eval_set,
+        eval_sample_weight,
+        eval_metric,
+        early_stopping_rounds,
+        groups=_NO_GROUPS,
     ):
         """``fit``'s arguments checked and converted (no collectives):
-        ``(features, targets, weight, feature names, loss, eval sets, metrics)``."""
+        ``(features, targets, weight, feature names, loss, eval sets, metrics,
+        groups)``; ``groups`` are fit's ``(group, qid, eval_group, eval_qid)``."""
         self._check_settings()
         if early_stopping_rounds is not None:
             try:
@@ -447,16 +497,22 @@ class Booster:
         # a lambda written again is the first one: its programs are reused
         loss = canonical(loss_catalogue.resolve(self.loss))
         check_target_domain(loss, targets)
-        eval_sets = self._eval_sets(eval_set, eval_sample_weight, features.shape[1], loss)
+        group, qid, eval_group, eval_qid = groups
+        settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
+        grouped = fit_groups(loss, group, qid, targets.shape[0], sample_weight, settings)
+        eval_groups = eval_set_groups(eval_group, eval_qid, eval_set, loss)
+        eval_sets = self._eval_sets(
+            eval_set, eval_sample_weight, features.shape[1], loss, eval_groups
+        )
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
         several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
         metric_specs = eval_metric if several else [eval_metric or "loss"]
         metrics = [resolve_metric(canonical(spec), loss) for spec in metric_specs]
-        return features, targets, weight, feature_names(X), loss, eval_sets, metrics
+        return features, targets, weight, feature_names(X), loss, eval_sets, metrics, grouped
 
     def _eval_sets(
-        self, eval_set, eval_sample_weight, n_features: int, loss: Callable
+        self, eval_set, eval_sample_weight, n_features: int, loss: Callable, eval_groups=None
     ) -> list[EvalSet]:
         if eval_set is None:
             return []
@@ -467,6 +523,8 @@ class Booster:
                 f"eval_sample_weight: expected one entry per eval_set ({len(eval_set)}), "
                 f"got {len(weights)}"
             )
+        if weights and eval_groups is not None:
+            raise ValueError("eval_sample_weight: evaluation sets with groups take no weights yet")
         sets = []
         for index, pair in enumerate(eval_set):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
@@ -479,6 +537,12 @@ class Booster:
             weight = as_weights(
                 weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
             )
+            if eval_groups is not None:
+                X, y, weight, tables = grouped_eval_set(X, y, eval_groups[index], index)
+                groups = tuple(GroupBucket(*map(jnp.asarray, table)) for table in tables)
+                X = jnp.asarray(pad_rows(X, X.shape[0], aligned=in_place_on(jax.default_backend())))
+                sets.append(EvalSet(name, X, jnp.asarray(y), jnp.asarray(weight), groups))
+                continue
             n_padded = bucket_size(X.shape[0])
             weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
             X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
@@ -500,6 +564,10 @@ class Booster:
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable] | None = None,
         verbose: bool | int = False,
+        group: Any = None,
+        qid: Any = None,
+        eval_group: Sequence[Any] | None = None,
+        eval_qid: Sequence[Any] | None = None,
     ) -> Booster:
         """Grow up to ``n_estimators`` rounds of trees.
 
@@ -524,11 +592,25 @@ class Booster:
           callbacks: functions ``callback(env)`` called after every round with a
             :class:`jaxboost.frontends.monitor.CallbackEnv`; returning True stops.
           verbose: print progress every ``verbose`` rounds (True: every round).
+          group: for a group loss (``losses.lambdarank()``, ``losses.cox``, a
+            function declared ``per="group"``), the sizes of the groups of
+            consecutive rows (LightGBM's ``group``); or
+          qid: one group id per row, rows in any order (XGBoost's ``qid``).
+            A group loss given neither takes all rows as one group.
+          eval_group: the groups of each ``eval_set`` as sizes (one entry per set).
+          eval_qid: or as ids.
         Returns:
           ``self``.
         """
         inputs = self._fit_inputs(
-            X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+            X,
+            y,
+            sample_weight,
+            eval_set,
+            eval_sample_weight,
+            eval_metric,
+            early_stopping_rounds,
+            (group, qid, eval_group, eval_qid),
         )
         placed = self._place_rows(inputs)
         cfg, hyper = self._fit_settings(
@@ -559,18 +641,31 @@ class Booster:
             placed.init_loss,
             inputs.loss,
             int(self.n_estimators),
-            Safeguards(self.armijo, self.loss_dtype),
+            Safeguards(
+                self.armijo if inputs.groups is None else False,
+                self.loss_dtype,
+                # (a ranking loss's weights change every round: its value may rise)
+                watch_rises=inputs.groups is None,
+            ),
         )
         self._keep_fit(inputs, placed, rounds, monitor, early_stopping_rounds)
         return self
 
     def _fit_inputs(
-        self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, early_stopping_rounds
+        self,
+        X,
+        y,
+        sample_weight,
+        eval_set,
+        eval_sample_weight,
+        eval_metric,
+        early_stopping_rounds,
+        groups=_NO_GROUPS,
     ) -> _FitInputs:
         """``fit``'s arguments checked and converted, with several processes
         on every one (a failure in one stops them all rather than hanging
         them), and the loss and metrics tried on their shapes."""
-        features, targets, weight, names, loss, eval_sets, metrics = on_every_process(
+        features, targets, weight, names, loss, eval_sets, metrics, grouped = on_every_process(
             lambda: self._checked_inputs(
                 X,
                 y,
@@ -579,19 +674,25 @@ class Booster:
                 eval_sample_weight,
                 eval_metric,
                 early_stopping_rounds,
+                groups,
             )
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
 
         def check_loss_and_metrics() -> None:
-            check_loss(loss, targets, n_outputs)
+            if grouped is None:
+                check_loss(loss, targets, n_outputs)
+            else:
+                check_group_loss(loss, targets, grouped)
             for metric in metrics:
                 for evaluated in eval_sets:
                     check_metric(metric, np.asarray(evaluated.y), n_outputs)
 
         on_every_process(check_loss_and_metrics)
-        return _FitInputs(features, targets, weight, names, loss, eval_sets, metrics, n_outputs)
+        return _FitInputs(
+            features, targets, weight, names, loss, eval_sets, metrics, n_outputs, grouped
+        )
 
     def _place_rows(self, inputs: _FitInputs) -> _PlacedRows:
         """The rows sharded over the devices and binned there, the bin edges,
@@ -601,14 +702,35 @@ class Booster:
         if devices is None:
             devices = default_training_devices(inputs.features.shape[0])
         mesh = make_mesh(devices)
-        layout = row_layout(inputs.features.shape[0], mesh)
+        features, targets, weight = inputs.features, inputs.targets, inputs.weight
+        placement, group_tables = None, None
+        if inputs.groups is None:
+            layout = row_layout(features.shape[0], mesh)
+        else:  # every group whole on one device
+            placement = place_groups(inputs.groups, mesh.size)
+            layout = RowLayout(first_row=0, n_padded=placement.gather.shape[0])
+            features, targets = features[placement.gather], targets[placement.gather]
+            weight = np.where(placement.present, weight[placement.gather], 0.0).astype(np.float32)
         # the uint32 the hashes take; one drawn (random_state None or a
         # generator) differs between processes: process 0's counts
         seed = np.uint32(first_process_value(draw_seed(self.random_state)))
-        y_rows, weight_rows = self._target_rows(mesh, layout, inputs.targets, inputs.weight)
+        y_rows, weight_rows = self._target_rows(mesh, layout, targets, weight)
+        if placement is not None:
+            group_tables = (
+                tuple(
+                    GroupBucket(*(global_rows(mesh, table) for table in bucket))
+                    for bucket in placement.buckets
+                ),
+                placement.widths,
+            )
         first_dtype = "float64" if self.loss_dtype == "float64" else "float32"
         pending_init = self._start_init_score(
-            loss_in(inputs.loss, first_dtype), inputs.n_outputs, mesh, y_rows, weight_rows
+            loss_in(inputs.loss, first_dtype),
+            inputs.n_outputs,
+            mesh,
+            y_rows,
+            weight_rows,
+            group_tables,
         )
         if jax.process_count() > 1:  # the edges' gather runs collectives of its own
             pending_init = fetch(pending_init)
@@ -630,12 +752,22 @@ class Booster:
         )
         # fetched before the binning program is queued behind it
         init_score, init_loss, loss_dtype = self._finite_init_score(
-            inputs.loss, inputs.n_outputs, mesh, y_rows, weight_rows, pending_init
+            inputs.loss, inputs.n_outputs, mesh, y_rows, weight_rows, pending_init, group_tables
         )
         data = self._shard_rows(
-            mesh, layout, inputs.features, replicated(mesh, edges), y_rows, weight_rows
+            mesh,
+            layout,
+            features,
+            replicated(mesh, edges),
+            y_rows,
+            weight_rows,
+            placement,
+            () if group_tables is None else group_tables[0],
         )
-        return _PlacedRows(mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype)
+        widths = () if placement is None else placement.widths
+        return _PlacedRows(
+            mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, widths
+        )
 
     def _fit_settings(
         self, inputs: _FitInputs, placed: _PlacedRows, monitored: bool
@@ -643,9 +775,19 @@ class Booster:
         """The training programs' settings, after probing the loss's hessian
         at the initial score (process 0's probe decides for every process)."""
         targets, n_outputs = inputs.targets, inputs.n_outputs
+        loss = loss_in(inputs.loss, placed.loss_dtype)
+        mesh = placed.mesh
+        rows_per_shard = placed.layout.n_padded // mesh.local_mesh.size
+        platform = mesh.devices.flat[0].platform
+        n_rows = placed.layout.n_padded * jax.process_count()  # of all processes
+        if inputs.groups is not None:  # Newton leaves (no line search on groups yet)
+            hessian = HessianProbe(informative=True, negative=False)
+            cfg, hyper = self._config(
+                loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
+            )
+            return dataclasses.replace(cfg, group_widths=placed.group_widths), hyper
         probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
-        loss = loss_in(inputs.loss, placed.loss_dtype)
         hessian = probe_hessian(
             loss,
             jnp.asarray(probe),
@@ -653,10 +795,6 @@ class Booster:
             full_hessian=self.hessian == "full",
         )
         hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
-        mesh = placed.mesh
-        rows_per_shard = placed.layout.n_padded // mesh.local_mesh.size
-        platform = mesh.devices.flat[0].platform
-        n_rows = placed.layout.n_padded * jax.process_count()  # of all processes
         return self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows)
 
     def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
@@ -689,7 +827,7 @@ class Booster:
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    def _finite_init_score(self, loss, n_outputs, mesh, y, weight, pending):
+    def _finite_init_score(self, loss, n_outputs, mesh, y, weight, pending, groups=None):
         """The initial score, its training loss and the loss's dtype
         (``"float32"``, or ``"float64"`` where ``loss_dtype`` asks for it or,
         ``"auto"``, where the loss is finite at the initial score only in
@@ -701,7 +839,9 @@ class Booster:
         dtype = "float64" if setting == "float64" else "float32"
         if not finite and setting == "auto":
             wide = loss_in(loss, "float64")
-            wide_score, wide_loss = fetch(self._start_init_score(wide, n_outputs, mesh, y, weight))
+            wide_score, wide_loss = fetch(
+                self._start_init_score(wide, n_outputs, mesh, y, weight, groups)
+            )
             if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
                 warn(float64_message("the training loss is", "at the initial score"))
                 init_score, init_loss, finite, dtype = wide_score, wide_loss, True, "float64"

@@ -218,3 +218,42 @@ def check_metric_targets(
             f"{y[row]!s} at row {row}; pick a metric for these targets (rmse or mae for "
             "regression)"
         )
+
+
+def check_group_loss(loss, y: np.ndarray, groups) -> None:
+    """Call a group loss ``loss(y, f, mask)`` and its gradient on the shapes
+    of one group of eight rows (the first group's targets' shape) before
+    training; raises a ValueError naming the problem, as :func:`check_loss`
+    does for per-sample losses.  ``groups``: the fit's
+    :class:`jaxboost.frontends.grouping.GroupedRows`."""
+    del groups  # (every group is traced at the same widths: the shapes suffice)
+    width = 8
+    y_group = jax.ShapeDtypeStruct((width, *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype))
+    f_group = jax.ShapeDtypeStruct((width,), jnp.float32)
+    mask = jax.ShapeDtypeStruct((width,), jnp.bool_)
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    where = (
+        f"loss {name!r}: loss(y, f, mask) on one group of {width} rows (y of shape "
+        f"{y_group.shape}, f and mask of shape ({width},))"
+    )
+    try:
+        value = jax.eval_shape(loss, y_group, f_group, mask)
+        if value.shape != ():
+            raise ValueError(f"{where} must return one number per group, got shape {value.shape}")
+        if not jnp.issubdtype(value.dtype, jnp.floating):
+            raise ValueError(f"{where} must return a float, got dtype {value.dtype}")
+        jax.eval_shape(jax.grad(loss, argnums=1), y_group, f_group, mask)
+    except jax.errors.TracerArrayConversionError as error:
+        raise ValueError(
+            f"{where} calls numpy (np.*) on a traced value; write it with jax.numpy (jnp.*). "
+            f"JAX said: {str(error).splitlines()[0]}"
+        ) from None
+    except _CONTROL_FLOW_ERRORS as error:
+        raise ValueError(
+            f"{where} uses Python control flow on a traced value; write it with jnp.where. "
+            f"JAX said: {str(error).splitlines()[0]}"
+        ) from None
+    except (TypeError, ValueError, IndexError) as error:
+        if str(error).startswith(where):
+            raise
+        raise ValueError(f"{where} failed: {str(error).splitlines()[0]}") from None

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from ..engine.groups import GroupBucket
 from ..engine.metrics import Metric, metric_per_round
 from ..engine.predict import round_increments
 from ..engine.tree import Tree
@@ -22,6 +23,8 @@ class EvalSet(NamedTuple):
     X: jnp.ndarray  # (n_rows, n_features) float32
     y: jnp.ndarray  # (n_rows,) or (n_rows, n_targets)
     weight: jnp.ndarray  # (n_rows,)
+    # the set's groups (jaxboost.engine.groups) for group losses and metrics
+    groups: tuple[GroupBucket, ...] = ()
 
 
 class CallbackEnv(NamedTuple):
@@ -85,7 +88,9 @@ class Monitor:
             results.append(
                 {
                     metric.name: np.asarray(
-                        metric_per_round(metric, eval_set.y, staged, eval_set.weight)
+                        metric_per_round(
+                            metric, eval_set.y, staged, eval_set.weight, eval_set.groups
+                        )
                     )
                     for metric in self.metrics
                 }

@@ -38,6 +38,9 @@ class Safeguards(NamedTuple):
 
     armijo: bool | None  # None: switched on after a round that raised the loss
     loss_dtype: str  # "auto": float64 after a round that was not finite in float32
+    # a rise of the training loss is looked for (armijo None or False); off
+    # for group losses, whose value (lambdarank's weights) may change by round
+    watch_rises: bool = True
 
 
 class RoundsResult(NamedTuple):
@@ -130,7 +133,9 @@ class _Rounds:
         first that went wrong (whose remedy then applies from there on)."""
         start_raw = raw
         raw, trees, chunk_loss, n_not_finite = self._dispatch(raw, first_round, n_active)
-        switch_on_rise = self.safeguards.armijo is None and not self.cfg.armijo
+        switch_on_rise = (
+            self.safeguards.armijo is None and not self.cfg.armijo and self.safeguards.watch_rises
+        )
         event = first_event(chunk_loss, n_not_finite, train_loss[-1], switch_on_rise)
         if event is None:
             self._say_after_clean_chunk(chunk_loss, n_not_finite, first_round, train_loss[-1])
@@ -165,7 +170,11 @@ class _Rounds:
         if self.widened is not None:
             warn(self.widened)
             self.widened = None
-        elif self.safeguards.armijo is False and not self.warned_of_rise:
+        elif (
+            self.safeguards.armijo is False
+            and self.safeguards.watch_rises
+            and not self.warned_of_rise
+        ):
             rise = first_event(chunk_loss, n_not_finite, loss_before, watch_rises=True)
             if rise is not None:
                 warn(loss_rose_message(rise, first_round, False))

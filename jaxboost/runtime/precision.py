@@ -52,9 +52,9 @@ class Float64Loss:
     def __init__(self, loss: Callable):
         self.loss = loss
 
-    def __call__(self, y, f):
+    def __call__(self, y, f, *mask):
         with jax.enable_x64(True):
-            value = self.loss(_as_float64(y), _as_float64(f))
+            value = self.loss(_as_float64(y), _as_float64(f), *mask)
             return jnp.asarray(value).astype(jnp.float32)
 
     def __getattr__(self, name: str):

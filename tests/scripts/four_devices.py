@@ -6,6 +6,7 @@ count): ``JAXBOOST_CPU_DEVICES=4 python tests/scripts/four_devices.py``.
 
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -18,9 +19,14 @@ def tukey_biweight(y, f, c=1.5):
     return c**2 / 6 * (1 - (1 - r**2) ** 3)
 
 
-def main() -> int:
-    import jax
+@losses.declare(name="group_listnet", link="identity", per="group")
+def group_listnet(y, f, mask):
+    """ListNet written as a user would: a group loss by autodiff."""
+    target = jax.nn.softmax(jnp.where(mask, y, -jnp.inf))
+    return -jnp.sum(jnp.where(mask, target * jax.nn.log_softmax(jnp.where(mask, f, -jnp.inf)), 0))
 
+
+def main() -> int:
     devices = jax.devices()
     assert len(devices) == 4, f"expected 4 CPU devices, got {devices}"
     rng = np.random.default_rng(0)
@@ -50,12 +56,22 @@ def main() -> int:
         ),
         # F0 from the targets' median: at 0 every residual is on the flat stretch
         "redescending": (tukey_biweight, y + 30.0, {"hessian_mode": "clip", "armijo": True}),
+        # groups of 1 to 40 rows, whole on one device each, rows subsampled
+        "groups": (
+            group_listnet,
+            np.digitize(y, [-1, 0, 1]).astype(np.float32),
+            {"subsample": 0.7},
+        ),
     }
+    qid = np.repeat(np.arange(60), rng.integers(1, 41, size=60))[:1003]
+    qid = np.concatenate([qid, np.full(1003 - qid.size, 60)])
+    rng.shuffle(qid)
     failures = []
     for name, (loss, target, extra) in cases.items():
         settings = {"loss": loss, "n_estimators": 12, "max_depth": 4, **extra}
-        one = jb.Booster(devices=devices[:1], **settings).fit(X, target)
-        four = jb.Booster(devices=devices, **settings).fit(X, target)
+        groups = {"qid": qid} if name == "groups" else {}
+        one = jb.Booster(devices=devices[:1], **settings).fit(X, target, **groups)
+        four = jb.Booster(devices=devices, **settings).fit(X, target, **groups)
         same_splits = np.array_equal(one.forest_.feature, four.forest_.feature) and np.array_equal(
             one.forest_.threshold_bin, four.forest_.threshold_bin
         )

@@ -1,0 +1,222 @@
+"""Query groups (or strata) on the host: ``group=`` / ``qid=`` checked, rows
+put in group order, groups placed whole on the devices' shards, and the
+index tables of :class:`jaxboost.engine.groups.GroupBucket` built.
+
+Rows are taken in the order of a stable sort by ``qid`` (``group=`` sizes
+already give that order), so a model does not depend on how the groups'
+rows are interleaved in the input, only on each group's own row order (as
+LightGBM's and XGBoost's, whose ranking objectives break ties in score by
+row order).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from ..engine.groups import GroupBucket
+from ..runtime.padding import bucket_size
+
+
+class GroupedRows(NamedTuple):
+    """The groups of a data set."""
+
+    order: np.ndarray  # (n_rows,) int64: the input's rows in group order
+    sizes: np.ndarray  # (n_groups,) int64: the groups' sizes, in that order
+
+
+class GroupPlacement(NamedTuple):
+    """Rows in group order placed on ``n_shards`` shards of equal size, each
+    group whole on one shard, and the shards' group tables."""
+
+    gather: np.ndarray  # (n_padded,) int64: the input row at every place (0 on padding)
+    present: np.ndarray  # (n_padded,) bool: the place holds a row (not padding)
+    row_number: np.ndarray  # (n_padded,) uint32: the row's place in group order
+    buckets: tuple[GroupBucket, ...]  # numpy tables, (n_shards * n_groups, width) each
+    widths: tuple[int, ...]  # the buckets' widths
+
+
+def grouped_rows(
+    group: Any, qid: Any, n_rows: int, names: tuple[str, str] = ("group", "qid")
+) -> GroupedRows | None:
+    """The groups given as ``group`` (sizes, in row order) or ``qid`` (one id
+    per row, in any order), checked; None when neither is given.
+
+    Raises:
+      ValueError: both given, sizes that are not positive whole numbers
+        summing to ``n_rows``, or ids that are not one number per row.
+    """
+    group_name, qid_name = names
+    if group is not None and qid is not None:
+        raise ValueError(f"{group_name}, {qid_name}: give one of them, not both")
+    if group is not None:
+        sizes = _whole_numbers(group, group_name)
+        if sizes.size == 0 or np.any(sizes < 1) or int(sizes.sum()) != n_rows:
+            raise ValueError(
+                f"{group_name}: expected the sizes of the groups, positive whole numbers "
+                f"summing to the number of rows ({n_rows}), got {sizes.size} sizes summing "
+                f"to {int(sizes.sum())} (smallest {int(sizes.min()) if sizes.size else None})"
+            )
+        return GroupedRows(np.arange(n_rows), sizes)
+    if qid is not None:
+        ids = np.asarray(qid)
+        if ids.ndim != 1 or ids.shape[0] != n_rows:
+            raise ValueError(
+                f"{qid_name}: expected one group id per row ({n_rows}), got shape {ids.shape}"
+            )
+        if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.all(np.isfinite(ids))):
+            raise ValueError(f"{qid_name}: expected finite numbers, got dtype {ids.dtype}")
+        order = np.argsort(ids, kind="stable")
+        _, sizes = np.unique(ids[order], return_counts=True)
+        return GroupedRows(order, sizes.astype(np.int64))
+    return None
+
+
+def _whole_numbers(values: Any, name: str) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1 or array.dtype.kind not in "iuf":
+        raise ValueError(f"{name}: expected a 1-D array of group sizes, got {array!r:.80}")
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array) & (array == np.floor(array))):
+        raise ValueError(f"{name}: expected whole numbers, got {array!r:.80}")
+    return array.astype(np.int64)
+
+
+def one_group(n_rows: int) -> GroupedRows:
+    """All rows as one group (a group loss fitted without ``group``/``qid``:
+    Cox without strata)."""
+    return GroupedRows(np.arange(n_rows), np.array([n_rows], np.int64))
+
+
+def group_width(size: int) -> int:
+    """The padded width of a group of ``size`` rows: a power of two."""
+    return 1 << (int(size) - 1).bit_length()
+
+
+def place_groups(groups: GroupedRows, n_shards: int) -> GroupPlacement:
+    """Groups in order, cut into ``n_shards`` runs of whole groups of about
+    equal rows, each run padded to the same shard size (a bucket size, so
+    that nearby data sets share programs)."""
+    sizes = groups.sizes
+    ends = np.cumsum(sizes)
+    n_rows = int(ends[-1])
+    # shard s ends at the group boundary nearest s * n_rows / n_shards
+    boundaries = np.concatenate([[0], ends])  # rows before group g, g = 0 .. n_groups
+    targets = np.arange(1, n_shards) * n_rows / n_shards
+    right = np.clip(np.searchsorted(boundaries, targets), 1, sizes.size)
+    left = right - 1
+    nearest = np.where(targets - boundaries[left] <= boundaries[right] - targets, left, right)
+    cuts = np.maximum.accumulate(np.concatenate([[0], nearest, [sizes.size]]))
+    starts = np.concatenate([[0], ends[:-1]])
+    shard_rows = [int(sizes[cuts[s] : cuts[s + 1]].sum()) for s in range(n_shards)]
+    n_padded = bucket_size(max(shard_rows) * n_shards, n_shards)
+    per_shard = n_padded // n_shards
+    gather = np.zeros(n_padded, np.int64)
+    present = np.zeros(n_padded, bool)
+    row_number = np.zeros(n_padded, np.uint32)
+    by_width: dict[int, list[list[tuple[int, int]]]] = {}
+    for shard in range(n_shards):
+        first_group, stop_group = cuts[shard], cuts[shard + 1]
+        first_row = int(starts[first_group]) if first_group < sizes.size else n_rows
+        place = shard * per_shard
+        count = shard_rows[shard]
+        gather[place : place + count] = groups.order[first_row : first_row + count]
+        present[place : place + count] = True
+        row_number[place : place + count] = np.arange(first_row, first_row + count)
+        for g in range(first_group, stop_group):
+            local_start = int(starts[g]) - first_row
+            tables = by_width.setdefault(group_width(sizes[g]), [[] for _ in range(n_shards)])
+            tables[shard].append((local_start, int(sizes[g])))
+    buckets, widths = [], []
+    for width in sorted(by_width):
+        per_shard_groups = by_width[width]
+        n_slots = max(len(listed) for listed in per_shard_groups)
+        index = np.zeros((n_shards, n_slots, width), np.int32)
+        mask = np.zeros((n_shards, n_slots, width), bool)
+        mask[:, :, 0] = True  # unused slots: row 0, weight 0
+        weight = np.zeros((n_shards, n_slots), np.float32)
+        for shard, listed in enumerate(per_shard_groups):
+            for slot, (start, size) in enumerate(listed):
+                index[shard, slot, :size] = np.arange(start, start + size)
+                mask[shard, slot, :] = np.arange(width) < size
+                weight[shard, slot] = 1.0
+        buckets.append(
+            GroupBucket(index.reshape(-1, width), mask.reshape(-1, width), weight.reshape(-1))
+        )
+        widths.append(width)
+    return GroupPlacement(gather, present, row_number, tuple(buckets), tuple(widths))
+
+
+def is_group_loss(loss: Any) -> bool:
+    """Whether ``loss`` is declared ``per="group"`` (``loss(y, f, mask)``)."""
+    return getattr(loss, "per", "sample") == "group"
+
+
+def fit_groups(
+    loss: Any, group: Any, qid: Any, n_rows: int, sample_weight: Any, settings: dict[str, Any]
+) -> GroupedRows | None:
+    """The training rows' groups for ``loss``: those given, or all rows as one
+    group for a group loss given none (Cox without strata); None for a
+    per-sample loss.
+
+    Raises:
+      ValueError: groups given to a per-sample loss, bad ``group``/``qid``,
+        or a setting group losses do not take yet (``settings``: the
+        Booster's ``leaf_method``, ``armijo``, ``n_outputs``).
+    """
+    groups = grouped_rows(group, qid, n_rows)
+    if not is_group_loss(loss):
+        if groups is not None:
+            name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+            raise ValueError(
+                f"{'group' if group is not None else 'qid'}: the loss {name!r} is a function "
+                "of one sample; groups are for a group loss loss(y, f, mask), declared with "
+                "losses.declare(..., per='group') (losses.lambdarank(), losses.cox, ...)"
+            )
+        return None
+    if sample_weight is not None:
+        raise ValueError("sample_weight: group losses take no sample weights yet")
+    if settings["leaf_method"] == "line_search":
+        raise ValueError(
+            "leaf_method: 'line_search' needs a per-sample loss (a group loss's leaves "
+            "depend on each other); use 'newton' or 'auto'"
+        )
+    if settings["armijo"]:
+        raise ValueError("armijo: needs a per-sample loss; leave it None for a group loss")
+    if settings["n_outputs"] not in (None, 1):
+        raise ValueError(f"n_outputs: a group loss scores one output, got {settings['n_outputs']}")
+    if jax.process_count() > 1:
+        raise ValueError("loss: group losses train in one process (jax.distributed) for now")
+    return groups if groups is not None else one_group(n_rows)
+
+
+def eval_set_groups(eval_group: Any, eval_qid: Any, eval_set: Any, loss: Any) -> list | None:
+    """Per evaluation set, its ``(group, qid)`` arguments (one of them None;
+    both None: the set is one group), or None when no set has groups (a
+    per-sample loss given neither).  Checks the entries' count only; each
+    set's own are checked against its rows by :func:`grouped_eval_set`."""
+    n_sets = 0 if eval_set is None else len(eval_set)
+    if eval_group is None and eval_qid is None:
+        return [(None, None)] * n_sets if is_group_loss(loss) else None
+    if eval_group is not None and eval_qid is not None:
+        raise ValueError("eval_group, eval_qid: give one of them, not both")
+    name, given = ("eval_group", eval_group) if eval_group is not None else ("eval_qid", eval_qid)
+    if isinstance(given, np.ndarray) or len(given) != n_sets:
+        raise ValueError(
+            f"{name}: expected a list with one entry per eval_set ({n_sets}), got {given!r:.80}"
+        )
+    return [(entry, None) if eval_group is not None else (None, entry) for entry in given]
+
+
+def grouped_eval_set(
+    X: np.ndarray, y: np.ndarray, given: tuple[Any, Any], index: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[GroupBucket, ...]]:
+    """An evaluation set's rows in group order, padded: ``(X, y, weight (1
+    on rows, 0 on padding), group tables)``; ``given`` its ``(group, qid)``
+    (:func:`eval_set_groups`)."""
+    names = (f"eval_group[{index}]", f"eval_qid[{index}]")
+    groups = grouped_rows(*given, X.shape[0], names) or one_group(X.shape[0])
+    placement = place_groups(groups, 1)
+    weight = placement.present.astype(np.float32)
+    return X[placement.gather], y[placement.gather], weight, placement.buckets

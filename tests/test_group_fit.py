@@ -1,0 +1,157 @@
+"""Group losses in fit: groups given as sizes or ids, their derivatives, the
+rows' placement, evaluation sets with groups, and the errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost as jb
+from jaxboost import losses
+from jaxboost.engine.group_metrics import ndcg_at
+from jaxboost.engine.groups import group_grad_hess, mean_group_loss
+from jaxboost.frontends.grouping import GroupedRows, grouped_rows, place_groups
+
+
+@losses.declare(name="test_listnet", link="identity", per="group")
+def listnet(y, f, mask):
+    target = jax.nn.softmax(jnp.where(mask, y, -jnp.inf))
+    return -jnp.sum(jnp.where(mask, target * jax.nn.log_softmax(jnp.where(mask, f, -jnp.inf)), 0))
+
+
+@losses.declare(name="test_group_squares", link="identity", per="group")
+def group_squares(y, f, mask):
+    return 0.5 * jnp.sum(jnp.where(mask, (f - y) ** 2, 0.0))
+
+
+def _ranking_data(n_groups=40, seed=0, noise=1.0):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 30, size=n_groups)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    relevance = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + noise * rng.normal(size=n) + 1), 0, 4)
+    return X, relevance.astype(np.float32), sizes
+
+
+def test_a_group_loss_s_row_derivatives_are_those_of_its_sum_over_groups():
+    _, y, sizes = _ranking_data(12)
+    raw = np.random.default_rng(1).normal(size=(y.size, 1)).astype(np.float32)
+    placement = place_groups(GroupedRows(np.arange(y.size), sizes), 1)
+    y_rows, raw_rows = y[placement.gather], raw[placement.gather]
+    tables = tuple(jax.tree.map(jnp.asarray, bucket) for bucket in placement.buckets)
+    grad, hess = jax.jit(group_grad_hess, static_argnums=0)(
+        listnet, jnp.asarray(y_rows), jnp.asarray(raw_rows), tables
+    )
+
+    def total(f):
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        return sum(
+            listnet(y[s : s + m], f[s : s + m], np.ones(m, bool)) for s, m in zip(starts, sizes)
+        )
+
+    f = jnp.asarray(raw[:, 0])
+    expected_grad = jax.grad(total)(f)
+    expected_hess = jnp.diagonal(jax.hessian(total)(f))
+    present = placement.present
+    assert sizes.min() == 1  # a group of one row: derivatives 0
+    np.testing.assert_allclose(np.asarray(grad)[present, 0], expected_grad, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(hess)[present, 0], expected_hess, atol=1e-6)
+    assert not np.any(np.asarray(grad)[~present]) and not np.any(np.asarray(hess)[~present])
+    # the training loss: the mean over groups
+    mean = mean_group_loss(listnet, jnp.asarray(y_rows), jnp.asarray(raw_rows), tables, None)
+    np.testing.assert_allclose(mean, total(f) / sizes.size, rtol=1e-5)
+
+
+def test_a_group_loss_equal_to_a_sum_of_sample_losses_grows_the_same_trees():
+    X, y, sizes = _ranking_data()
+    settings = {"n_estimators": 20, "max_depth": 4, "base_score": 0.0}
+    grouped = jb.Booster(loss=group_squares, **settings).fit(X, y, group=sizes)
+    per_row = jb.Booster(loss=lambda y, f: 0.5 * (f - y) ** 2, **settings).fit(X, y)
+    np.testing.assert_array_equal(grouped.forest_.feature, per_row.forest_.feature)
+    np.testing.assert_array_equal(grouped.forest_.threshold_bin, per_row.forest_.threshold_bin)
+    np.testing.assert_allclose(grouped.predict(X), per_row.predict(X), rtol=1e-5, atol=1e-5)
+
+
+def test_qid_in_any_row_order_gives_the_model_of_sorted_groups():
+    X, y, sizes = _ranking_data()
+    qid = np.repeat(np.arange(sizes.size) * 7 + 3, sizes)
+    settings = {"loss": listnet, "n_estimators": 15, "max_depth": 4, "subsample": 0.8}
+    by_sizes = jb.Booster(**settings).fit(X, y, group=sizes)
+    # groups interleaved, each group's rows still in their order
+    order = np.argsort(np.random.default_rng(3).permutation(sizes.size)[qid // 7], kind="stable")
+    shuffled = jb.Booster(**settings).fit(X[order], y[order], qid=qid[order])
+    np.testing.assert_array_equal(by_sizes.predict_raw(X), shuffled.predict_raw(X))
+    np.testing.assert_array_equal(by_sizes.train_loss_, shuffled.train_loss_)
+
+
+def test_listnet_learns_to_rank_and_ndcg_stops_early():
+    X, y, sizes = _ranking_data(80, noise=0.2)
+    Xv, yv, sizes_v = _ranking_data(30, seed=5, noise=0.2)
+    model = jb.Booster(loss=listnet, n_estimators=60, max_depth=3, learning_rate=0.3)
+    model.fit(
+        X,
+        y,
+        group=sizes,
+        eval_set=[(Xv, yv)],
+        eval_group=[sizes_v],
+        eval_metric=["ndcg@5", "map@5", "loss"],
+        early_stopping_rounds=10,
+    )
+    result = model.evals_result_["validation_0"]
+    assert result["ndcg@5"][model.best_iteration_ - 1] == max(result["ndcg@5"])
+    assert model.best_score_ == max(result["ndcg@5"])
+    # against the ranking at the initial score (every score tied: row order)
+    starts = np.concatenate([[0], np.cumsum(sizes_v)[:-1]])
+    ndcg5 = ndcg_at(5)
+    tied = np.mean(
+        [ndcg5(yv[s : s + m], np.zeros(m), np.ones(m, bool)) for s, m in zip(starts, sizes_v)]
+    )
+    assert max(result["ndcg@5"]) > tied + 0.2
+    assert result["loss"][-1] < result["loss"][0]
+    assert model.train_loss_[-1] < model.train_loss_[0]
+
+
+def test_group_settings_and_inputs_are_checked():
+    X, y, sizes = _ranking_data(10)
+    with pytest.raises(ValueError, match="group: the loss 'squared_error' is a function of one"):
+        jb.Booster(loss="squared_error").fit(X, y, group=sizes)
+    with pytest.raises(ValueError, match=r"group: expected the sizes .* summing to the number"):
+        jb.Booster(loss=listnet).fit(X, y, group=sizes[:-1])
+    with pytest.raises(ValueError, match="qid: expected one group id per row"):
+        jb.Booster(loss=listnet).fit(X, y, qid=np.zeros(3))
+    with pytest.raises(ValueError, match="give one of them"):
+        jb.Booster(loss=listnet).fit(X, y, group=sizes, qid=np.zeros(y.size))
+    with pytest.raises(ValueError, match="leaf_method: 'line_search' needs a per-sample loss"):
+        jb.Booster(loss=listnet, leaf_method="line_search").fit(X, y, group=sizes)
+    with pytest.raises(ValueError, match="sample_weight: group losses take no sample weights"):
+        jb.Booster(loss=listnet).fit(X, y, np.ones(y.size), group=sizes)
+    with pytest.raises(
+        ValueError, match=r"eval_group: expected a list with one entry per eval_set"
+    ):
+        jb.Booster(loss=listnet).fit(X, y, group=sizes, eval_set=[(X, y)], eval_group=sizes)
+    with pytest.raises(ValueError, match=r"loss 'bad': loss\(y, f, mask\) .* one number per group"):
+        bad = losses.declare(name="bad", link="identity", per="group")(lambda y, f, mask: f)
+        jb.Booster(loss=bad).fit(X, y, group=sizes)
+    with pytest.raises(ValueError, match="needs the evaluation set's groups"):
+        jb.Booster(loss="squared_error", n_estimators=2).fit(
+            X, y, eval_set=[(X, y)], eval_metric="ndcg@3"
+        )
+
+
+def test_group_ids_are_stable_sorted_and_groups_placed_whole():
+    groups = grouped_rows(None, np.array([5, 2, 5, 2, 9]), 5)
+    np.testing.assert_array_equal(groups.order, [1, 3, 0, 2, 4])
+    np.testing.assert_array_equal(groups.sizes, [2, 2, 1])
+    sizes = np.array([3, 1, 7, 2, 2, 5, 1, 1])
+    placement = place_groups(GroupedRows(np.arange(sizes.sum()), sizes), 4)
+    per_shard = placement.gather.size // 4
+    for bucket, width in zip(placement.buckets, placement.widths):
+        assert bucket.index.shape[1] == width
+        for slot in range(bucket.index.shape[0]):
+            shard = slot // (bucket.index.shape[0] // 4)
+            rows = bucket.index[slot][bucket.mask[slot]] + shard * per_shard
+            if bucket.weight[slot]:
+                assert placement.present[rows].all()
+                # one group: consecutive row numbers
+                assert np.all(np.diff(placement.row_number[rows]) == 1)
+    assert np.sort(placement.row_number[placement.present]).tolist() == list(range(sizes.sum()))
