@@ -166,7 +166,9 @@ class Booster:
       leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
         (argmin of the leaf's loss plus ``lambda/2 v^2``; for losses without
         curvature the leaf's loss alone: exact quantiles for pinball losses)
-        or ``"auto"``: line search for losses whose hessian is zero almost
+        ``"joint_newton"`` (one Newton step on all of a tree's leaves, with
+        their exact ``L x L`` hessian: for group losses, whose leaves interact;
+        one output) or ``"auto"``: line search for losses whose hessian is zero almost
         everywhere (declared by ``hessian_informative = False``, as absolute
         and quantile losses do, or found so at the initial score), else Newton.
       reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
@@ -332,6 +334,10 @@ class Booster:
             )
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
+        if leaf_method == "joint_newton" and n_outputs > 1:
+            raise ValueError(
+                f"leaf_method: 'joint_newton' fits models of one output, this one has {n_outputs}"
+            )
         if split_criterion == "auto":
             split_criterion = "second_order" if hessian.informative else "first_order"
         armijo = self.armijo

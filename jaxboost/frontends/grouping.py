@@ -180,7 +180,7 @@ def fit_groups(
     if settings["leaf_method"] == "line_search":
         raise ValueError(
             "leaf_method: 'line_search' needs a per-sample loss (a group loss's leaves "
-            "depend on each other); use 'newton' or 'auto'"
+            "depend on each other); use 'newton', 'joint_newton' or 'auto'"
         )
     if settings["armijo"]:
         raise ValueError("armijo: needs a per-sample loss; leave it None for a group loss")
