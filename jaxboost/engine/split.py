@@ -120,6 +120,31 @@ def first_across_shards(axis_name: str) -> Callable:
     return pick_first
 
 
+def gain_functions(n_outputs: int, reg_lambda, min_child_weight) -> tuple[Callable, Callable]:
+    """``score(stats) -> (...)`` (:func:`node_score` of a histogram cell's
+    ``[grad (K), hess (K)[, weight]]``) and ``split_gain(left, total) ->
+    (...)``: half the score gained by splitting ``total`` into ``left`` and
+    the rest, ``-inf`` where a child is lighter than ``min_child_weight`` (or
+    of zero weight, with the weight column)."""
+
+    def score(stats):
+        return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
+
+    def child_ok(stats):
+        hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
+        heavy_enough = hess_sum >= min_child_weight
+        if stats.shape[-1] == 2 * n_outputs:  # no weight column
+            return heavy_enough
+        return heavy_enough & (stats[..., -1] > 0)
+
+    def split_gain(left, total):
+        right = total - left
+        gain = 0.5 * (score(left) + score(right) - score(total))
+        return jnp.where(child_ok(left) & child_ok(right), gain, -jnp.inf)
+
+    return score, split_gain
+
+
 def find_best_splits(
     hist: jax.Array,
     n_outputs: int,
@@ -168,25 +193,14 @@ def find_best_splits(
     missing = hist[:, :, -1:, :]  # (F, N, 1, C)
     total = left_values[:, :, -1:, :] + missing
 
-    def score(stats):
-        return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
-
-    def child_ok(stats):
-        hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
-        heavy_enough = hess_sum >= min_child_weight
-        if stats.shape[-1] == 2 * n_outputs:  # no weight column
-            return heavy_enough
-        return heavy_enough & (stats[..., -1] > 0)
-
-    def split_gain(left):  # (F, N, Bv, C) -> (F, N, Bv), -inf where refused
-        right = total - left
-        gain = 0.5 * (score(left) + score(right) - score(total))
-        return jnp.where(child_ok(left) & child_ok(right), gain, -jnp.inf)
+    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight)
 
     # axis 3: 0 = missing values go right, 1 = missing values go left.  Each
     # direction's gains straight from the running sums, so that XLA computes
     # both in one pass and never writes out the children's sums
-    gain = jnp.stack([split_gain(left_values), split_gain(left_values + missing)], axis=3)
+    gain = jnp.stack(
+        [split_gain(left_values, total), split_gain(left_values + missing, total)], axis=3
+    )
     if feature_mask is not None:
         gain = jnp.where(feature_mask[:, None, None, None], gain, -jnp.inf)
     # every real feature's total is the node's: padding features' are 0

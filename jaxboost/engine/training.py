@@ -41,6 +41,7 @@ from .leaves import (
     solve_newton,
     totals_from_sums,
 )
+from .packed_split import PackedBins
 from .quantise import quantise_split_stats
 from .sampling import feature_mask, row_mask
 from .split import gradient_unit
@@ -127,6 +128,9 @@ class ShardData(NamedTuple):
     row_id: jax.Array  # (n_rows,) uint32 global row numbers (they fix the subsamples)
     # a group loss's groups in this shard (jaxboost.engine.groups), else ()
     groups: tuple[GroupBucket, ...] = ()
+    # the features' used bins, replicated (jaxboost.engine.packed_split), or
+    # None: the split search takes every bin
+    packed: PackedBins | None = None
 
 
 def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
@@ -324,6 +328,7 @@ def _grow_one(
         stats_scale=scale,
         leaf_columns=per_row.columns,
         leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
+        packed=data.packed,
     )
     structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
     totals = totals_from_sums(across_shards(sums, axis_name), per_row)
@@ -499,7 +504,9 @@ def _train_chunk(
 def _data_specs(cfg: StaticSettings) -> ShardData:
     """How :class:`ShardData` is sharded: on rows, group tables on groups."""
     groups = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in cfg.group_widths)
-    return ShardData(bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS), groups=groups)
+    return ShardData(
+        bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS), groups=groups, packed=P()
+    )
 
 
 @one_program_per_shape()

@@ -22,6 +22,7 @@ from jax import lax
 from ..kernels.histogram_kernels import HISTOGRAM_KERNELS
 from ..kernels.interfaces import LevelSplit
 from ..kernels.leaf_sums import leaf_sums_reference
+from .packed_split import PackedBins, find_best_packed_splits
 from .split import find_best_splits, first_across_shards
 
 
@@ -57,7 +58,7 @@ class TreeStructure(NamedTuple):
     split_gain: jax.Array
 
 
-def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumulative):
+def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumulative, packed):
     """``shard's histograms -> SplitChoice``, the same on every shard.
 
     With several shards the histograms are summed by a reduce-scatter over
@@ -83,6 +84,10 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
         def search_whole(hist):
             if axis_name is not None:
                 hist = lax.psum(hist, axis_name)
+            if packed is not None:
+                return find_best_packed_splits(
+                    hist, packed, *settings, feature_mask, cumulative=cumulative
+                )
             return find_best_splits(hist, *settings, feature_mask, cumulative=cumulative)
 
         return search_whole
@@ -122,6 +127,7 @@ def grow_tree(
     stats_scale: jax.Array | None = None,
     leaf_columns: Sequence[jax.Array] = (),
     leaf_sums: Callable = leaf_sums_reference,
+    packed: PackedBins | None = None,
 ) -> tuple[TreeStructure, jax.Array, jax.Array | None]:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
@@ -145,6 +151,8 @@ def grow_tree(
         sums them (the native kernel in the same pass).
       leaf_sums: how a kernel that routes and sums apart sums them
         (:class:`jaxboost.kernels.leaf_sums.LeafKernels`).
+      packed: the features' used bins (:mod:`jaxboost.engine.packed_split`):
+        a level searched whole searches only those; None: every bin.
     Returns:
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
@@ -155,7 +163,7 @@ def grow_tree(
     max_bins = edges.shape[1]
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
     search = _split_search(
-        bins.shape[0], params, n_outputs, feature_mask, axis_name, kernel.cumulative
+        bins.shape[0], params, n_outputs, feature_mask, axis_name, kernel.cumulative, packed
     )
     levels = []
     carry = None  # what the kernel keeps from the level above (native: its sums)

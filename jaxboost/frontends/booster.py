@@ -20,6 +20,7 @@ from ..engine.binning import fit_bin_edges, trim_unused_bins
 from ..engine.derivatives import HessianProbe, probe_hessian
 from ..engine.groups import GroupBucket
 from ..engine.metrics import Metric, resolve_metric
+from ..engine.packed_split import packed_bins
 from ..engine.predict import predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
 from ..engine.round_checks import (
@@ -435,7 +436,7 @@ class Booster:
         mesh,
         layout: RowLayout,
         features: np.ndarray,
-        edges,
+        edges: np.ndarray,
         y: jax.Array,
         weight: jax.Array,
         placement: GroupPlacement | None = None,
@@ -443,17 +444,22 @@ class Booster:
     ) -> ShardData:
         """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
         place each shard on its device and bin it there; ``y`` and ``weight``
-        are :meth:`_target_rows`'; ``placement``: a group loss's groups (the
-        rows already in its order), ``groups`` their tables on the devices."""
+        are :meth:`_target_rows`'; ``edges`` the bin edges (which also give
+        the split search's packed bins); ``placement``: a group loss's groups
+        (the rows already in its order), ``groups`` their tables on the devices."""
         n_padded = layout.n_padded
         row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
         if placement is not None:
             row_id = placement.row_number
         # the float features live on the devices only until they are binned
         native = kernels_for(mesh.devices.flat[0].platform).native
-        bins = bin_rows_program(mesh, native)(global_rows(mesh, features, n_padded), edges)
+        bins = bin_rows_program(mesh, native)(
+            global_rows(mesh, features, n_padded), replicated(mesh, edges)
+        )
         row_id = global_rows(mesh, row_id)
-        return ShardData(bins=bins, y=y, weight=weight, row_id=row_id, groups=groups)
+        packed = packed_bins(edges)
+        packed = None if packed is None else jax.tree.map(lambda a: replicated(mesh, a), packed)
+        return ShardData(bins=bins, y=y, weight=weight, row_id=row_id, groups=groups, packed=packed)
 
     def _start_init_score(
         self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, groups=None
@@ -764,7 +770,7 @@ class Booster:
             mesh,
             layout,
             features,
-            replicated(mesh, edges),
+            edges,
             y_rows,
             weight_rows,
             placement,
