@@ -40,6 +40,10 @@ shows) and carries eight attributes that the engine and the model files read:
   by ``jax.grad`` and the hessian's diagonal by Hessian-vector products), or
   a function ``(y, f, mask) -> (grad (m,), hess (m,))`` giving them in closed
   form, where that is cheaper (pairwise losses, Cox), 0 on padding.
+- ``row_order``: for a group loss, None, or a function of the targets
+  ``y (n, ...) -> (n,)`` numpy keys: the engine then gives each group's rows
+  in the stable order of these keys (Cox: by time, so that its loss need not
+  sort them every round); the loss's value must not depend on row order.
 
 Declared losses are hashed by identity (jaxboost caches compiled programs on
 the loss object), copy to themselves, and pickle (so do the models holding
@@ -126,6 +130,7 @@ class DeclaredLoss:
         smooth: bool = False,
         per: str = "sample",
         row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
+        row_order: Callable[[np.ndarray], np.ndarray] | None = None,
     ):
         functools.update_wrapper(self, fn)  # __name__, __doc__, __wrapped__ (signature)
         self.name = name
@@ -138,6 +143,7 @@ class DeclaredLoss:
         self.smooth = smooth
         self.per = per
         self.row_derivatives = row_derivatives
+        self.row_order = row_order
         # (factory, args, kwargs) that built it, set by loss_factory
         self.recipe: tuple[Callable[..., Loss], tuple, dict] | None = None
 
@@ -161,6 +167,7 @@ class DeclaredLoss:
             "smooth": self.smooth,
             "per": self.per,
             "row_derivatives": self.row_derivatives,
+            "row_order": self.row_order,
         }
 
     # a declared loss is immutable: a copy (scikit-learn's clone) is itself
@@ -220,6 +227,7 @@ def declare(
     smooth: bool = False,
     per: str = "sample",
     row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
+    row_order: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Callable[[Callable[..., jax.Array]], Loss]:
     """Decorator attaching catalogue metadata to a loss function.
 
@@ -236,6 +244,8 @@ def declare(
         raise ValueError(f"a group loss scores one output per row (n_outputs=1), got {n_outputs!r}")
     if row_derivatives is not None and (per != "group" or not callable(row_derivatives)):
         raise ValueError("row_derivatives: a function (y, f, mask) -> (grad, hess) of a group loss")
+    if row_order is not None and (per != "group" or not callable(row_order)):
+        raise ValueError("row_order: a function y -> keys of a group loss")
     if link not in links.LINKS:
         raise ValueError(f"link must be one of {sorted(links.LINKS)}, got {link!r}")
     valid_count = isinstance(n_outputs, int) and not isinstance(n_outputs, bool) and n_outputs >= 1
@@ -261,6 +271,7 @@ def declare(
             smooth=smooth,
             per=per,
             row_derivatives=row_derivatives,
+            row_order=row_order,
         )
 
     return attach

@@ -155,3 +155,14 @@ def test_group_ids_are_stable_sorted_and_groups_placed_whole():
                 # one group: consecutive row numbers
                 assert np.all(np.diff(placement.row_number[rows]) == 1)
     assert np.sort(placement.row_number[placement.present]).tolist() == list(range(sizes.sum()))
+
+
+def test_a_declared_row_order_sorts_each_group_s_rows():
+    from jaxboost.frontends.grouping import in_row_order
+
+    y = np.array([[5.0, 1], [2.0, 0], [9.0, 1], [1.0, 1], [3.0, 0]], np.float32)
+    groups = GroupedRows(np.array([4, 0, 1, 2, 3]), np.array([2, 3]))
+    ordered = in_row_order(groups, losses.cox, y)
+    # group 1 = rows 4, 0 (times 3, 5); group 2 = rows 1, 2, 3 (times 2, 9, 1)
+    np.testing.assert_array_equal(ordered.order, [4, 0, 3, 1, 2])
+    assert in_row_order(groups, listnet, y) is groups

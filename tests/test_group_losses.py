@@ -363,3 +363,27 @@ def test_cox_derivatives_stay_finite_and_exact_for_widely_spread_scores():
     for got, want in zip(actual, expected, strict=True):
         assert np.all(np.isfinite(got))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_cox_on_rows_in_time_order_skips_the_sort_and_agrees_with_any_order():
+    # the engine gives a stratum's rows in time order (row_order); any other
+    # order is sorted by the loss: both give the same value and derivatives
+    rng = np.random.default_rng(21)
+    m = 64
+    time = np.round(rng.uniform(0.5, 5.0, m), 1)  # tied times
+    y = np.stack([time, rng.integers(0, 2, m)], axis=1).astype(np.float32)
+    f = rng.normal(size=m).astype(np.float32)
+    mask = np.arange(m) < 50  # padding at the end, as the engine places it
+    in_order = np.argsort(np.where(mask, time, np.inf), kind="stable")
+    np.testing.assert_array_equal(losses.cox.row_order(y), y[:, 0])
+    shuffled = rng.permutation(m)
+    results = []
+    for rows in (in_order, shuffled):
+        args = (jnp.asarray(y[rows]), jnp.asarray(f[rows]), jnp.asarray(mask[rows]))
+        value = losses.cox(*args)
+        grad, hess = losses.cox.row_derivatives(*args)
+        back = np.argsort(rows)  # to the original rows
+        results.append((float(value), np.asarray(grad)[back], np.asarray(hess)[back]))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-6, atol=1e-7)

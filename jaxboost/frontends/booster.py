@@ -511,7 +511,7 @@ class Booster:
         check_target_domain(loss, targets)
         group, qid, eval_group, eval_qid = groups
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
-        grouped = fit_groups(loss, group, qid, targets.shape[0], sample_weight, settings)
+        grouped = fit_groups(loss, group, qid, targets, sample_weight, settings)
         eval_groups = eval_set_groups(eval_group, eval_qid, eval_set, loss)
         eval_sets = self._eval_sets(
             eval_set, eval_sample_weight, features.shape[1], loss, eval_groups
@@ -550,7 +550,7 @@ class Booster:
                 weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
             )
             if eval_groups is not None:
-                X, y, weight, tables = grouped_eval_set(X, y, eval_groups[index], index)
+                X, y, weight, tables = grouped_eval_set(X, y, eval_groups[index], index, loss)
                 groups = tuple(GroupBucket(*map(jnp.asarray, table)) for table in tables)
                 X = jnp.asarray(pad_rows(X, X.shape[0], aligned=in_place_on(jax.default_backend())))
                 sets.append(EvalSet(name, X, jnp.asarray(y), jnp.asarray(weight), groups))
@@ -713,6 +713,9 @@ class Booster:
         devices = check_devices(self.devices)
         if devices is None:
             devices = default_training_devices(inputs.features.shape[0])
+            if inputs.groups is not None:  # no more devices than the largest group fills
+                fills = inputs.features.shape[0] // int(inputs.groups.sizes.max())
+                devices = devices[: max(1, min(len(devices), fills))]
         mesh = make_mesh(devices)
         features, targets, weight = inputs.features, inputs.targets, inputs.weight
         placement, group_tables = None, None

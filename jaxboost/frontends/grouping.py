@@ -83,6 +83,17 @@ def _whole_numbers(values: Any, name: str) -> np.ndarray:
     return array.astype(np.int64)
 
 
+def in_row_order(groups: GroupedRows, loss: Any, y: np.ndarray) -> GroupedRows:
+    """``groups`` with each group's rows in the stable order of the loss's
+    declared ``row_order`` keys of ``y`` (as they are without one)."""
+    row_order = getattr(loss, "row_order", None)
+    if row_order is None:
+        return groups
+    keys = np.asarray(row_order(y))[groups.order]
+    group_of_row = np.repeat(np.arange(groups.sizes.size), groups.sizes)
+    return GroupedRows(groups.order[np.lexsort((keys, group_of_row))], groups.sizes)
+
+
 def one_group(n_rows: int) -> GroupedRows:
     """All rows as one group (a group loss fitted without ``group``/``qid``:
     Cox without strata)."""
@@ -154,7 +165,7 @@ def is_group_loss(loss: Any) -> bool:
 
 
 def fit_groups(
-    loss: Any, group: Any, qid: Any, n_rows: int, sample_weight: Any, settings: dict[str, Any]
+    loss: Any, group: Any, qid: Any, y: np.ndarray, sample_weight: Any, settings: dict[str, Any]
 ) -> GroupedRows | None:
     """The training rows' groups for ``loss``: those given, or all rows as one
     group for a group loss given none (Cox without strata); None for a
@@ -165,6 +176,7 @@ def fit_groups(
         or a setting group losses do not take yet (``settings``: the
         Booster's ``leaf_method``, ``armijo``, ``n_outputs``).
     """
+    n_rows = y.shape[0]
     groups = grouped_rows(group, qid, n_rows)
     if not is_group_loss(loss):
         if groups is not None:
@@ -188,7 +200,7 @@ def fit_groups(
         raise ValueError(f"n_outputs: a group loss scores one output, got {settings['n_outputs']}")
     if jax.process_count() > 1:
         raise ValueError("loss: group losses train in one process (jax.distributed) for now")
-    return groups if groups is not None else one_group(n_rows)
+    return in_row_order(groups if groups is not None else one_group(n_rows), loss, y)
 
 
 def eval_set_groups(eval_group: Any, eval_qid: Any, eval_set: Any, loss: Any) -> list | None:
@@ -210,13 +222,15 @@ def eval_set_groups(eval_group: Any, eval_qid: Any, eval_set: Any, loss: Any) ->
 
 
 def grouped_eval_set(
-    X: np.ndarray, y: np.ndarray, given: tuple[Any, Any], index: int
+    X: np.ndarray, y: np.ndarray, given: tuple[Any, Any], index: int, loss: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[GroupBucket, ...]]:
     """An evaluation set's rows in group order, padded: ``(X, y, weight (1
     on rows, 0 on padding), group tables)``; ``given`` its ``(group, qid)``
-    (:func:`eval_set_groups`)."""
+    (:func:`eval_set_groups`), ``loss`` the training loss (its ``row_order``)."""
     names = (f"eval_group[{index}]", f"eval_qid[{index}]")
     groups = grouped_rows(*given, X.shape[0], names) or one_group(X.shape[0])
+    if is_group_loss(loss):
+        groups = in_row_order(groups, loss, y)
     placement = place_groups(groups, 1)
     weight = placement.present.astype(np.float32)
     return X[placement.gather], y[placement.gather], weight, placement.buckets
