@@ -33,6 +33,20 @@ class GroupBucket(NamedTuple):
     weight: jax.Array  # (n_groups,) float32: 1 for a group, 0 for an unused slot
 
 
+# groups at least this wide are taken one after another (lax.map), narrower
+# ones all at once (vmap): under vmap a loss's lax.cond runs both branches
+# (Cox's sort, skipped for rows in time order), and wide groups are few
+_MAPPED_WIDTH = 1024
+
+
+def over_groups(fn: Callable, *tables: jax.Array):
+    """``fn`` of one group applied to every group of ``tables`` (leading
+    axis: groups), by ``vmap`` for narrow groups, ``lax.map`` for wide ones."""
+    if tables[0].shape[1] >= _MAPPED_WIDTH:
+        return lax.map(lambda group: fn(*group), tables)
+    return jax.vmap(fn)(*tables)
+
+
 def group_values(loss: Callable, y: jax.Array, f: jax.Array, bucket: GroupBucket) -> jax.Array:
     """``(n_groups,)`` every group's loss, 0 for unused slots.
 
@@ -40,7 +54,7 @@ def group_values(loss: Callable, y: jax.Array, f: jax.Array, bucket: GroupBucket
       y: ``(n_rows,)`` or ``(n_rows, k)`` the shard's targets.
       f: ``(n_rows,)`` the shard's raw scores.
     """
-    values = jax.vmap(loss)(y[bucket.index], f[bucket.index], bucket.mask)
+    values = over_groups(loss, y[bucket.index], f[bucket.index], bucket.mask)
     return jnp.where(bucket.weight > 0, values, 0.0)
 
 
@@ -92,8 +106,12 @@ def group_grad_hess(
     grad = jnp.zeros_like(f)
     hess = jnp.zeros_like(f)
     for bucket in groups:
-        derivatives = jax.vmap(lambda yg, fg, mg: one_group_derivatives(loss, yg, fg, mg))
-        group_grad, group_hess = derivatives(y[bucket.index], f[bucket.index], bucket.mask)
+        group_grad, group_hess = over_groups(
+            lambda yg, fg, mg: one_group_derivatives(loss, yg, fg, mg),
+            y[bucket.index],
+            f[bucket.index],
+            bucket.mask,
+        )
         keep = bucket.mask & (bucket.weight[:, None] > 0)
         grad = grad.at[bucket.index].add(jnp.where(keep, group_grad, 0.0))
         hess = hess.at[bucket.index].add(jnp.where(keep, group_hess, 0.0))
