@@ -8,8 +8,9 @@ from run_script import run_script, xla_flags_without
 SCRIPT = Path(__file__).parent / "scripts" / "cached_fit.py"
 
 
-def _compile_seconds(cache_dir: Path) -> tuple[float, float]:
-    """``(seconds compiling in all, the longest compilation)`` of a process."""
+def _compile_seconds(cache_dir: Path) -> tuple[float, float, int]:
+    """``(seconds compiling in all, the longest compilation, programs loaded
+    from the cache)`` of a process."""
     # XLA's default fusion emitters, as users compile (conftest.py swaps them
     # for the faster-compiling older ones: then many programs compile in
     # under the cache's threshold and are compiled again, not loaded)
@@ -17,16 +18,19 @@ def _compile_seconds(cache_dir: Path) -> tuple[float, float]:
     environment = {"JAXBOOST_COMPILATION_CACHE": str(cache_dir), "XLA_FLAGS": flags}
     result = run_script(SCRIPT, environment, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    found = re.search(r"compile seconds ([0-9.]+) longest ([0-9.]+)", result.stdout)
-    return float(found.group(1)), float(found.group(2))
+    found = re.search(r"compile seconds ([0-9.]+) longest ([0-9.]+) hits ([0-9]+)", result.stdout)
+    return float(found.group(1)), float(found.group(2)), int(found.group(3))
 
 
 def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
-    first, first_longest = _compile_seconds(tmp_path)
+    first, first_longest, first_hits = _compile_seconds(tmp_path)
     assert any(tmp_path.iterdir()), "the first process wrote nothing to the cache"
-    second, second_longest = _compile_seconds(tmp_path)
-    # what is left are programs too quick to be worth a file (under 0.05 s)
-    assert second_longest < 0.1 < first_longest, (first_longest, second_longest)
+    second, second_longest, second_hits = _compile_seconds(tmp_path)
+    assert first_hits == 0 and second_hits > 0, (first_hits, second_hits)
+    # the longest is now the training program's loading (0.07 to 0.12 s on
+    # a 2-core Xeon, against 0.7 s compiling it), the rest programs too quick
+    # to be worth a file (under 0.05 s)
+    assert second_longest < 0.3 * first_longest, (first_longest, second_longest)
     assert second < 0.5 * first, (first, second)
 
 

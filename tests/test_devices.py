@@ -25,6 +25,7 @@ def test_four_cpu_devices_train_the_single_device_model():
         "quantised",
         "redescending",
         "groups",
+        "groups_joint_newton",
     ]
     assert all(line.endswith("same splits True, raw scores within 1e-5: True") for line in lines)
 

@@ -39,12 +39,23 @@ class GroupBucket(NamedTuple):
 _MAPPED_WIDTH = 1024
 
 
-def over_groups(fn: Callable, *tables: jax.Array):
+def over_groups(fn: Callable, weight: jax.Array, *tables: jax.Array):
     """``fn`` of one group applied to every group of ``tables`` (leading
-    axis: groups), by ``vmap`` for narrow groups, ``lax.map`` for wide ones."""
-    if tables[0].shape[1] >= _MAPPED_WIDTH:
-        return lax.map(lambda group: fn(*group), tables)
-    return jax.vmap(fn)(*tables)
+    axis: groups), by ``vmap`` for narrow groups, ``lax.map`` for wide ones,
+    which skips unused slots (``weight`` 0: their results are zeros)."""
+    if tables[0].shape[1] < _MAPPED_WIDTH:
+        return jax.vmap(fn)(*tables)
+    shapes = jax.eval_shape(fn, *(table[0] for table in tables))
+
+    def one(group):
+        slot_weight, *arguments = group
+        return lax.cond(
+            slot_weight > 0,
+            lambda: fn(*arguments),
+            lambda: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes),
+        )
+
+    return lax.map(one, (weight, *tables))
 
 
 def group_values(loss: Callable, y: jax.Array, f: jax.Array, bucket: GroupBucket) -> jax.Array:
@@ -54,7 +65,7 @@ def group_values(loss: Callable, y: jax.Array, f: jax.Array, bucket: GroupBucket
       y: ``(n_rows,)`` or ``(n_rows, k)`` the shard's targets.
       f: ``(n_rows,)`` the shard's raw scores.
     """
-    values = over_groups(loss, y[bucket.index], f[bucket.index], bucket.mask)
+    values = over_groups(loss, bucket.weight, y[bucket.index], f[bucket.index], bucket.mask)
     return jnp.where(bucket.weight > 0, values, 0.0)
 
 
@@ -108,6 +119,7 @@ def group_grad_hess(
     for bucket in groups:
         group_grad, group_hess = over_groups(
             lambda yg, fg, mg: one_group_derivatives(loss, yg, fg, mg),
+            bucket.weight,
             y[bucket.index],
             f[bucket.index],
             bucket.mask,

@@ -62,6 +62,12 @@ def main() -> int:
             np.digitize(y, [-1, 0, 1]).astype(np.float32),
             {"subsample": 0.7},
         ),
+        # one Newton step on all leaves: the leaves' hessian summed over devices
+        "groups_joint_newton": (
+            losses.lambdarank(k=10),
+            np.digitize(y, [-1, 0, 1]).astype(np.float32),
+            {"leaf_method": "joint_newton"},
+        ),
     }
     qid = np.repeat(np.arange(60), rng.integers(1, 41, size=60))[:1003]
     qid = np.concatenate([qid, np.full(1003 - qid.size, 60)])
@@ -69,7 +75,7 @@ def main() -> int:
     failures = []
     for name, (loss, target, extra) in cases.items():
         settings = {"loss": loss, "n_estimators": 12, "max_depth": 4, **extra}
-        groups = {"qid": qid} if name == "groups" else {}
+        groups = {"qid": qid} if name.startswith("groups") else {}
         one = jb.Booster(devices=devices[:1], **settings).fit(X, target, **groups)
         four = jb.Booster(devices=devices, **settings).fit(X, target, **groups)
         same_splits = np.array_equal(one.forest_.feature, four.forest_.feature) and np.array_equal(
