@@ -6,11 +6,14 @@ padded to ``m``: ``y`` ``(m,)`` relevance labels, ``f`` ``(m,)`` raw scores,
 value, whatever their ``y`` and ``f``, and get gradient and hessian 0; a
 query of one real row has loss 0.  The engine sums the loss over queries.
 Each loss's ``row_derivatives(y, f, mask)`` gives the gradient and the
-hessian's diagonal, ``(m,)`` each, in closed form; the pairwise ones build
-``(m, m)`` pair matrices (``[i, j]``: row ``i`` has the higher label).
+hessian's diagonal, ``(m,)`` each, in closed form; RankNet builds ``(m, m)``
+pair matrices (``[i, j]``: row ``i`` has the higher label), LambdaRank
+``(k, m)`` ones (the top ``k`` rows against all).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -131,36 +134,42 @@ def ranknet(sigma: float = 1.0) -> Loss:
     return ranknet_loss
 
 
-def _rank(x: jax.Array, mask: jax.Array) -> jax.Array:
-    """``(m,)`` 0-based rank of each real row by ``x`` descending, ties by
-    position (a stable sort), among the real rows."""
-    position = jnp.arange(x.shape[0])
-    tie_ahead = (x[None, :] == x[:, None]) & (position[None, :] < position[:, None])
-    ahead = (x[None, :] > x[:, None]) | tie_ahead  # [i, j]: row j ranks before row i
-    return jnp.sum(ahead & mask[None, :], axis=1)
+class _TopPairs(NamedTuple):
+    """LambdaRank's pairs of one query: the row at each of the top
+    ``kk`` positions paired with every row ranked after it, ``(kk, m)``."""
+
+    top: jax.Array  # (kk,) int32: the row at each top position
+    weight: jax.Array  # (kk, m): delta NDCG after LightGBM's normalisations, 0 if not counted
+    p: jax.Array  # (kk, m): sigmoid(-sigma (f_high - f_low))
+    sign: jax.Array  # (kk, m): +1 where the top row has the higher label, else -1
 
 
 def _lambdarank_pairs(
     y: jax.Array, f: jax.Array, mask: jax.Array, k: int | None, sigma: float, norm: bool
-) -> tuple[jax.Array, jax.Array]:
-    """LightGBM's pair weights and probabilities, ``(m, m)`` each.
-
-    ``weight[i, j]`` is ``delta_ndcg`` after both of LightGBM's
-    normalisations (0 where the pair is not counted), ``p[i, j] =
-    sigmoid(-sigma (f_i - f_j))``: the pair's lambda is ``-sigma weight p``.
-    """
-    top = f.shape[0] if k is None else k
+) -> _TopPairs:
+    """LightGBM's pairs (``GetGradientsForOneQuery``): real rows ranked by
+    ``f`` descending (a stable sort: ties by position), every pair of
+    different labels with one row in the top ``k`` counted once, as the
+    higher-ranked row's.  ``O(k m)`` memory and time, plus a sort."""
+    m = f.shape[0]
+    kk = m if k is None else min(k, m)
     labels = jnp.where(mask, y, 0.0)
     gain = jnp.where(mask, jnp.exp2(labels) - 1.0, 0.0)
-    rank, ideal_rank = _rank(f, mask), _rank(labels, mask)
-    max_dcg = jnp.sum(jnp.where(mask & (ideal_rank < top), gain / jnp.log2(2.0 + ideal_rank), 0.0))
+    order = jnp.argsort(-jnp.where(mask, f, -jnp.inf), stable=True)  # padding last
+    position = jnp.zeros(m, jnp.int32).at[order].set(jnp.arange(m, dtype=jnp.int32))
+    discount = 1.0 / jnp.log2(2.0 + jnp.arange(m, dtype=f.dtype))
+    ideal = -jnp.sort(-gain)[:kk]
+    max_dcg = jnp.sum(ideal * discount[:kk])
     inverse_max_dcg = jnp.where(max_dcg > 0, 1.0 / jnp.where(max_dcg > 0, max_dcg, 1.0), 0.0)
-    discount = 1.0 / jnp.log2(2.0 + rank)
-    counted = _higher_pairs(labels, mask) & (jnp.minimum(rank[:, None], rank[None, :]) < top)
-    delta = f[:, None] - f[None, :]
+    top = order[:kk].astype(jnp.int32)
+    top_label, top_gain = labels[top][:, None], gain[top][:, None]
+    later = position[None, :] > jnp.arange(kk)[:, None]
+    counted = later & mask[top][:, None] & mask[None, :] & (top_label != labels[None, :])
+    sign = jnp.where(top_label > labels[None, :], 1.0, -1.0)
+    delta = (f[top][:, None] - f[None, :]) * sign  # f_high - f_low
     weight = (
-        (gain[:, None] - gain[None, :])
-        * jnp.abs(discount[:, None] - discount[None, :])
+        jnp.abs(top_gain - gain[None, :])
+        * jnp.abs(discount[:kk][:, None] - discount[position][None, :])
         * inverse_max_dcg
     )
     if norm:  # LightGBM skips this in a query whose scores are all equal
@@ -172,7 +181,17 @@ def _lambdarank_pairs(
         sum_lambdas = jnp.sum(2.0 * sigma * weight * p)
         safe = jnp.where(sum_lambdas > 0, sum_lambdas, 1.0)
         weight = weight * jnp.where(sum_lambdas > 0, jnp.log2(1.0 + safe) / safe, 1.0)
-    return weight, p
+    return _TopPairs(top, weight, p, sign)
+
+
+def _top_pair_derivatives(pairs: _TopPairs, m: int, sigma: float) -> tuple[jax.Array, jax.Array]:
+    """Row gradient and hessian diagonal ``(m,)``: each pair's lambda
+    ``sigma w p`` lowers the higher row's gradient and raises the lower's."""
+    lam = sigma * pairs.weight * pairs.p * pairs.sign  # + where the top row is the higher
+    curvature = sigma**2 * pairs.weight * pairs.p * (1.0 - pairs.p)
+    grad = jnp.zeros(m, lam.dtype).at[pairs.top].add(-lam.sum(axis=1)) + lam.sum(axis=0)
+    hess = jnp.zeros(m, lam.dtype).at[pairs.top].add(curvature.sum(axis=1)) + curvature.sum(axis=0)
+    return grad, hess
 
 
 @loss_factory
@@ -209,13 +228,13 @@ def lambdarank(k: int | None = LIGHTGBM_TRUNCATION, sigma: float = 1.0, norm: bo
     k = None if k is None else int(k)
     sigma, norm = float(sigma), bool(norm)
 
-    def pairs(y: ArrayLike, f: ArrayLike, mask: ArrayLike) -> tuple[jax.Array, jax.Array]:
+    def pairs(y: ArrayLike, f: ArrayLike, mask: ArrayLike) -> _TopPairs:
         mask = jnp.asarray(mask, bool)
         f = jnp.where(mask, f, 0.0)  # padding scores, whatever they are, stay out
         return _lambdarank_pairs(jnp.asarray(y, f.dtype), f, mask, k, sigma, norm)
 
     def derivatives(y: ArrayLike, f: ArrayLike, mask: ArrayLike) -> tuple[jax.Array, jax.Array]:
-        return _pair_derivatives(*pairs(y, f, mask), sigma)
+        return _top_pair_derivatives(pairs(y, f, mask), jnp.shape(f)[0], sigma)
 
     # convex: the surrogate is, for its fixed weights, and the hessian is >= 0
     @declare(
@@ -229,9 +248,9 @@ def lambdarank(k: int | None = LIGHTGBM_TRUNCATION, sigma: float = 1.0, norm: bo
         row_derivatives=derivatives,
     )
     def lambdarank_loss(y: ArrayLike, f: ArrayLike, mask: ArrayLike) -> jax.Array:
-        weight, _ = pairs(y, jax.lax.stop_gradient(f), mask)
+        fixed = pairs(y, jax.lax.stop_gradient(f), mask)
         f = jnp.where(jnp.asarray(mask, bool), f, 0.0)
-        delta = f[:, None] - f[None, :]
-        return jnp.sum(jax.lax.stop_gradient(weight) * jax.nn.softplus(-sigma * delta))
+        delta = (f[fixed.top][:, None] - f[None, :]) * fixed.sign  # f_high - f_low
+        return jnp.sum(jax.lax.stop_gradient(fixed.weight) * jax.nn.softplus(-sigma * delta))
 
     return lambdarank_loss

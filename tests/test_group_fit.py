@@ -166,3 +166,25 @@ def test_a_declared_row_order_sorts_each_group_s_rows():
     # group 1 = rows 4, 0 (times 3, 5); group 2 = rows 1, 2, 3 (times 2, 9, 1)
     np.testing.assert_array_equal(ordered.order, [4, 0, 3, 1, 2])
     assert in_row_order(groups, listnet, y) is groups
+
+
+def test_groups_of_one_to_ten_thousand_rows_train_together():
+    # LambdaRank's pairs are the top k rows against all: O(k m) for a query of
+    # 10,000 rows (all pairs would be 10^8)
+    rng = np.random.default_rng(4)
+    sizes = np.array([10_000, 1, 1, 37, 250])
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    relevance = np.clip(np.round(X[:, 0] + 0.5 * rng.normal(size=n) + 1), 0, 4).astype(np.float32)
+    model = jb.Booster(loss=losses.lambdarank(k=10), n_estimators=10, max_depth=3)
+    model.fit(
+        X,
+        relevance,
+        group=sizes,
+        eval_set=[(X, relevance)],
+        eval_group=[sizes],
+        eval_metric="ndcg@10",
+    )
+    ndcg = model.evals_result_["validation_0"]["ndcg@10"]
+    assert np.all(np.isfinite(model.predict(X)))
+    assert ndcg[-1] > 0.8 and ndcg[-1] > ndcg[0]
