@@ -27,6 +27,7 @@ __all__ = [
     "CallbackEnv",
     "Classifier",
     "ModelFileError",
+    "Ranker",
     "Regressor",
     "Tree",
     "distributed",
@@ -47,6 +48,10 @@ def __getattr__(name: str):
         from .frontends import estimators
 
         return getattr(estimators, name)
+    if name == "Ranker":
+        from .frontends.ranker import Ranker
+
+        return Ranker
     if name == "plotting":  # needs matplotlib (the `plot` extra)
         from .frontends import plotting
 

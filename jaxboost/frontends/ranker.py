@@ -1,0 +1,103 @@
+"""``Ranker``: the scikit-learn estimator for group losses (learning to rank,
+and any loss of a query group), as LightGBM's ``LGBMRanker`` and XGBoost's
+``XGBRanker`` are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import validate_data
+
+from .. import losses as loss_catalogue
+from .estimators import _BoosterEstimator
+from .grouping import is_group_loss
+
+
+class Ranker(_BoosterEstimator, BaseEstimator):
+    """Gradient-boosted trees ranker for any group loss.
+
+    Args:
+      loss: a group loss (``losses.declare(..., per="group")``) or a
+        catalogue name: ``"lambdarank"`` (LightGBM's gradients, truncation
+        30), ``"listnet"``, ``"ranknet"``.
+
+    Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
+    ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
+    take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.
+
+    Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
+    (DataFrame input), ``n_estimators_``, ``feature_importances_``,
+    ``evals_result_``, ``best_iteration_``, ``best_score_``.
+    """
+
+    def __init__(
+        self,
+        loss: str | Callable = "lambdarank",
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int = 6,
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        leaf_method: str = "auto",
+        reg_lambda: float = 1.0,
+        min_child_weight: float = 1e-3,
+        min_split_gain: float = 0.0,
+        max_bins: int = 255,
+        random_state: int | None = 0,
+        devices: Sequence[jax.Device] | None = None,
+        rounds_per_chunk: int | None = None,
+    ):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.leaf_method = leaf_method
+        self.reg_lambda = reg_lambda
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.max_bins = max_bins
+        self.random_state = random_state
+        self.devices = devices
+        self.rounds_per_chunk = rounds_per_chunk
+
+    def fit(self, X: Any, y: Any, group: Any = None, qid: Any = None, **fit_params: Any) -> Ranker:
+        """Fit on ``X (n_rows, n_features)`` (NaN for missing), relevance
+        grades ``y (n_rows,)`` and the queries, as ``group`` sizes of
+        consecutive rows or ``qid`` ids (rows in any order); ``fit_params``
+        go to ``Booster.fit``.  Returns ``self``."""
+        loss = loss_catalogue.resolve(self.loss)
+        if not is_group_loss(loss):
+            name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+            raise ValueError(
+                f"loss: Ranker takes a group loss (losses.lambdarank(), losses.listnet, ...); "
+                f"{name!r} is a function of one sample: use Regressor for it"
+            )
+        if group is None and qid is None:
+            raise ValueError("group, qid: Ranker needs the queries (group sizes or qid ids)")
+        X, y = validate_data(
+            self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, y_numeric=True
+        )
+        fit_params = self._eval_fit_params(fit_params, lambda y: np.asarray(y, np.float32))
+        self._fit_booster(
+            X,
+            np.asarray(y, np.float32),
+            None,
+            loss,
+            None,
+            {**fit_params, "group": group, "qid": qid},
+        )
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """``(n_rows,)`` float64 scores: within a query, higher ranks first."""
+        return self._raw(X)
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """:meth:`predict` after each boosting round."""
+        yield from self._staged_raw(X)
