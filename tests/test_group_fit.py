@@ -188,3 +188,10 @@ def test_groups_of_one_to_ten_thousand_rows_train_together():
     ndcg = model.evals_result_["validation_0"]["ndcg@10"]
     assert np.all(np.isfinite(model.predict(X)))
     assert ndcg[-1] > 0.8 and ndcg[-1] > ndcg[0]
+
+
+def test_refit_leaves_refuses_a_group_loss_by_name():
+    X, y, sizes = _ranking_data(10)
+    model = jb.Booster(loss=listnet, n_estimators=2, max_depth=2).fit(X, y, group=sizes)
+    with pytest.raises(ValueError, match="refit_leaves minimises a per-sample loss"):
+        jb.refit_leaves(model, X, y)

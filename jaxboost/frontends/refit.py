@@ -293,6 +293,11 @@ def refit_leaves(
     targets = as_targets(y, features.shape[0])
     weight = as_weights(sample_weight, features.shape[0])
     loss = model.loss_ if loss is None else loss_catalogue.resolve(loss)
+    if getattr(loss, "per", "sample") == "group":
+        raise ValueError(
+            f"loss: refit_leaves minimises a per-sample loss; {loss.name!r} is a group loss "
+            "(pass loss= a per-sample one to refit with it)"
+        )
     check_target_domain(loss, targets)
     check_loss(loss, targets, int(model.n_outputs_))
     if optimizer is None:
