@@ -65,12 +65,12 @@ from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
 from ..runtime.same_function import canonical
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from .eval_sets import prepare_eval_sets
 from .grouping import (
     GroupedRows,
     GroupPlacement,
     eval_set_groups,
     fit_groups,
-    grouped_eval_set,
     place_groups,
 )
 from .inspection import (
@@ -109,8 +109,22 @@ _MONITORED_CHUNK = 10
 # are skipped inside the program
 _UNMONITORED_CHUNK = 50
 
-# fit's group arguments when none are given: (group, qid, eval_group, eval_qid)
-_NO_GROUPS = (None, None, None, None)
+
+class _FitArguments(NamedTuple):
+    """``fit``'s data arguments, as given."""
+
+    X: Any
+    y: Any
+    sample_weight: Any
+    eval_set: Any
+    eval_sample_weight: Any
+    eval_metric: Any
+    early_stopping_rounds: Any
+    group: Any = None
+    qid: Any = None
+    eval_group: Any = None
+    eval_qid: Any = None
+
 
 # rows per device from which the training rounds of vector outputs compile
 # with jaxboost.runtime.workarounds' options: below it they slow the split
@@ -483,20 +497,12 @@ class Booster:
         loss_at = loss_at_score_program(loss, mesh)
         return init_score, loss_at(y, weight, replicated(mesh, init_score))
 
-    def _checked_inputs(
-        self,
-        X,
-        y,
-        sample_weight,
-        eval_set,
-        eval_sample_weight,
-        eval_metric,
-        early_stopping_rounds,
-        groups=_NO_GROUPS,
-    ):
+    def _checked_inputs(self, arguments: _FitArguments):
         """``fit``'s arguments checked and converted (no collectives):
         ``(features, targets, weight, feature names, loss, eval sets, metrics,
-        groups)``; ``groups`` are fit's ``(group, qid, eval_group, eval_qid)``."""
+        groups)``."""
+        X, y, sample_weight, eval_set, eval_sample_weight, eval_metric = arguments[:6]
+        early_stopping_rounds = arguments.early_stopping_rounds
         self._check_settings()
         if early_stopping_rounds is not None:
             try:
@@ -509,11 +515,10 @@ class Booster:
         # a lambda written again is the first one: its programs are reused
         loss = canonical(loss_catalogue.resolve(self.loss))
         check_target_domain(loss, targets)
-        group, qid, eval_group, eval_qid = groups
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
-        grouped = fit_groups(loss, group, qid, targets, sample_weight, settings)
-        eval_groups = eval_set_groups(eval_group, eval_qid, eval_set, loss)
-        eval_sets = self._eval_sets(
+        grouped = fit_groups(loss, arguments.group, arguments.qid, targets, sample_weight, settings)
+        eval_groups = eval_set_groups(arguments.eval_group, arguments.eval_qid, eval_set, loss)
+        eval_sets = prepare_eval_sets(
             eval_set, eval_sample_weight, features.shape[1], loss, eval_groups
         )
         if early_stopping_rounds is not None and not eval_sets:
@@ -522,45 +527,6 @@ class Booster:
         metric_specs = eval_metric if several else [eval_metric or "loss"]
         metrics = [resolve_metric(canonical(spec), loss) for spec in metric_specs]
         return features, targets, weight, feature_names(X), loss, eval_sets, metrics, grouped
-
-    def _eval_sets(
-        self, eval_set, eval_sample_weight, n_features: int, loss: Callable, eval_groups=None
-    ) -> list[EvalSet]:
-        if eval_set is None:
-            return []
-        eval_set = list(eval_set)
-        weights = list(eval_sample_weight) if eval_sample_weight is not None else []
-        if weights and len(weights) != len(eval_set):
-            raise ValueError(
-                f"eval_sample_weight: expected one entry per eval_set ({len(eval_set)}), "
-                f"got {len(weights)}"
-            )
-        if weights and eval_groups is not None:
-            raise ValueError("eval_sample_weight: evaluation sets with groups take no weights yet")
-        sets = []
-        for index, pair in enumerate(eval_set):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
-            name = f"validation_{index}"
-            X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
-            check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
-            y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
-            check_target_domain(loss, y, f"eval_set[{index}] y")
-            weight = as_weights(
-                weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
-            )
-            if eval_groups is not None:
-                X, y, weight, tables = grouped_eval_set(X, y, eval_groups[index], index, loss)
-                groups = tuple(GroupBucket(*map(jnp.asarray, table)) for table in tables)
-                X = jnp.asarray(pad_rows(X, X.shape[0], aligned=in_place_on(jax.default_backend())))
-                sets.append(EvalSet(name, X, jnp.asarray(y), jnp.asarray(weight), groups))
-                continue
-            n_padded = bucket_size(X.shape[0])
-            weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
-            X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
-            y = jnp.asarray(pad_rows(y, n_padded))
-            sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
-        return sets
 
     # -- training ------------------------------------------------------------
     @in_float32
@@ -615,14 +581,19 @@ class Booster:
           ``self``.
         """
         inputs = self._fit_inputs(
-            X,
-            y,
-            sample_weight,
-            eval_set,
-            eval_sample_weight,
-            eval_metric,
-            early_stopping_rounds,
-            (group, qid, eval_group, eval_qid),
+            _FitArguments(
+                X,
+                y,
+                sample_weight,
+                eval_set,
+                eval_sample_weight,
+                eval_metric,
+                early_stopping_rounds,
+                group,
+                qid,
+                eval_group,
+                eval_qid,
+            )
         )
         placed = self._place_rows(inputs)
         cfg, hyper = self._fit_settings(
@@ -663,31 +634,12 @@ class Booster:
         self._keep_fit(inputs, placed, rounds, monitor, early_stopping_rounds)
         return self
 
-    def _fit_inputs(
-        self,
-        X,
-        y,
-        sample_weight,
-        eval_set,
-        eval_sample_weight,
-        eval_metric,
-        early_stopping_rounds,
-        groups=_NO_GROUPS,
-    ) -> _FitInputs:
+    def _fit_inputs(self, arguments: _FitArguments) -> _FitInputs:
         """``fit``'s arguments checked and converted, with several processes
         on every one (a failure in one stops them all rather than hanging
         them), and the loss and metrics tried on their shapes."""
         features, targets, weight, names, loss, eval_sets, metrics, grouped = on_every_process(
-            lambda: self._checked_inputs(
-                X,
-                y,
-                sample_weight,
-                eval_set,
-                eval_sample_weight,
-                eval_metric,
-                early_stopping_rounds,
-                groups,
-            )
+            lambda: self._checked_inputs(arguments)
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)

@@ -1,0 +1,63 @@
+"""Evaluation sets for ``fit``: checked, padded to a bucket of rows (weight
+0 on padding), put in group order where they have groups, and placed on the
+default device, where :class:`jaxboost.frontends.monitor.Monitor` evaluates
+them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..engine.groups import GroupBucket
+from ..runtime.padding import bucket_size, in_place_on, pad_rows
+from .grouping import grouped_eval_set
+from .loss_checks import check_target_domain
+from .monitor import EvalSet
+from .validation import as_features, as_targets, as_weights, check_columns
+
+
+def prepare_eval_sets(
+    eval_set, eval_sample_weight, n_features: int, loss: Callable, eval_groups=None
+) -> list[EvalSet]:
+    """``fit``'s ``eval_set`` (and ``eval_sample_weight``) checked against the
+    training data's ``n_features`` and ``loss``, padded to bucket sizes and
+    placed on the default device; ``eval_groups``: per set, its ``(group,
+    qid)`` (:func:`jaxboost.frontends.grouping.eval_set_groups`), or None."""
+    if eval_set is None:
+        return []
+    eval_set = list(eval_set)
+    weights = list(eval_sample_weight) if eval_sample_weight is not None else []
+    if weights and len(weights) != len(eval_set):
+        raise ValueError(
+            f"eval_sample_weight: expected one entry per eval_set ({len(eval_set)}), "
+            f"got {len(weights)}"
+        )
+    if weights and eval_groups is not None:
+        raise ValueError("eval_sample_weight: evaluation sets with groups take no weights yet")
+    sets = []
+    for index, pair in enumerate(eval_set):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
+        name = f"validation_{index}"
+        X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
+        check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
+        y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
+        check_target_domain(loss, y, f"eval_set[{index}] y")
+        weight = as_weights(
+            weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
+        )
+        if eval_groups is not None:
+            X, y, weight, tables = grouped_eval_set(X, y, eval_groups[index], index, loss)
+            groups = tuple(GroupBucket(*map(jnp.asarray, table)) for table in tables)
+            X = jnp.asarray(pad_rows(X, X.shape[0], aligned=in_place_on(jax.default_backend())))
+            sets.append(EvalSet(name, X, jnp.asarray(y), jnp.asarray(weight), groups))
+            continue
+        n_padded = bucket_size(X.shape[0])
+        weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
+        X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
+        y = jnp.asarray(pad_rows(y, n_padded))
+        sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
+    return sets
