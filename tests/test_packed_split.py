@@ -8,6 +8,7 @@ import pytest
 import jaxboost as jb
 from jaxboost.engine import packed_split
 from jaxboost.engine.packed_split import find_best_packed_splits, packed_bins
+from jaxboost.engine.binning import splittable_columns
 from jaxboost.engine.split import find_best_splits
 
 
@@ -84,3 +85,28 @@ def test_a_fit_on_few_valued_features_is_the_fit_without_packing(monkeypatch):
     np.testing.assert_array_equal(packed.forest_.feature, every_bin.forest_.feature)
     np.testing.assert_array_equal(packed.forest_.threshold_bin, every_bin.forest_.threshold_bin)
     np.testing.assert_array_equal(packed.predict_raw(X), every_bin.predict_raw(X))
+
+
+def test_constant_columns_are_left_out_and_the_trees_are_the_same(monkeypatch):
+    from jaxboost.frontends import booster as booster_module
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    X = rng.normal(size=(n, 8)).astype(np.float32)
+    X[:, [1, 4]] = 3.0  # constant: no split
+    X[:, 6] = np.where(rng.uniform(size=n) < 0.3, np.nan, 1.0)  # constant but missing: splits
+    y = (X[:, 0] + 2.0 * np.isnan(X[:, 6]) + rng.normal(size=n)).astype(np.float32)
+    Xv, yv = X[:500], y[:500]
+    settings = {"n_estimators": 12, "max_depth": 4, "colsample_bytree": 0.6}
+    fit = {"eval_set": [(Xv, yv)], "eval_metric": "rmse"}
+    without = jb.Booster(**settings).fit(X, y, **fit)
+    kept = splittable_columns(without.bin_edges_, X)
+    np.testing.assert_array_equal(kept, [0, 2, 3, 5, 6, 7])  # trained without 1 and 4
+    monkeypatch.setattr(booster_module, "splittable_columns", lambda edges, features: None)
+    every = jb.Booster(**settings).fit(X, y, **fit)
+    np.testing.assert_array_equal(without.forest_.feature, every.forest_.feature)
+    np.testing.assert_array_equal(without.forest_.threshold_bin, every.forest_.threshold_bin)
+    np.testing.assert_array_equal(without.predict_raw(X), every.predict_raw(X))
+    assert without.evals_result_ == every.evals_result_
+    assert 6 in without.forest_.feature[without.forest_.split_gain > 0]  # the missing split
+    np.testing.assert_array_equal(without.bin_edges_, every.bin_edges_)

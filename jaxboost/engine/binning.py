@@ -270,3 +270,19 @@ def apply_bins_native(X: jax.Array, edges: jax.Array) -> jax.Array:
     load()
     result = jax.ShapeDtypeStruct((X.shape[1], X.shape[0]), jnp.uint8)
     return jax.ffi.ffi_call("jaxboost_apply_bins", result, vmap_method="sequential")(X, edges)
+
+
+def splittable_columns(edges: np.ndarray, features: np.ndarray) -> np.ndarray | None:
+    """The columns a tree can split on, ``(n_kept,)`` int32 indices, or None
+    when that is all of them: a column of one value bin and no missing value
+    (a constant) has no split.  Training without the others grows the same
+    trees on fewer histograms.
+
+    Args:
+      edges: ``(n_features, k)`` bin edges (:func:`trim_unused_bins`'s).
+      features: ``(n_rows, n_features)`` float32, NaN for missing.
+    """
+    splittable = np.isfinite(edges).any(axis=1) | np.isnan(features).any(axis=0)
+    if splittable.all() or not splittable.any():
+        return None
+    return np.flatnonzero(splittable).astype(np.int32)

@@ -96,6 +96,10 @@ class StaticSettings:
     # buckets (jaxboost.engine.groups), one table of ShardData.groups each;
     # () for a per-sample loss
     group_widths: tuple[int, ...] = ()
+    # the data's columns, of which ShardData.columns are trained on (their
+    # column subsamples are drawn among all, as without the others); 0: the
+    # bins' own count
+    all_features: int = 0
 
     @property
     def grouped(self) -> bool:
@@ -131,6 +135,10 @@ class ShardData(NamedTuple):
     # the features' used bins, replicated (jaxboost.engine.packed_split), or
     # None: the split search takes every bin
     packed: PackedBins | None = None
+    # (n_features,) int32, replicated: the data's columns that ``bins`` hold
+    # (the splittable ones, jaxboost.engine.binning.splittable_columns), or
+    # None: all of them
+    columns: jax.Array | None = None
 
 
 def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
@@ -386,7 +394,11 @@ def boost_round(
     if cfg.subsampled:
         in_bag = row_mask(data.row_id, round_index, seed, hyper.subsample)
         data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
-    features = feature_mask(data.bins.shape[0], round_index, seed, hyper.colsample_bytree)
+    features = feature_mask(
+        cfg.all_features or data.bins.shape[0], round_index, seed, hyper.colsample_bytree
+    )
+    if data.columns is not None:  # the draw among all columns, of those trained on
+        features = features[data.columns]
     hess = stabilise_hessian(hess, cfg.hessian_mode, hyper.hessian_floor)
     grad = grad * data.weight[:, None]
     hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
@@ -505,7 +517,13 @@ def _data_specs(cfg: StaticSettings) -> ShardData:
     """How :class:`ShardData` is sharded: on rows, group tables on groups."""
     groups = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in cfg.group_widths)
     return ShardData(
-        bins=P(None, ROWS), y=P(ROWS), weight=P(ROWS), row_id=P(ROWS), groups=groups, packed=P()
+        bins=P(None, ROWS),
+        y=P(ROWS),
+        weight=P(ROWS),
+        row_id=P(ROWS),
+        groups=groups,
+        packed=P(),
+        columns=P(),
     )
 
 

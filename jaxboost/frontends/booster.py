@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import losses as loss_catalogue
-from ..engine.binning import fit_bin_edges, trim_unused_bins
+from ..engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ..engine.derivatives import HessianProbe, probe_hessian
 from ..engine.groups import GroupBucket
 from ..engine.metrics import Metric, resolve_metric
@@ -162,6 +162,13 @@ class _PlacedRows(NamedTuple):
     init_loss: float
     loss_dtype: str  # "float32" or "float64", as the loss is evaluated
     group_widths: tuple[int, ...]  # a group loss's bucket widths (ShardData.groups), else ()
+    # the columns trained on (ShardData.columns: the splittable ones), or None: all
+    columns: np.ndarray | None
+
+    @property
+    def training_edges(self) -> np.ndarray:
+        """The bin edges of the columns trained on."""
+        return self.edges if self.columns is None else self.edges[self.columns]
 
 
 class Booster:
@@ -455,12 +462,14 @@ class Booster:
         weight: jax.Array,
         placement: GroupPlacement | None = None,
         groups: tuple[GroupBucket, ...] = (),
+        columns: np.ndarray | None = None,
     ) -> ShardData:
         """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
         place each shard on its device and bin it there; ``y`` and ``weight``
         are :meth:`_target_rows`'; ``edges`` the bin edges (which also give
         the split search's packed bins); ``placement``: a group loss's groups
-        (the rows already in its order), ``groups`` their tables on the devices."""
+        (the rows already in its order), ``groups`` their tables on the devices;
+        ``columns``: the data's columns that ``features`` and ``edges`` hold."""
         n_padded = layout.n_padded
         row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
         if placement is not None:
@@ -473,7 +482,8 @@ class Booster:
         row_id = global_rows(mesh, row_id)
         packed = packed_bins(edges)
         packed = None if packed is None else jax.tree.map(lambda a: replicated(mesh, a), packed)
-        return ShardData(bins=bins, y=y, weight=weight, row_id=row_id, groups=groups, packed=packed)
+        columns = None if columns is None else replicated(mesh, columns)
+        return ShardData(bins, y, weight, row_id, groups, packed, columns)
 
     def _start_init_score(
         self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, groups=None
@@ -599,9 +609,12 @@ class Booster:
         cfg, hyper = self._fit_settings(
             inputs, placed, monitored=bool(inputs.eval_sets or callbacks or verbose)
         )
+        eval_sets = inputs.eval_sets
+        if placed.columns is not None:  # the trees' features number the columns trained on
+            eval_sets = [s._replace(X=s.X[:, placed.columns]) for s in eval_sets]
         monitor = Monitor(
             self,
-            inputs.eval_sets,
+            eval_sets,
             [metric_in(metric, inputs.loss, placed.loss_dtype) for metric in inputs.metrics],
             placed.init_score,
             cfg.trees_per_round,
@@ -617,7 +630,7 @@ class Booster:
             hyper,
             placed.mesh,
             placed.data,
-            replicated(placed.mesh, placed.edges),
+            replicated(placed.mesh, placed.training_edges),
             global_rows(placed.mesh, raw),
             placed.seed,
             monitor,
@@ -710,9 +723,15 @@ class Booster:
                 gather=gather,
             )
         )
+        # constant columns have no split: trained without (the same trees)
+        columns = None
+        if jax.process_count() == 1:
+            columns = splittable_columns(edges, inputs.features)
+        if columns is not None:
+            features = features[:, columns]
         check_histogram_memory(
             int(self.max_depth),
-            inputs.features.shape[1],
+            features.shape[1],
             edges.shape[1] + 1,
             1 if self.multi_strategy == "one_output_per_tree" else inputs.n_outputs,
             memory_per_device(mesh.local_devices),
@@ -725,15 +744,16 @@ class Booster:
             mesh,
             layout,
             features,
-            edges,
+            edges if columns is None else edges[columns],
             y_rows,
             weight_rows,
             placement,
             () if group_tables is None else group_tables[0],
+            columns,
         )
         widths = () if placement is None else placement.widths
         return _PlacedRows(
-            mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, widths
+            mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, widths, columns
         )
 
     def _fit_settings(
@@ -752,7 +772,8 @@ class Booster:
             cfg, hyper = self._config(
                 loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
             )
-            return dataclasses.replace(cfg, group_widths=placed.group_widths), hyper
+            cfg = dataclasses.replace(cfg, group_widths=placed.group_widths)
+            return self._with_columns(cfg, inputs, placed), hyper
         probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))
         hessian = probe_hessian(
@@ -762,13 +783,28 @@ class Booster:
             full_hessian=self.hessian == "full",
         )
         hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
-        return self._config(loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows)
+        cfg, hyper = self._config(
+            loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
+        )
+        return self._with_columns(cfg, inputs, placed), hyper
+
+    @staticmethod
+    def _with_columns(cfg: StaticSettings, inputs: _FitInputs, placed: _PlacedRows):
+        """``cfg`` knowing all columns' count where only some are trained on."""
+        if placed.columns is None:
+            return cfg
+        return dataclasses.replace(cfg, all_features=inputs.features.shape[1])
 
     def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
         """Sets the fitted attributes from the rounds' trees and losses (cut
         at the best round when early stopping found one)."""
         cfg, chunks, train_loss = rounds
         forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
+        if placed.columns is not None:  # the data's column numbers, at nodes that split
+            splits = forest.split_gain > 0
+            forest = forest._replace(
+                feature=np.where(splits, placed.columns[forest.feature], forest.feature)
+            )
         n_rounds = len(train_loss) - 1
         if early_stopping_rounds is not None and monitor.best_iteration is not None:
             n_rounds = monitor.best_iteration
