@@ -193,9 +193,11 @@ def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
     histograms of data with few distinct values (integers, flags) are small.
 
     Keeps the first ``k`` value bins, with ``k + 1`` (the missing bin
-    included) the smallest power of two that holds every feature's used bins,
-    at most ``edges.shape[1] + 1``: fits whose data differ a little share
-    the compiled programs.  The bins cut off are empty for every feature,
+    included) the smallest power of two up to 64, above it the smallest
+    multiple of 16, that holds every feature's used bins, at most
+    ``edges.shape[1] + 1``: fits whose data differ a little share the
+    compiled programs, and the histograms (every feature padded to ``k + 1``
+    bins) stay within a quarter of the bins used.  The bins cut off are empty for every feature,
     so a tree grown on the trimmed edges is the one grown on the full ones
     (the same splits, as every empty bin's split equals the last used bin's
     and comes after it); only the missing bin's index moves, to ``k``.
@@ -209,6 +211,8 @@ def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
     max_bins = edges.shape[1]
     used = int(np.isfinite(edges).sum(axis=1).max(initial=0)) + 1  # value bins
     n_bins = 1 << max(used, 2).bit_length()  # a power of two > used
+    if n_bins > 64:  # above 64, a multiple of 16 (at most 1/4 more than used)
+        n_bins = -(-(used + 1) // 16) * 16
     k = min(n_bins - 1, max_bins)
     last = np.full((edges.shape[0], 1), np.inf, np.float32)
     return np.ascontiguousarray(np.concatenate([edges[:, : k - 1], last], axis=1))
