@@ -7,8 +7,8 @@ import pytest
 
 import jaxboost as jb
 from jaxboost.engine import packed_split
-from jaxboost.engine.packed_split import find_best_packed_splits, packed_bins
 from jaxboost.engine.binning import splittable_columns
+from jaxboost.engine.packed_split import find_best_packed_splits, packed_bins
 from jaxboost.engine.split import find_best_splits
 
 
