@@ -244,3 +244,14 @@ def test_importing_the_module_needs_no_survival_package():
         "assert not {'lifelines', 'sksurv'} & set(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_concordance_index_takes_predict_raw_s_one_dimensional_scores():
+    rng = np.random.default_rng(8)
+    y = np.column_stack([rng.uniform(1, 5, 50), rng.integers(0, 2, 50)]).astype(np.float32)
+    risk = rng.normal(size=50).astype(np.float32)
+    weight = np.ones(50, np.float32)
+    np.testing.assert_array_equal(
+        concordance_index(jnp.asarray(y), jnp.asarray(risk), jnp.asarray(weight)),
+        concordance_index(jnp.asarray(y), jnp.asarray(risk[:, None]), jnp.asarray(weight)),
+    )

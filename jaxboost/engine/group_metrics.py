@@ -124,7 +124,8 @@ def concordance_index(
     Args:
       y: ``(n, 2)`` float, (time, event), event 1 for an observed event and 0
         for a censored time.
-      raw: ``(n, 1)`` predicted log hazard; higher is a shorter survival.
+      raw: ``(n, 1)`` or ``(n,)`` predicted log hazard (``predict_raw``'s);
+        higher is a shorter survival.
       weight: ``(n,)`` non-negative row weights.
       block_rows: rows compared with all others at a time.
     Returns:
@@ -132,7 +133,7 @@ def concordance_index(
     """
     time = y[:, 0]
     event = y[:, 1] > 0.5
-    risk = raw[:, 0]
+    risk = jnp.reshape(raw, (raw.shape[0], -1))[:, 0]
     weight = weight.astype(jnp.float32)
 
     def pair_sums(row):
