@@ -58,6 +58,11 @@ def over_groups(fn: Callable, weight: jax.Array, *tables: jax.Array):
     return lax.map(one, (weight, *tables))
 
 
+def bucket_widths(groups: tuple[GroupBucket, ...]) -> tuple[int, ...]:
+    """The padded width of every bucket of ``groups``."""
+    return tuple(int(bucket.index.shape[1]) for bucket in groups)
+
+
 def group_values(loss: Callable, y: jax.Array, f: jax.Array, bucket: GroupBucket) -> jax.Array:
     """``(n_groups,)`` every group's loss, 0 for unused slots.
 

@@ -598,7 +598,7 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
 
 
 @one_program_per_shape()
-def group_loss_at_score_program(loss: Loss, group_widths: tuple[int, ...], mesh: Mesh) -> Callable:
+def group_loss_at_score_program(loss: Loss, n_buckets: int, mesh: Mesh) -> Callable:
     """``(y, groups, score (1,)) -> loss per group at score``, jitted and
     sharded: a group loss's first training loss (its initial score is 0 or
     the given ``base_score``)."""
@@ -608,7 +608,7 @@ def group_loss_at_score_program(loss: Loss, group_widths: tuple[int, ...], mesh:
         raw = jnp.broadcast_to(score, (y.shape[0], 1))
         return mean_group_loss(loss, y, raw, groups, axis_name)
 
-    group_specs = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in group_widths)
+    group_specs = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in range(n_buckets))
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(P(ROWS), group_specs, P()), out_specs=P(), check_vma=False
     )

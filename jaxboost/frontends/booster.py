@@ -18,7 +18,7 @@ import numpy as np
 from .. import losses as loss_catalogue
 from ..engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ..engine.derivatives import HessianProbe, probe_hessian
-from ..engine.groups import GroupBucket
+from ..engine.groups import GroupBucket, bucket_widths
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.packed_split import packed_bins
 from ..engine.predict import predict_on_devices, round_increments
@@ -161,7 +161,6 @@ class _PlacedRows(NamedTuple):
     init_score: np.ndarray  # (n_outputs,) float32
     init_loss: float
     loss_dtype: str  # "float32" or "float64", as the loss is evaluated
-    group_widths: tuple[int, ...]  # a group loss's bucket widths (ShardData.groups), else ()
     # the columns trained on (ShardData.columns: the splittable ones), or None: all
     columns: np.ndarray | None
 
@@ -490,15 +489,14 @@ class Booster:
     ):
         """Dispatches the initial score's program (the given one's training
         loss): ``(init_score, init_loss)``, device arrays to fetch.  A group
-        loss (``groups``: its tables on the devices and their widths) starts
+        loss (``groups``: its tables on the devices) starts
         from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
         and Cox losses do not change when every score moves by one number)."""
         init_score = self._given_init_score(n_outputs)
         if groups is not None:
-            tables, widths = groups
             score = np.zeros(1, np.float32) if init_score is None else init_score
-            loss_at = group_loss_at_score_program(loss, widths, mesh)
-            return score, loss_at(y, tables, replicated(mesh, score))
+            loss_at = group_loss_at_score_program(loss, len(groups), mesh)
+            return score, loss_at(y, groups, replicated(mesh, score))
         if init_score is None:
             platform = mesh.devices.flat[0].platform
             small = y.shape[0] <= FAST_COMPILE_ROWS
@@ -661,7 +659,7 @@ class Booster:
             if grouped is None:
                 check_loss(loss, targets, n_outputs)
             else:
-                check_group_loss(loss, targets, grouped)
+                check_group_loss(loss, targets)
             for metric in metrics:
                 for evaluated in eval_sets:
                     check_metric(metric, np.asarray(evaluated.y), n_outputs)
@@ -696,12 +694,9 @@ class Booster:
         seed = np.uint32(first_process_value(draw_seed(self.random_state)))
         y_rows, weight_rows = self._target_rows(mesh, layout, targets, weight)
         if placement is not None:
-            group_tables = (
-                tuple(
-                    GroupBucket(*(global_rows(mesh, table) for table in bucket))
-                    for bucket in placement.buckets
-                ),
-                placement.widths,
+            group_tables = tuple(
+                GroupBucket(*(global_rows(mesh, table) for table in bucket))
+                for bucket in placement.buckets
             )
         first_dtype = "float64" if self.loss_dtype == "float64" else "float32"
         pending_init = self._start_init_score(
@@ -748,12 +743,11 @@ class Booster:
             y_rows,
             weight_rows,
             placement,
-            () if group_tables is None else group_tables[0],
+            group_tables or (),
             columns,
         )
-        widths = () if placement is None else placement.widths
         return _PlacedRows(
-            mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, widths, columns
+            mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, columns
         )
 
     def _fit_settings(
@@ -772,7 +766,7 @@ class Booster:
             cfg, hyper = self._config(
                 loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
             )
-            cfg = dataclasses.replace(cfg, group_widths=placed.group_widths)
+            cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
             return self._with_columns(cfg, inputs, placed), hyper
         probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
         probe = pad_rows(probe, bucket_size(probe.shape[0]))

@@ -34,8 +34,7 @@ class GroupPlacement(NamedTuple):
     gather: np.ndarray  # (n_padded,) int64: the input row at every place (0 on padding)
     present: np.ndarray  # (n_padded,) bool: the place holds a row (not padding)
     row_number: np.ndarray  # (n_padded,) uint32: the row's place in group order
-    buckets: tuple[GroupBucket, ...]  # numpy tables, (n_shards * n_groups, width) each
-    widths: tuple[int, ...]  # the buckets' widths
+    buckets: tuple[GroupBucket, ...]  # numpy tables, (n_shards * n_groups, width) each, widening
 
 
 def grouped_rows(
@@ -126,37 +125,36 @@ def place_groups(groups: GroupedRows, n_shards: int) -> GroupPlacement:
     gather = np.zeros(n_padded, np.int64)
     present = np.zeros(n_padded, bool)
     row_number = np.zeros(n_padded, np.uint32)
-    by_width: dict[int, list[list[tuple[int, int]]]] = {}
     for shard in range(n_shards):
-        first_group, stop_group = cuts[shard], cuts[shard + 1]
-        first_row = int(starts[first_group]) if first_group < sizes.size else n_rows
-        place = shard * per_shard
-        count = shard_rows[shard]
+        first_row = int(boundaries[cuts[shard]])
+        place, count = shard * per_shard, shard_rows[shard]
         gather[place : place + count] = groups.order[first_row : first_row + count]
         present[place : place + count] = True
         row_number[place : place + count] = np.arange(first_row, first_row + count)
-        for g in range(first_group, stop_group):
-            local_start = int(starts[g]) - first_row
-            tables = by_width.setdefault(group_width(sizes[g]), [[] for _ in range(n_shards)])
-            tables[shard].append((local_start, int(sizes[g])))
-    buckets, widths = [], []
-    for width in sorted(by_width):
-        per_shard_groups = by_width[width]
-        n_slots = max(len(listed) for listed in per_shard_groups)
+    # every group's shard, its first row within the shard, and its width
+    shard_of = np.searchsorted(cuts, np.arange(sizes.size), side="right") - 1
+    local_start = starts - boundaries[cuts[shard_of]]
+    width_of = np.left_shift(1, np.frexp(sizes - 1)[1]).astype(np.int64)  # group_width
+    buckets = []
+    for width in np.unique(width_of):
+        chosen = np.flatnonzero(width_of == width)  # in order, so by shard
+        shard = shard_of[chosen]
+        # a group's slot: its place among its shard's groups of this width
+        slot = np.arange(chosen.size) - np.searchsorted(shard, shard)
+        n_slots = int(slot.max()) + 1
+        offsets = np.arange(width)
         index = np.zeros((n_shards, n_slots, width), np.int32)
         mask = np.zeros((n_shards, n_slots, width), bool)
         mask[:, :, 0] = True  # unused slots: row 0, weight 0
         weight = np.zeros((n_shards, n_slots), np.float32)
-        for shard, listed in enumerate(per_shard_groups):
-            for slot, (start, size) in enumerate(listed):
-                index[shard, slot, :size] = np.arange(start, start + size)
-                mask[shard, slot, :] = np.arange(width) < size
-                weight[shard, slot] = 1.0
+        inside = offsets[None, :] < sizes[chosen][:, None]
+        index[shard, slot] = np.where(inside, local_start[chosen][:, None] + offsets, 0)
+        mask[shard, slot] = inside
+        weight[shard, slot] = 1.0
         buckets.append(
             GroupBucket(index.reshape(-1, width), mask.reshape(-1, width), weight.reshape(-1))
         )
-        widths.append(width)
-    return GroupPlacement(gather, present, row_number, tuple(buckets), tuple(widths))
+    return GroupPlacement(gather, present, row_number, tuple(buckets))
 
 
 def is_group_loss(loss: Any) -> bool:

@@ -220,13 +220,11 @@ def check_metric_targets(
         )
 
 
-def check_group_loss(loss, y: np.ndarray, groups) -> None:
+def check_group_loss(loss, y: np.ndarray) -> None:
     """Call a group loss ``loss(y, f, mask)`` and its gradient on the shapes
-    of one group of eight rows (the first group's targets' shape) before
-    training; raises a ValueError naming the problem, as :func:`check_loss`
-    does for per-sample losses.  ``groups``: the fit's
-    :class:`jaxboost.frontends.grouping.GroupedRows`."""
-    del groups  # (every group is traced at the same widths: the shapes suffice)
+    of one group of eight rows of targets like ``y`` before training; raises
+    a ValueError naming the problem, as :func:`check_loss` does for
+    per-sample losses."""
     width = 8
     y_group = jax.ShapeDtypeStruct((width, *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype))
     f_group = jax.ShapeDtypeStruct((width,), jnp.float32)
