@@ -10,6 +10,16 @@ import pytest
 
 import jaxboost as jb
 from jaxboost import losses
+from jaxboost.engine import round_programs, training
+
+# the programs a fit compiles (jaxboost.engine.round_programs, .training)
+_TRAINING_PROGRAMS = {
+    "derivatives": round_programs.derivatives_program,
+    "tree_round": round_programs.tree_round_program,
+    "slope_sums": round_programs.slope_sums_program,
+    "train_chunk": training.train_chunk_program,
+    "init_score": training.init_score_program,
+}
 
 
 def _regression(seed=0, n_rows=300, n_features=5):
@@ -146,33 +156,40 @@ def test_missing_values_are_routed_by_a_learned_direction():
 def test_second_fit_with_the_same_shapes_reuses_the_compiled_programs(make_loss):
     # programs are cached on the loss object: a loss given by name or built
     # again by its factory must be the same object, or every fit compiles
-    from jaxboost.engine.training import train_chunk_program
-
     X, y = _regression()
     jb.Booster(loss=make_loss(), n_estimators=5, max_depth=3).fit(X, y)
-    before = train_chunk_program.cache_info()
+    before = [program.cache_info() for program in _TRAINING_PROGRAMS.values()]
     jb.Booster(loss=make_loss(), n_estimators=5, max_depth=3).fit(X, y)
-    after = train_chunk_program.cache_info()
-    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+    after = [program.cache_info() for program in _TRAINING_PROGRAMS.values()]
+    assert [info.misses for info in after] == [info.misses for info in before]
+    assert sum(info.hits for info in after) > sum(info.hits for info in before)
 
 
-def test_training_programs_are_one_per_data_shape_and_bounded_in_number():
+@pytest.mark.parametrize(
+    "fresh_loss, programs",
+    [
+        # Newton leaves: run round by round, the initial score from the host
+        (lambda y, f: 0.5 * (y - f) ** 2 + 0.0 * 1.25, ("derivatives", "slope_sums")),
+        # line-search leaves: the fused program
+        (lambda y, f: jnp.abs(y - f) + 0.0 * 1.25, ("train_chunk", "slope_sums")),
+    ],
+    ids=["round_by_round", "fused"],
+)
+def test_training_programs_are_one_per_data_shape_and_bounded_in_number(fresh_loss, programs):
     # XLA maps every compiled CPU program into memory, and Linux caps a
     # process's mappings: a process that fits many data shapes must free old
     # programs, so each cached program is compiled for one shape only
-    from jaxboost.engine.training import init_score_program, train_chunk_program
+    # (fresh_loss: a loss no other test has compiled programs for)
     from jaxboost.runtime.program_cache import LIVE_PROGRAMS
 
-    def fresh_loss(y, f):  # a loss no other test has compiled programs for
-        return 0.5 * (y - f) ** 2
-
+    programs = [_TRAINING_PROGRAMS[name] for name in programs]
     X, y = _regression()
-    before = [program.cache_info() for program in (train_chunk_program, init_score_program)]
+    before = [program.cache_info() for program in programs]
     for n_rows in (40, 120, 280, 40):
         jb.Booster(loss=fresh_loss, n_estimators=2, max_depth=2).fit(X[:n_rows], y[:n_rows])
-    after = [program.cache_info() for program in (train_chunk_program, init_score_program)]
-    for old, new in zip(before, after):
-        assert (new.misses, new.hits) == (old.misses + 3, old.hits + 1)
+    after = [program.cache_info() for program in programs]
+    for old, new in zip(before, after, strict=True):
+        assert new.misses == old.misses + 3  # (the last fit's shape is the first's)
         assert new.maxsize == LIVE_PROGRAMS and new.currsize <= LIVE_PROGRAMS
 
 

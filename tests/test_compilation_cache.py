@@ -29,7 +29,7 @@ def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
     assert first_hits == 0 and second_hits > 0, (first_hits, second_hits)
     # the longest is now the training program's loading (0.07 to 0.12 s on
     # a 2-core Xeon, against 0.7 s compiling it), the rest programs too quick
-    # to be worth a file (under 0.05 s)
+    # to be worth a file (under 0.02 s)
     assert second_longest < 0.3 * first_longest, (first_longest, second_longest)
     assert second < 0.5 * first, (first, second)
 

@@ -14,17 +14,33 @@ more than rounding, the search runs again from the median, and F0 is the
 result of lower loss.  A convex loss is lowest at the first result: for it F0
 is that result and the second search does not run; one declared convex (the
 catalogue's, ``losses._declare``) compiles neither the median nor the loop.
+
+:func:`initial_score_on_host` runs the same search for one output from the
+host, on a small compiled program of the loss's sums
+(:func:`jaxboost.engine.round_programs.slope_sums_program`): the program a
+new loss compiles is then a fraction of :func:`initial_score`'s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ..kernels.leaf_sums import LEAF_KERNELS, LeafKernels
 from .derivatives import Loss, grad_hess, sample_loss
-from .leaves import across_shards, line_search_leaf_values, newton_leaf_values
+from .leaves import (
+    across_shards,
+    host_while_loop,
+    line_search_leaf_values,
+    minimise_scalar,
+    newton_leaf_values,
+    search_start,
+    searched_derivatives,
+)
 
 _MAX_NEWTON_ROUNDS = 30
 _STEP_TOLERANCE = 1e-6
@@ -139,3 +155,76 @@ def _total_loss(
     """``sum_i w_i loss(y_i, score)`` over all shards; ``score (1,)``."""
     raw = jnp.broadcast_to(score, (weight.shape[0], 1))
     return across_shards(jnp.sum(weight * sample_loss(loss, y, raw)), axis_name)
+
+
+# the points the host search evaluates per call (its program's one shape):
+# the line search's grid (jaxboost.engine.leaves._SEARCH_POINTS) and a
+# bracket's two ends
+_HOST_POINTS = 2
+
+
+def initial_score_on_host(
+    sums_at: Callable[[np.ndarray], np.ndarray], y: np.ndarray, weight: np.ndarray, convex: bool
+) -> tuple[np.ndarray, np.float32]:
+    """:func:`initial_score` for one output, its search driven from the host.
+
+    Args:
+      sums_at: ``scores (2,) float32 -> (2, 5) float32``: at every row's score
+        equal to each of ``scores``, the weighted sums over all rows of the
+        loss's slope, curvature, absolute slope, value and 1 (a compiled
+        program's call).
+      y: ``(n_rows,)`` or ``(n_rows, n_targets)`` float32 targets (all rows:
+        the median start reads them).
+      weight: ``(n_rows,)`` float32 weights, 0 for padding rows.
+      convex: the loss is declared convex (one search, from 0).
+    Returns:
+      ``(F0 (1,) float32, the weighted mean loss at F0)``.
+    """
+    direction = np.ones((1, 1), np.float32)
+    no_penalty = np.zeros((1, 1), np.float32)
+
+    def sums_at_point(score: np.float32) -> np.ndarray:
+        return sums_at(np.full(_HOST_POINTS, score, np.float32))[0]
+
+    def search_from(start: np.float32) -> np.float32:
+        def derivatives(steps):  # (1, 2) -> four (1, 2)
+            sums = sums_at(start + steps[0])
+            return searched_derivatives(sums[:, :3].T[None], no_penalty, steps, xp=np)
+
+        at_start = sums_at_point(start)
+        leaf_weight = at_start[4:5]
+        active, initial_scale, resolution = search_start(
+            at_start[0:1], at_start[1:2], leaf_weight, leaf_weight * abs(start), direction, xp=np
+        )
+        step = minimise_scalar(
+            derivatives, active, initial_scale, None, resolution, xp=np, loop=host_while_loop
+        )
+        return np.float32(start + step[0])
+
+    def total_loss(score: np.float32) -> np.float32:
+        value = sums_at_point(score)[3]
+        return np.float32(np.inf) if np.isnan(value) else value
+
+    best = search_from(np.float32(0.0))
+    if y.ndim == 1 and not convex:
+        median = _rough_median_on_host(y, weight)
+        loss_at_median = sums_at_point(median)[3]
+        best_loss = total_loss(best)
+        margin = _BETTER_BY * abs(best_loss) if np.isfinite(best_loss) else 0.0
+        if np.isfinite(loss_at_median) and loss_at_median < best_loss - margin:
+            found = search_from(median)
+            if total_loss(found) < best_loss:
+                best = found
+    at_best = sums_at_point(best)
+    return np.array([best], np.float32), np.float32(at_best[3] / at_best[4])
+
+
+def _rough_median_on_host(y: np.ndarray, weight: np.ndarray) -> np.float32:
+    """:func:`_rough_median` of all rows, on the host."""
+    kept = weight > 0
+    low, high = np.min(y[kept]), np.max(y[kept])
+    width = (high - low) / np.float32(_MEDIAN_BINS) if high > low else np.float32(1.0)
+    bin_of_row = np.clip((y - low) / width, 0, _MEDIAN_BINS - 1).astype(np.int32)
+    reached = np.cumsum(np.bincount(bin_of_row, weights=weight, minlength=_MEDIAN_BINS))
+    middle = np.argmax(reached >= 0.5 * reached[-1])
+    return np.float32(low + (middle + np.float32(0.5)) * width)

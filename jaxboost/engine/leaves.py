@@ -218,7 +218,7 @@ class _SearchState(NamedTuple):
     step: jax.Array  # iterations so far (scalar int32)
 
 
-def _bracket(derivatives, active, initial_scale):
+def _bracket(derivatives, active, initial_scale, xp=jnp, loop=lax.while_loop):
     """``(lower, upper, solvable)``: brackets of each root of the slope, by
     doubling steps from ``[-initial_scale, initial_scale]``."""
 
@@ -228,7 +228,7 @@ def _bracket(derivatives, active, initial_scale):
 
     def bracket_cond(state):
         evaluations = state[-1]
-        return (evaluations == 0) | (jnp.any(unbracketed(state)) & (evaluations <= _BRACKET_STEPS))
+        return (evaluations == 0) | (xp.any(unbracketed(state)) & (evaluations <= _BRACKET_STEPS))
 
     def bracket_step(state):
         # move the ends the last evaluation found on the wrong side (none
@@ -239,61 +239,64 @@ def _bracket(derivatives, active, initial_scale):
         width = upper - lower
         # an end with the wrong slope lies beyond the root: it becomes the other end
         lower, upper = (
-            jnp.where(lower_bad, lower - 2 * width, jnp.where(upper_bad, upper, lower)),
-            jnp.where(upper_bad, upper + 2 * width, jnp.where(lower_bad, lower, upper)),
+            xp.where(lower_bad, lower - 2 * width, xp.where(upper_bad, upper, lower)),
+            xp.where(upper_bad, upper + 2 * width, xp.where(lower_bad, lower, upper)),
         )
-        ends_rising = derivatives(jnp.stack([lower, upper], axis=1))[2]
+        ends_rising = derivatives(xp.stack([lower, upper], axis=1))[2]
         return lower, upper, ends_rising[:, 0], ends_rising[:, 1], evaluations + 1
 
     # (slopes that need no move before the first evaluation)
-    start = (-initial_scale, initial_scale, jnp.zeros_like(active), jnp.ones_like(active), 0)
-    lower, upper, lower_rising, upper_rising, _ = lax.while_loop(bracket_cond, bracket_step, start)
+    start = (-initial_scale, initial_scale, xp.zeros_like(active), xp.ones_like(active), 0)
+    lower, upper, lower_rising, upper_rising, _ = loop(bracket_cond, bracket_step, start)
     return lower, upper, active & ~lower_rising & upper_rising
 
 
-def _unconverged(state: _SearchState, solvable, width_tolerance) -> jax.Array:
+def _unconverged(state: _SearchState, solvable, width_tolerance, xp=jnp) -> jax.Array:
     """``(m,)`` bool: problems whose bracket and step are above tolerance
     (``width_tolerance``, or float32 resolution of the ends)."""
-    resolution = _FLOAT32_EPS * jnp.maximum(jnp.abs(state.lower), jnp.abs(state.upper))
-    tolerance = jnp.maximum(width_tolerance, resolution)
+    resolution = _FLOAT32_EPS * xp.maximum(xp.abs(state.lower), xp.abs(state.upper))
+    tolerance = xp.maximum(width_tolerance, resolution)
     return solvable & (state.upper - state.lower > tolerance) & (state.step_size > tolerance)
 
 
-def _search(derivatives, state: _SearchState, unconverged, stop_at=None) -> _SearchState:
+def _search(
+    derivatives, state: _SearchState, unconverged, stop_at=None, xp=jnp, loop=lax.while_loop
+) -> _SearchState:
     """Shrink the brackets until every problem converges, or (``stop_at``) until
     that many iterations have run and no unconverged problem takes Newton steps."""
-    fractions = jnp.arange(1, _SEARCH_POINTS + 1, dtype=state.lower.dtype) / (_SEARCH_POINTS + 1)
+    fractions = xp.arange(1, _SEARCH_POINTS + 1, dtype=state.lower.dtype) / (_SEARCH_POINTS + 1)
 
     def search_cond(state):
         running = unconverged(state)
-        go_on = jnp.any(running) & (state.step < _SEARCH_STEPS)
+        go_on = xp.any(running) & (state.step < _SEARCH_STEPS)
         if stop_at is None:
             return go_on
-        return go_on & ((state.step < stop_at) | jnp.any(running & state.use_newton))
+        return go_on & ((state.step < stop_at) | xp.any(running & state.use_newton))
 
     def search_step(state):
         lower, upper = state.lower, state.upper
         grid = lower[:, None] + (upper - lower)[:, None] * fractions
-        points = grid.at[:, 0].set(jnp.where(state.use_newton, state.newton, grid[:, 0]))
+        first = xp.where(state.use_newton, state.newton, grid[:, 0])
+        points = xp.concatenate([first[:, None], grid[:, 1:]], axis=1)
         slope, curvature, is_rising, settled = derivatives(points)
-        upper = jnp.minimum(upper, jnp.min(jnp.where(is_rising, points, jnp.inf), axis=1))
+        upper = xp.minimum(upper, xp.min(xp.where(is_rising, points, xp.inf), axis=1))
         # (a non-monotone rounding of the sums must not cross the ends)
         below = ~is_rising & (points < upper[:, None])
-        lower = jnp.maximum(lower, jnp.max(jnp.where(below, points, -jnp.inf), axis=1))
+        lower = xp.maximum(lower, xp.max(xp.where(below, points, -xp.inf), axis=1))
         start, curved = points[:, 0], curvature[:, 0] > 0
-        next_newton = start - slope[:, 0] / jnp.where(curved, curvature[:, 0], 1.0)
+        next_newton = start - slope[:, 0] / xp.where(curved, curvature[:, 0], 1.0)
         # (a Newton step onto an end of the bracket is kept: the other points
         # still shrink the bracket, and a vanishing step ends the search)
         inside = (next_newton >= lower) & (next_newton <= upper)
         # a slope that is zero up to the rounding of its sum: this last step
         # (within that rounding) ends the search
         next_use_newton = curved & (inside | settled[:, 0])
-        next_newton = jnp.clip(next_newton, lower, upper)
-        step_size = jnp.where(next_use_newton, jnp.abs(next_newton - start), upper - lower)
-        step_size = jnp.where(next_use_newton & settled[:, 0], 0.0, step_size)
+        next_newton = xp.clip(next_newton, lower, upper)
+        step_size = xp.where(next_use_newton, xp.abs(next_newton - start), upper - lower)
+        step_size = xp.where(next_use_newton & settled[:, 0], 0.0, step_size)
         return _SearchState(lower, upper, next_newton, step_size, next_use_newton, state.step + 1)
 
-    return lax.while_loop(search_cond, search_step, state)
+    return loop(search_cond, search_step, state)
 
 
 def minimise_scalar(
@@ -302,6 +305,8 @@ def minimise_scalar(
     initial_scale: jax.Array,
     narrow: Callable[[jax.Array, jax.Array], tuple[jax.Array, Callable]] | None = None,
     resolution: jax.Array | float = jnp.inf,
+    xp=jnp,
+    loop: Callable = lax.while_loop,
 ) -> jax.Array:
     """Minimise many convex one-dimensional functions at once.
 
@@ -343,22 +348,26 @@ def minimise_scalar(
         at least this finely.  The first bracket's size is an absolute guess
         (1 for a function without curvature), so a minimiser of scale 1e-9
         needs it.
+      xp, loop: the array module and while loop the search runs on:
+        ``jax.numpy`` and ``lax.while_loop`` inside a program, or ``numpy``
+        and :func:`host_while_loop` on the host, where ``derivatives`` is then
+        a compiled program's call (float32 arrays in and out; no ``narrow``).
     Returns:
       ``(m,)`` float32 minimisers; 0 where inactive or where no bracket was
       found (a function that is flat or decreasing everywhere).
     """
-    lower, upper, solvable = _bracket(derivatives, active, initial_scale)
+    lower, upper, solvable = _bracket(derivatives, active, initial_scale, xp, loop)
     # a fraction of the first bracket, or finer where the caller asks
-    width_tolerance = jnp.minimum(
-        _RELATIVE_TOLERANCE * jnp.maximum(upper - lower, 1e-3 * initial_scale), resolution
+    width_tolerance = xp.minimum(
+        _RELATIVE_TOLERANCE * xp.maximum(upper - lower, 1e-3 * initial_scale), resolution
     )
     unconverged = functools.partial(
-        _unconverged, solvable=solvable, width_tolerance=width_tolerance
+        _unconverged, solvable=solvable, width_tolerance=width_tolerance, xp=xp
     )
-    no_newton = jnp.zeros_like(active)
-    state = _SearchState(lower, upper, lower, jnp.full_like(lower, jnp.inf), no_newton, 0)
+    no_newton = xp.zeros_like(active)
+    state = _SearchState(lower, upper, lower, xp.full_like(lower, xp.inf), no_newton, 0)
     if narrow is None:
-        state = _search(derivatives, state, unconverged)
+        state = _search(derivatives, state, unconverged, xp=xp, loop=loop)
     else:
         state = _search(derivatives, state, unconverged, stop_at=_NARROW_AFTER)
 
@@ -377,8 +386,15 @@ def minimise_scalar(
     # bracket that holds 0 returns 0 exactly, so that rows tied at a kink (a
     # median of 0 on zero-inflated targets) stay tied, where the gradient
     # takes the middle of their subdifferential (jaxboost.engine.derivatives)
-    bisected = jnp.where((state.lower <= 0) & (state.upper >= 0), 0.0, state.lower)
-    return jnp.where(solvable, jnp.where(state.use_newton, state.newton, bisected), 0.0)
+    bisected = xp.where((state.lower <= 0) & (state.upper >= 0), 0.0, state.lower)
+    return xp.where(solvable, xp.where(state.use_newton, state.newton, bisected), 0.0)
+
+
+def host_while_loop(cond: Callable, body: Callable, state):
+    """``lax.while_loop``'s meaning in Python, for searches run on the host."""
+    while cond(state):
+        state = body(state)
+    return state
 
 
 def line_search_leaf_values(
@@ -449,15 +465,7 @@ def line_search_leaf_values(
         """``steps (n_leaves, P)`` -> slope, curvature, rising, settled, each
         ``(n_leaves, P)``; ``offset`` ``(n_leaves, 3, 1)`` is added to the sums."""
         sums = slope_sums(rows, steps, axis_name) + offset
-        slope_sum = sums[:, 0] + penalty * steps
-        curvature_sum = sums[:, 1] + penalty
-        abs_slope_sum = sums[:, 2] + jnp.abs(penalty * steps)
-        # a slope that is zero up to float32 rounding of the sum is zero; where
-        # the function is piecewise linear (no curvature), that flat stretch
-        # counts as rising (pinball losses): this keeps the smallest minimiser
-        settled = jnp.abs(slope_sum) <= _FLAT_SLOPE * abs_slope_sum
-        rising = (slope_sum >= 0) | (settled & (curvature_sum <= 0))
-        return slope_sum, curvature_sum, rising, settled
+        return searched_derivatives(sums, penalty, steps)
 
     def narrow_rows(lower, upper):
         fits, changing, constant_sums = _rows_changing_in_brackets(
@@ -474,19 +482,46 @@ def line_search_leaf_values(
         slope, curvature = slope[:, 0], curvature[:, 0]
     else:
         slope, curvature = start[0], start[1] + penalty[:, 0]
-    newton = jnp.abs(slope) / jnp.where(curvature > 0, curvature, 1.0)
-    # start from the Newton step's scale, capped: a vanishing curvature (a loss
-    # that saturates far from its minimum) gives absurd Newton steps, and the
-    # bracket grows geometrically anyway
-    initial_scale = jnp.where(curvature > 0, jnp.clip(2.0 * newton, 1e-4, 1.0), 1.0)
-    active = (leaf_weight > 0) & jnp.any(direction != 0, axis=1)
-    score_scale = score_sum / jnp.where(leaf_weight > 0, leaf_weight, 1.0)
-    largest = jnp.max(jnp.abs(direction), axis=1)
-    resolution = _STEP_RESOLUTION * score_scale / jnp.where(largest > 0, largest, 1.0)
+    active, initial_scale, resolution = search_start(
+        slope, curvature, leaf_weight, score_sum, direction
+    )
     step = minimise_scalar(
         derivatives, active, initial_scale, narrow_rows if narrow else None, resolution
     )
     return step[:, None] * direction
+
+
+def searched_derivatives(sums, penalty, steps, xp=jnp):
+    """What :func:`minimise_scalar` asks of a line search at ``steps (n_leaves,
+    P)``: slope, curvature, rising, settled, each ``(n_leaves, P)``, from the
+    leaves' ``sums (n_leaves, 3, P)`` of slope, curvature and absolute slope
+    and the L2 ``penalty (n_leaves, 1)`` (see :func:`line_search_leaf_values`)."""
+    slope_sum = sums[:, 0] + penalty * steps
+    curvature_sum = sums[:, 1] + penalty
+    abs_slope_sum = sums[:, 2] + xp.abs(penalty * steps)
+    # a slope that is zero up to float32 rounding of the sum is zero; where
+    # the function is piecewise linear (no curvature), that flat stretch
+    # counts as rising (pinball losses): this keeps the smallest minimiser
+    settled = xp.abs(slope_sum) <= _FLAT_SLOPE * abs_slope_sum
+    rising = (slope_sum >= 0) | (settled & (curvature_sum <= 0))
+    return slope_sum, curvature_sum, rising, settled
+
+
+def search_start(slope, curvature, leaf_weight, score_sum, direction, xp=jnp):
+    """``(active, initial_scale, resolution)`` of the leaves' line searches
+    (:func:`minimise_scalar`'s, each ``(n_leaves,)``) from their slope and
+    curvature at step 0, weight and score sums (``(n_leaves,)`` each) and
+    ``direction (n_leaves, K)``."""
+    newton = xp.abs(slope) / xp.where(curvature > 0, curvature, 1.0)
+    # start from the Newton step's scale, capped: a vanishing curvature (a loss
+    # that saturates far from its minimum) gives absurd Newton steps, and the
+    # bracket grows geometrically anyway
+    initial_scale = xp.where(curvature > 0, xp.clip(2.0 * newton, 1e-4, 1.0), 1.0)
+    active = (leaf_weight > 0) & xp.any(direction != 0, axis=1)
+    score_scale = score_sum / xp.where(leaf_weight > 0, leaf_weight, 1.0)
+    largest = xp.max(xp.abs(direction), axis=1)
+    resolution = _STEP_RESOLUTION * score_scale / xp.where(largest > 0, largest, 1.0)
+    return active, initial_scale, resolution
 
 
 class _LeafRows(NamedTuple):

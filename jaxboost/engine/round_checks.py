@@ -26,28 +26,39 @@ class Event(NamedTuple):
     """The first round of a chunk that went wrong."""
 
     index: int  # the round's position in its chunk (rounds before it are kept)
-    kind: str  # "not_finite_derivatives", "not_finite_loss" or "loss_rose"
+    # "not_finite_derivatives", "stuck_leaves", "not_finite_loss" or "loss_rose"
+    kind: str
     n_rows: int  # rows with non-finite derivatives ("not_finite_derivatives")
     before: float  # the training loss before the round
     after: float  # the training loss after it
 
 
 def first_event(
-    chunk_loss: np.ndarray, n_not_finite: np.ndarray, loss_before: float, watch_rises: bool
+    chunk_loss: np.ndarray,
+    n_not_finite: np.ndarray,
+    loss_before: float,
+    watch_rises: bool,
+    n_stuck: np.ndarray | None = None,
 ) -> Event | None:
-    """The first round of a chunk with non-finite derivatives, a non-finite
-    loss or (``watch_rises``) a loss that rose; None if every round is fine.
+    """The first round of a chunk with non-finite derivatives, leaves that
+    needed a line search the program did not run, a non-finite loss or
+    (``watch_rises``) a loss that rose; None if every round is fine.
 
     Args:
       chunk_loss: ``(n_rounds,)`` training loss after each round.
       n_not_finite: ``(n_rounds,)`` rows whose derivatives were not finite at
         the start of each round.
       loss_before: the training loss before the chunk's first round.
+      n_stuck: ``(n_rounds,)`` such leaves per round (a loss-free tree
+        program's, :mod:`jaxboost.engine.round_programs`), or None.
     """
     before = float(loss_before)
+    stuck = [0] * len(chunk_loss) if n_stuck is None else n_stuck.tolist()
     for index, (after, n_rows) in enumerate(zip(chunk_loss.tolist(), n_not_finite.tolist())):
         if n_rows > 0:
             return Event(index, "not_finite_derivatives", int(n_rows), before, after)
+        if stuck[index] > 0:
+            return Event(index, "stuck_leaves", 0, before, after)
         if not math.isfinite(after):
             return Event(index, "not_finite_loss", 0, before, after)
         if watch_rises and after > before + _RISE_TOLERANCE * abs(before):

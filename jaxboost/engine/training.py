@@ -186,8 +186,11 @@ def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
 
 
 def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name):
-    """``(2^D, K)`` leaf values (learning rate not applied), from the leaves'
-    ``totals`` (:class:`jaxboost.engine.leaves.LeafTotals` of the masked outputs).
+    """``((2^D, K) leaf values, n_stuck)``: the values (learning rate not
+    applied) from the leaves' ``totals`` (:class:`jaxboost.engine.leaves.LeafTotals`
+    of the masked outputs), and the number of leaves left at 0 for want of a
+    line search (only in a loss-free program, ``cfg.loss`` None: Newton
+    leaves whose regularised hessian is not positive; else 0).
 
     ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
     output) or is all ones.
@@ -220,21 +223,25 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
             reg_lambda=_line_search_penalty(cfg, hyper),
         )
 
+    none_stuck = jnp.int32(0)
     if cfg.leaf_method == "line_search":
-        return line_search()
+        return line_search(), none_stuck
     if cfg.leaf_method == "joint_newton":
-        return _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name)
+        return _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name), none_stuck
     if cfg.grouped:  # (no line search: a group loss's leaves are not separable)
-        return newton
+        return newton, none_stuck
     # Newton leaves: a leaf whose regularised hessian is not positive has no
     # Newton step; it falls back to a line search instead of staying at 0 (the
     # search runs only in rounds where such a leaf exists).
     stuck = jnp.all(newton == 0, axis=1) & jnp.any(grad_sum != 0, axis=1)
-    return lax.cond(
+    if cfg.loss is None:  # a loss-free program: its caller runs such rounds again
+        return newton, jnp.sum(stuck.astype(jnp.int32))
+    values = lax.cond(
         jnp.any(stuck),
         lambda: jnp.where(stuck[:, None], line_search(), newton),
         lambda: newton,
     )
+    return values, none_stuck
 
 
 def _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name) -> jax.Array:
@@ -288,7 +295,8 @@ def _diagonal_hessian(hess_diag: jax.Array, full: bool) -> jax.Array:
 def _grow_one(
     cfg, hyper, data, raw, grad, hess, output_mask, edges, features, round_index, seed, axis_name
 ):
-    """One tree fitted to the outputs in ``output_mask``: ``(Tree, update (n_rows, K))``."""
+    """One tree fitted to the outputs in ``output_mask``: ``(Tree, update
+    (n_rows, K), n_stuck)`` (see :func:`_leaf_values`)."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
     one_output = cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1
     if one_output:
@@ -345,9 +353,10 @@ def _grow_one(
             grad=totals.grad * output_mask,
             hess=_diagonal_hessian(totals.hess * output_mask, full=hess.ndim == 3),
         )
-    values = hyper.learning_rate * _leaf_values(
+    values, n_stuck = _leaf_values(
         cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name
     )
+    values = hyper.learning_rate * values
     if cfg.armijo:
         values = armijo_backtrack(
             cfg.loss,
@@ -361,7 +370,19 @@ def _grow_one(
             LEAF_KERNELS[cfg.leaf_kernels],
             base=totals.loss,
         )
-    return Tree(*structure, leaf_value=values, leaf_weight=totals.weight), values[leaf_of_row]
+    tree = Tree(*structure, leaf_value=values, leaf_weight=totals.weight)
+    return tree, values[leaf_of_row], n_stuck
+
+
+def round_derivatives(
+    cfg: StaticSettings, y: jax.Array, raw: jax.Array, groups: tuple[GroupBucket, ...] = ()
+):
+    """Every row's unweighted gradient ``(n_rows, K)`` and hessian
+    ``(n_rows, K[, K])`` at the scores ``raw (n_rows, K)`` (a group loss's
+    over its ``groups``, :class:`ShardData`'s)."""
+    if cfg.grouped:
+        return group_grad_hess(cfg.loss, y, raw, groups)
+    return grad_hess(cfg.loss, y, raw, full_hessian=cfg.hessian == "full")
 
 
 def boost_round(
@@ -386,11 +407,35 @@ def boost_round(
       every row, in bag or not), and the number of rows (of all shards, of
       positive weight) whose gradient or hessian is NaN or infinite.
     """
-    if cfg.grouped:
-        grad, hess = group_grad_hess(cfg.loss, data.y, raw, data.groups)
-    else:
-        grad, hess = grad_hess(cfg.loss, data.y, raw, full_hessian=cfg.hessian == "full")
-    n_not_finite = _count_not_finite(grad, hess, data.weight, axis_name)
+    grad, hess = round_derivatives(cfg, data.y, raw, data.groups)
+    n_not_finite = count_not_finite(grad, hess, data.weight, axis_name)
+    trees, raw, _ = grow_round(
+        cfg, hyper, data, edges, raw, grad, hess, round_index, seed, axis_name
+    )
+    return trees, raw, n_not_finite
+
+
+def grow_round(
+    cfg: StaticSettings,
+    hyper: NumericSettings,
+    data: ShardData,
+    edges: jax.Array,
+    raw: jax.Array,
+    grad: jax.Array,
+    hess: jax.Array,
+    round_index: jax.Array,
+    seed: jax.Array,
+    axis_name,
+):
+    """A round's trees from the rows' unweighted ``grad (n_rows, K)`` and
+    ``hess (n_rows, K[, K])`` at ``raw``: :func:`boost_round` after the
+    derivatives.  With ``cfg.loss`` None the program needs no loss (Newton
+    leaves only); it then counts the leaves that needed a line search.
+
+    Returns:
+      ``(trees, raw, n_stuck)``: as :func:`boost_round`, and the leaves left
+      at 0 for want of a line search (summed over the round's trees).
+    """
     if cfg.subsampled:
         in_bag = row_mask(data.row_id, round_index, seed, hyper.subsample)
         data = data._replace(weight=jnp.where(in_bag, data.weight, 0.0))
@@ -417,21 +462,21 @@ def boost_round(
         axis_name=axis_name,
     )
     if cfg.trees_per_round == 1:
-        tree, update = grow(jnp.ones(cfg.n_outputs, jnp.float32))
-        return jax.tree.map(lambda leaf: leaf[None], tree), raw + update, n_not_finite
+        tree, update, n_stuck = grow(jnp.ones(cfg.n_outputs, jnp.float32))
+        return jax.tree.map(lambda leaf: leaf[None], tree), raw + update, n_stuck
 
     def grow_output(output: jax.Array):
-        """Tree ``output`` and its update of that output alone, ``(n_rows,)``
-        (it leaves the other outputs at 0)."""
-        tree, update = grow(jax.nn.one_hot(output, cfg.n_outputs, dtype=jnp.float32))
-        return tree, lax.dynamic_index_in_dim(update, output, axis=1, keepdims=False)
+        """Tree ``output``, its update of that output alone, ``(n_rows,)``
+        (it leaves the other outputs at 0), and its stuck leaves."""
+        tree, update, n_stuck = grow(jax.nn.one_hot(output, cfg.n_outputs, dtype=jnp.float32))
+        return tree, lax.dynamic_index_in_dim(update, output, axis=1, keepdims=False), n_stuck
 
     # (summing the (K, n_rows, K) updates instead took XLA on CPU 10x longer)
-    trees, updates = lax.map(grow_output, jnp.arange(cfg.n_outputs))
-    return trees, raw + updates.T, n_not_finite
+    trees, updates, n_stuck = lax.map(grow_output, jnp.arange(cfg.n_outputs))
+    return trees, raw + updates.T, jnp.sum(n_stuck)
 
 
-def _count_not_finite(grad: jax.Array, hess: jax.Array, weight: jax.Array, axis_name) -> jax.Array:
+def count_not_finite(grad: jax.Array, hess: jax.Array, weight: jax.Array, axis_name) -> jax.Array:
     """The rows of positive ``weight`` (before any subsample), over all
     shards, whose ``grad (n, K)`` or ``hess (n, K[, K])`` is NaN or infinite
     (an int32 scalar)."""

@@ -19,6 +19,7 @@ from .. import losses as loss_catalogue
 from ..engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ..engine.derivatives import HessianProbe, probe_hessian
 from ..engine.groups import GroupBucket, bucket_widths
+from ..engine.init_score import initial_score_on_host
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.packed_split import packed_bins
 from ..engine.predict import predict_on_devices, round_increments
@@ -26,6 +27,7 @@ from ..engine.quantise import check_quantisation
 from ..engine.round_checks import (
     float64_message,
 )
+from ..engine.round_programs import slope_sums_program
 from ..engine.training import (
     HESSIAN_MODES,
     HESSIANS,
@@ -498,8 +500,17 @@ class Booster:
             loss_at = group_loss_at_score_program(loss, len(groups), mesh)
             return score, loss_at(y, groups, replicated(mesh, score))
         if init_score is None:
-            platform = mesh.devices.flat[0].platform
             small = y.shape[0] <= FAST_COMPILE_ROWS
+            if small and n_outputs == 1 and jax.process_count() == 1:
+                # a small program of the loss's sums, the search on the host
+                sums = slope_sums_program(loss, mesh, small)
+                return initial_score_on_host(
+                    lambda scores: np.asarray(sums(y, weight, scores)),
+                    np.asarray(fetch(y)),
+                    np.asarray(fetch(weight)),
+                    bool(getattr(loss, "convex", False)),
+                )
+            platform = mesh.devices.flat[0].platform
             program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf, small)
             return program(y, weight)
         loss_at = loss_at_score_program(loss, mesh)

@@ -26,11 +26,12 @@ from ..engine.round_checks import (
     loss_rose_message,
     not_finite_error,
 )
-from ..engine.training import NumericSettings, ShardData, StaticSettings, train_chunk_program
-from ..runtime.distributed import fetch, first_process_value
+from ..engine.training import NumericSettings, ShardData, StaticSettings
+from ..runtime.distributed import first_process_value
 from ..runtime.precision import Float64Loss, loss_in
 from ..runtime.user_warning import warn
 from .monitor import Monitor
+from .round_by_round import chunk_program, fused_chunk_program
 
 
 class Safeguards(NamedTuple):
@@ -92,7 +93,7 @@ class _Rounds:
         self.cfg, self.hyper, self.mesh, self.data = cfg, hyper, mesh, data
         self.edges, self.seed, self.monitor, self.loss = edges, seed, monitor, loss
         self.safeguards = safeguards
-        self.program = train_chunk_program(cfg, mesh)
+        self.program = chunk_program(cfg, mesh)
         self.warned_of_rise = False
         self.widened: str | None = None  # the float64 line, said once its round passed
 
@@ -122,30 +123,38 @@ class _Rounds:
         the next dispatch: queued collective programs can deadlock on CPU
         devices).  The scores stay on the devices: fetched, they would come
         back as host arrays, for which the program would compile again."""
-        raw, *results = self.program(
+        raw, trees, chunk_loss, n_not_finite, n_stuck = self.program(
             self.data, self.edges, raw, first_round, n_active, self.seed, self.hyper
         )
-        trees, chunk_loss, n_not_finite = fetch(tuple(results))
-        return raw, trees, chunk_loss[:n_active], n_not_finite[:n_active]
+        n_stuck = None if n_stuck is None else n_stuck[:n_active]
+        return raw, trees, chunk_loss[:n_active], n_not_finite[:n_active], n_stuck
 
     def _chunk(self, raw, first_round: int, n_active: int, train_loss: list[float]):
         """``(raw, trees, chunk_loss, n_kept)``: the chunk's rounds up to the
         first that went wrong (whose remedy then applies from there on)."""
         start_raw = raw
-        raw, trees, chunk_loss, n_not_finite = self._dispatch(raw, first_round, n_active)
+        raw, trees, chunk_loss, n_not_finite, n_stuck = self._dispatch(raw, first_round, n_active)
         switch_on_rise = (
             self.safeguards.armijo is None and not self.cfg.armijo and self.safeguards.watch_rises
         )
-        event = first_event(chunk_loss, n_not_finite, train_loss[-1], switch_on_rise)
+        event = first_event(chunk_loss, n_not_finite, train_loss[-1], switch_on_rise, n_stuck)
         if event is None:
             self._say_after_clean_chunk(chunk_loss, n_not_finite, first_round, train_loss[-1])
             return raw, trees, chunk_loss, n_active
-        remedied = self._remedy(event, first_round)
+        if event.index:  # (what the kept rounds have to say)
+            self._say_after_clean_chunk(
+                chunk_loss[: event.index], n_not_finite[: event.index], first_round, train_loss[-1]
+            )
+        if event.kind == "stuck_leaves":  # the fused program, with its line search
+            remedied, program = self.cfg, fused_chunk_program(self.cfg, self.mesh)
+        else:
+            remedied = self._remedy(event, first_round)
+            program = chunk_program(remedied, self.mesh)
         if event.index:  # the rounds before the event, again (the same trees)
-            raw, trees, chunk_loss, _ = self._dispatch(start_raw, first_round, event.index)
+            raw, trees, chunk_loss, _, _ = self._dispatch(start_raw, first_round, event.index)
         else:
             raw = start_raw
-        self.cfg, self.program = remedied, train_chunk_program(remedied, self.mesh)
+        self.cfg, self.program = remedied, program
         dtype = dtype_of(remedied.loss)
         self.monitor.metrics = [metric_in(m, self.loss, dtype) for m in self.monitor.metrics]
         return raw, trees, chunk_loss, event.index

@@ -28,7 +28,7 @@ _ENV_VAR = "JAXBOOST_COMPILATION_CACHE"
 _OFF = ("off", "none", "0", "false", "no")
 DEFAULT_MAX_BYTES = 2**30
 # programs that compile faster than this are not worth a file
-_MIN_COMPILE_SECONDS = 0.05
+_MIN_COMPILE_SECONDS = 0.02
 
 
 def cache_root() -> Path:

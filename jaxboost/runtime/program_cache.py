@@ -60,6 +60,13 @@ def one_program_per_shape(
             def call(*args: Any):
                 return program(settings, argument_signature(*args))(*args)
 
+            def compiled_for(*args: Any) -> Callable:
+                """The jitted function ``call`` runs for arguments shaped as
+                ``args``: called many times on such arguments, it skips
+                reading their shapes on every call."""
+                return program(settings, argument_signature(*args))
+
+            call.compiled_for = compiled_for
             return call
 
         bind.cache_info = program.cache_info

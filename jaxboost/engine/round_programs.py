@@ -1,0 +1,203 @@
+"""The programs of a fit run round by round: a small one per loss, a large
+one per shape that no loss is part of.
+
+:func:`jaxboost.engine.training.train_chunk_program` compiles a chunk of
+rounds, loss included, into one program: the fastest way to run many rounds,
+but a new loss means compiling all of it again (binning aside, almost
+nothing in it depends on the loss).  Here a round is two programs:
+
+- :func:`derivatives_program`: the loss's gradients, hessians and value at
+  the current scores (the only program a new loss compiles), and
+- :func:`tree_round_program`: the trees from those derivatives and the
+  updated scores (:func:`jaxboost.engine.training.grow_round` with no loss),
+  compiled once per shape and setting for every loss.
+
+A round whose Newton leaves needed a line search (a leaf whose regularised
+hessian is not positive) is reported, not searched: that needs the loss, so
+its caller runs such a round with the fused program.  Only settings whose
+rounds need nothing else of the loss run this way
+(:func:`runs_round_by_round`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from ..runtime.devices import ROWS, collective_axis
+from ..runtime.program_cache import one_program_per_shape
+from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
+from .derivatives import Loss, directional_derivatives, sample_loss
+from .training import (
+    StaticSettings,
+    _data_specs,
+    count_not_finite,
+    grow_round,
+    mean_loss,
+    round_derivatives,
+)
+from .tree import Tree
+
+
+def runs_round_by_round(cfg: StaticSettings) -> bool:
+    """Whether ``cfg``'s rounds need the loss only through the rows'
+    derivatives and training loss: a per-sample loss with Newton leaves and
+    no Armijo safeguard (line searches, Armijo's and joint Newton evaluate
+    the loss inside the tree's round)."""
+    return cfg.leaf_method == "newton" and not cfg.armijo and not cfg.grouped
+
+
+def loss_free(cfg: StaticSettings) -> StaticSettings:
+    """``cfg`` without its loss: the settings of the tree program."""
+    return dataclasses.replace(cfg, loss=None)
+
+
+def loss_settings(cfg: StaticSettings) -> StaticSettings:
+    """``cfg``'s settings that the derivatives program depends on, the
+    others at their defaults (so that trees of another depth share it)."""
+    return StaticSettings(
+        loss=cfg.loss,
+        n_outputs=cfg.n_outputs,
+        max_depth=0,
+        hessian=cfg.hessian,
+        vector_row_options=cfg.vector_row_options,
+        fast_compile=cfg.fast_compile,
+    )
+
+
+def _compiler_options(cfg: StaticSettings, mesh: Mesh) -> dict | None:
+    """:func:`jax.jit`'s ``compiler_options`` for ``cfg``'s programs."""
+    platform = mesh.devices.flat[0].platform
+    options = vector_output_compiler_options(platform) if cfg.vector_row_options else {}
+    if cfg.fast_compile:
+        options = {**options, **fast_compile_options(platform)}
+    return options or None
+
+
+@one_program_per_shape()
+def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
+    """``(y, weight, raw (n_rows, K)) -> (grad, hess, n_not_finite,
+    train_loss)``, jitted and sharded on rows: every row's unweighted
+    gradient ``(n_rows, K)`` and hessian ``(n_rows, K[, K])`` at ``raw``
+    (:func:`jaxboost.engine.training.round_derivatives`), the rows of
+    positive weight whose derivatives are not finite, and the weighted mean
+    loss (scalars, over all shards)."""
+    axis_name = collective_axis(mesh)
+
+    def local(y, weight, raw):
+        grad, hess = round_derivatives(cfg, y, raw)
+        n_not_finite = count_not_finite(grad, hess, weight, axis_name)
+        return grad, hess, n_not_finite, mean_loss(cfg.loss, y, weight, raw, axis_name)
+
+    sharded = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(P(ROWS), P(ROWS), P(ROWS)),
+        out_specs=(P(ROWS), P(ROWS), P(), P()),
+        check_vma=False,
+    )
+    return jax.jit(sharded, compiler_options=_compiler_options(cfg, mesh))
+
+
+class RoundRecord(NamedTuple):
+    """What a chunk's rounds leave for the host, one slot per round: the
+    trees ``(rounds_per_chunk, trees_per_round, ...)``, and ``(rounds_per_chunk,)``
+    the training loss before each round, the rows whose derivatives were
+    not finite at its start and its leaves that needed a line search."""
+
+    trees: Tree
+    loss_before: jax.Array
+    n_not_finite: jax.Array
+    n_stuck: jax.Array
+
+
+def empty_record(cfg: StaticSettings) -> RoundRecord:
+    """A :class:`RoundRecord` of ``cfg.rounds_per_chunk`` rounds of zeros (numpy)."""
+    rounds, n_trees, n_nodes = cfg.rounds_per_chunk, cfg.trees_per_round, 2**cfg.max_depth
+    nodes = (rounds, n_trees, n_nodes - 1)
+    trees = Tree(
+        feature=np.zeros(nodes, np.int32),
+        threshold=np.zeros(nodes, np.float32),
+        threshold_bin=np.zeros(nodes, np.int32),
+        missing_left=np.zeros(nodes, bool),
+        split_gain=np.zeros(nodes, np.float32),
+        leaf_value=np.zeros((rounds, n_trees, n_nodes, cfg.n_outputs), np.float32),
+        leaf_weight=np.zeros((rounds, n_trees, n_nodes), np.float32),
+    )
+    per_round = np.zeros(rounds, np.float32), np.zeros(rounds, np.int32)
+    return RoundRecord(trees, *per_round, np.zeros(rounds, np.int32))
+
+
+@one_program_per_shape()
+def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
+    """``(data, edges, raw, grad, hess, n_not_finite, loss_before, record,
+    first_round, slot, seed, hyper) -> (raw, record)``, jitted and sharded:
+    round ``first_round + slot``'s trees from the rows' derivatives and what
+    :func:`derivatives_program` said of them
+    (:func:`jaxboost.engine.training.grow_round`), written into slot ``slot``
+    of ``record`` (a :class:`RoundRecord`, replicated).  ``cfg.loss`` must be
+    None (:func:`loss_free`), so every loss shares the program."""
+    if cfg.loss is not None:
+        raise ValueError("tree_round_program: settings without a loss (loss_free(cfg))")
+    axis_name = collective_axis(mesh)
+
+    def local(
+        data, edges, raw, grad, hess, n_not_finite, loss_before, record, first, slot, seed, hyper
+    ):
+        trees, raw, n_stuck = grow_round(
+            cfg, hyper, data, edges, raw, grad, hess, first + slot, seed, axis_name
+        )
+        record = RoundRecord(
+            jax.tree.map(lambda kept, new: kept.at[slot].set(new), record.trees, trees),
+            record.loss_before.at[slot].set(loss_before),
+            record.n_not_finite.at[slot].set(n_not_finite),
+            record.n_stuck.at[slot].set(n_stuck),
+        )
+        return raw, record
+
+    replicated = RoundRecord(P(), P(), P(), P())
+    sharded = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(_data_specs(cfg), P(), P(ROWS), P(ROWS), P(ROWS), P(), P(), replicated)
+        + (P(), P(), P(), P()),
+        out_specs=(P(ROWS), replicated),
+        check_vma=False,
+    )
+    return jax.jit(sharded, compiler_options=_compiler_options(cfg, mesh))
+
+
+@one_program_per_shape()
+def slope_sums_program(loss: Loss, mesh: Mesh, fast_compile: bool = False) -> Callable:
+    """``(y, weight, scores (P,)) -> (P, 5)``, jitted and sharded: at every
+    row's raw score equal to each of ``scores``, the weighted sums over all
+    rows of the loss's slope, curvature (the line search's,
+    :func:`jaxboost.engine.derivatives.directional_derivatives`), absolute
+    slope, value and 1, for one output: what
+    :func:`jaxboost.engine.init_score.initial_score_on_host` asks for."""
+    axis_name = collective_axis(mesh)
+
+    def local(y, weight, scores):
+        def sums_at(score):
+            raw = jnp.broadcast_to(score, (weight.shape[0], 1))
+            slope, curvature = directional_derivatives(loss, y, raw, jnp.ones_like(raw))
+            value = sample_loss(loss, y, raw)
+            terms = jnp.stack([slope, curvature, jnp.abs(slope), value, jnp.ones_like(value)])
+            return jnp.sum(weight * terms, axis=1)
+
+        sums = jax.vmap(sums_at)(scores)
+        return jax.lax.psum(sums, axis_name) if axis_name is not None else sums
+
+    sharded = jax.shard_map(
+        local, mesh=mesh, in_specs=(P(ROWS), P(ROWS), P()), out_specs=P(), check_vma=False
+    )
+    platform = mesh.devices.flat[0].platform
+    options = fast_compile_options(platform) if fast_compile else {}
+    return jax.jit(sharded, compiler_options=options or None)

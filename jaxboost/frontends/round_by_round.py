@@ -1,0 +1,100 @@
+"""A chunk of rounds run one round at a time, on a small program per loss
+and a loss-free tree program (:mod:`jaxboost.engine.round_programs`), or
+as one fused program; which one, :func:`chunk_program` decides.
+
+Both take and give what :func:`jaxboost.engine.training.train_chunk_program`
+does, plus the leaves per round that needed a line search the round-by-round
+programs do not run (None from the fused program): the rounds loop
+(:mod:`jaxboost.frontends.rounds_loop`) runs such a round again on the fused
+program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+from ..engine.round_programs import (
+    derivatives_program,
+    empty_record,
+    loss_free,
+    loss_settings,
+    runs_round_by_round,
+    tree_round_program,
+)
+from ..engine.training import StaticSettings, train_chunk_program
+from ..runtime.distributed import fetch, replicated
+
+
+def chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
+    """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw,
+    trees, train_loss, n_not_finite, n_stuck)``, the last four fetched to the
+    host (see :func:`jaxboost.engine.training.train_chunk_program`).
+
+    Round by round where the settings allow it (:func:`runs_round_by_round`)
+    and the fit is small (``cfg.fast_compile``: at most
+    :data:`jaxboost.runtime.workarounds.FAST_COMPILE_ROWS` rows of all
+    shards): there compiling the fused program is what a fit with a new
+    loss waits for, and a round's two dispatches cost little beside its
+    work.  Else the fused program, whose one dispatch per chunk pays on many
+    rows.
+    """
+    if runs_round_by_round(cfg) and cfg.fast_compile:
+        return RoundByRound(cfg, mesh)
+    return fused_chunk_program(cfg, mesh)
+
+
+def fused_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
+    """:func:`chunk_program`'s fused program, whatever the fit's size."""
+    fused = train_chunk_program(cfg, mesh)
+
+    def run_fused(*args):
+        raw, *results = fused(*args)
+        return (raw, *fetch(tuple(results)), None)
+
+    return run_fused
+
+
+class RoundByRound:
+    """Runs rounds on :func:`derivatives_program` and :func:`tree_round_program`.
+
+    The trees and counts of a chunk's rounds stay on the devices (a
+    :class:`RoundRecord`) and are fetched once per chunk; the derivatives
+    at a chunk's last scores (taken for its last training loss) are kept
+    for the next chunk's first round.
+    """
+
+    def __init__(self, cfg: StaticSettings, mesh: Mesh):
+        self.cfg = cfg
+        self.derivatives = derivatives_program(loss_settings(cfg), mesh)
+        self.tree_round = tree_round_program(loss_free(cfg), mesh)
+        # queued collective programs can deadlock on CPU devices: several
+        # devices wait for each program before the next
+        self.blocking = mesh.size > 1
+        self._kept: tuple | None = None  # (raw, its derivatives)
+        # (placed as the program places its record: else the second round's
+        # placement differs from the first's, and the program compiles twice)
+        self.empty_record = jax.tree.map(lambda zeros: replicated(mesh, zeros), empty_record(cfg))
+
+    def _wait(self, outputs):
+        return jax.block_until_ready(outputs) if self.blocking else outputs
+
+    def __call__(self, data, edges, raw, first_round: int, n_active: int, seed, hyper):
+        derivatives = self.derivatives.compiled_for(data.y, data.weight, raw)
+        at_raw = self._kept[1] if self._kept is not None and self._kept[0] is raw else None
+        if at_raw is None:
+            at_raw = self._wait(derivatives(data.y, data.weight, raw))
+        record = self.empty_record
+        tree_round = None
+        for slot in range(n_active):
+            arguments = (data, edges, raw, *at_raw, record, first_round, slot, seed, hyper)
+            tree_round = tree_round or self.tree_round.compiled_for(*arguments)
+            raw, record = self._wait(tree_round(*arguments))
+            at_raw = self._wait(derivatives(data.y, data.weight, raw))
+        self._kept = (raw, at_raw)
+        record, last_loss = fetch((record, at_raw[3]))
+        train_loss = np.append(record.loss_before[1:n_active], np.float32(last_loss))
+        return raw, record.trees, train_loss, record.n_not_finite, record.n_stuck
