@@ -22,7 +22,7 @@ from jax import lax
 from ..kernels.histogram_kernels import HISTOGRAM_KERNELS
 from ..kernels.interfaces import LevelSplit
 from ..kernels.leaf_sums import leaf_sums_reference
-from .packed_split import PackedBins, find_best_packed_splits
+from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
 
@@ -68,7 +68,10 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     with one ``pmax`` (each node's score and best gain) and one ``all_gather``
     (each shard's first tied candidate and its gain): three collectives per
     level.  That moves half the bytes of a ``psum`` and splits the search
-    between the devices.
+    between the devices.  Packed histograms (``packed``: only the bins each
+    feature uses, at most 0.6 of the padded ones) are summed whole with one
+    ``psum`` and searched on every shard: split by slots, a shard would hold
+    parts of features.
     """
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     # Across processes (gloo on CPU) the reduce-scatter path gave run-to-run
@@ -79,15 +82,13 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     # rank 0: JAX issue 40830.  So several processes sum whole histograms with
     # psum (an all-reduce), which that bug does not touch.
     one_shard = axis_name is None or lax.axis_size(axis_name) == 1
-    if one_shard or jax.process_count() > 1:
+    if one_shard or jax.process_count() > 1 or packed is not None:
 
         def search_whole(hist):
             if axis_name is not None:
                 hist = lax.psum(hist, axis_name)
             if packed is not None:
-                return find_best_packed_splits(
-                    hist, packed, *settings, feature_mask, cumulative=cumulative
-                )
+                return find_best_packed_splits(hist, packed, *settings, feature_mask)
             return find_best_splits(hist, *settings, feature_mask, cumulative=cumulative)
 
         return search_whole
@@ -152,7 +153,8 @@ def grow_tree(
       leaf_sums: how a kernel that routes and sums apart sums them
         (:class:`jaxboost.kernels.leaf_sums.LeafKernels`).
       packed: the features' used bins (:mod:`jaxboost.engine.packed_split`):
-        a level searched whole searches only those; None: every bin.
+        the histograms hold and the search reads only those; None: every
+        feature's histograms padded to ``max_bins + 1`` bins.
     Returns:
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
@@ -160,6 +162,7 @@ def grow_tree(
     """
     n_outputs = row_stats.shape[1] // 2
     kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
+    slots = None if packed is None else slot_layout(packed)
     max_bins = edges.shape[1]
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
     search = _split_search(
@@ -172,11 +175,11 @@ def grow_tree(
         n_nodes, n_bins = 2**depth, max_bins + 1
         if stats_scale is None:
             hist, carry, node_of_row = kernel.level(
-                bins, node_of_row, row_stats, n_nodes, n_bins, carry, split
+                bins, node_of_row, row_stats, n_nodes, n_bins, carry, split, slots
             )
         else:
             hist, carry, node_of_row = kernel.level_quantised(
-                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split
+                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
         choice = search(hist)
         feature = jnp.where(choice.do_split, choice.feature, 0)

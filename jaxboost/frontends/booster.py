@@ -482,6 +482,10 @@ class Booster:
         )
         row_id = global_rows(mesh, row_id)
         packed = packed_bins(edges)
+        if packed is not None and jax.process_count() == 1:
+            # the kernels sum a feature without missing values unclamped
+            # (jaxboost/kernels/native/hist_layout.h)
+            packed = packed._replace(has_missing=np.isnan(features).any(axis=0))
         packed = None if packed is None else jax.tree.map(lambda a: replicated(mesh, a), packed)
         columns = None if columns is None else replicated(mesh, columns)
         return ShardData(bins, y, weight, row_id, groups, packed, columns)

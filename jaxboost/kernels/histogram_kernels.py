@@ -13,8 +13,8 @@ import jax.numpy as jnp
 
 from .histogram_native import native_level_histograms, native_level_histograms_quantised
 from .histogram_packed import build_histograms_packed
-from .histogram_reference import build_histograms
-from .interfaces import LevelSplit
+from .histogram_reference import build_histograms, in_slots
+from .interfaces import LevelSplit, SlotLayout
 from .route_native import native_route_leaf_sums, native_route_rows
 
 # int32 flat indices into (n_features, n_rows) bins stay below this
@@ -82,21 +82,29 @@ def _native_route_and_sum(bins, node_of_row, split, columns, leaf_sums):
     return native_route_leaf_sums(bins, node_of_row, split, columns)
 
 
-def _reference_quantised(bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split):
+def _laid_out(hist: jax.Array, slots: SlotLayout | None) -> jax.Array:
+    """A level-by-level kernel's ``hist`` as it stands, or packed in ``slots``."""
+    return hist if slots is None else in_slots(hist, slots)
+
+
+def _reference_quantised(
+    bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split, slots=None
+):
     """Integer histograms summed afresh by the reference kernel (int32 sums),
     then scaled to float32."""
     node_of_row = _routed(bins, node_of_row, split)
     hist = build_histograms(bins, node_of_row, quantised_stats, n_nodes, n_bins)
-    return hist.astype(jnp.float32) * scale, None, node_of_row
+    return _laid_out(hist.astype(jnp.float32) * scale, slots), None, node_of_row
 
 
 def _level_by_level(build) -> HistogramFunctions:
     """A kernel that sums every level afresh, from ``build(bins, node_of_row,
     row_stats, n_nodes, n_bins)`` (quantised statistics: the reference's)."""
 
-    def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split):
+    def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots=None):
         node_of_row = _routed(bins, node_of_row, split)
-        return build(bins, node_of_row, row_stats, n_nodes, n_bins), None, node_of_row
+        hist = build(bins, node_of_row, row_stats, n_nodes, n_bins)
+        return _laid_out(hist, slots), None, node_of_row
 
     return HistogramFunctions(
         level_histograms, False, _reference_quantised, route_rows, _route_then_sum(route_rows)

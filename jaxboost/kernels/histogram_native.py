@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .interfaces import LevelSplit
+from .interfaces import LevelSplit, SlotLayout
 from .native_library import load
 from .route_native import split_buffers
 
@@ -27,6 +27,7 @@ def native_level_histograms(
     n_bins: int,
     parent: jax.Array | None,
     split: LevelSplit | None = None,
+    slots: SlotLayout | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One level's histograms, from its parents' when ``parent`` is given.
 
@@ -43,30 +44,45 @@ def native_level_histograms(
       split: the level above's splits, by which the rows are first routed,
         in the same call, which counts the children's rows as it routes them;
         given with ``parent`` and only then.
+      slots: the histograms' packed layout, or None: padded.
     Returns:
       ``(n_features, n_nodes, n_bins, n_stats)`` float32 running sums over the
       value bins (bin ``b`` holds bins ``0..b`` of what
       :func:`jaxboost.kernels.histogram_reference.build_histograms` returns; the missing bin,
       the last, is as it is: see ``find_best_splits(cumulative=True)``), the
-      plain sums in float64, for the next level, and ``(n_rows,)`` int32
-      ``node_of_row`` within the level.
+      plain sums in float64, for the next level (``parent`` is laid out the
+      same), and ``(n_rows,)`` int32 ``node_of_row`` within the level.  With
+      ``slots`` (:class:`jaxboost.kernels.interfaces.SlotLayout`), the
+      running sums are ``(slots.n_slots, n_nodes, n_stats)`` and the plain
+      ones ``(n_nodes, slots.n_slots, n_stats)``.
     """
     load()
-    shape = (bins.shape[0], n_nodes, n_bins, row_stats.shape[1])
-    sums = (jax.ShapeDtypeStruct(shape, jnp.float64), jax.ShapeDtypeStruct(shape, jnp.float32))
+    n_stats = row_stats.shape[1]
+    sums = _level_sums(bins.shape[0], n_nodes, n_bins, n_stats, n_stats, jnp.float64, slots)
     if parent is None:
         _check_afresh(split)
         # under vmap the kernel runs once per member
         call = jax.ffi.ffi_call("jaxboost_histogram_root", sums, vmap_method="sequential")
         exact, cumulative = call(
-            bins, node_of_row, row_stats, n_nodes=np.int64(n_nodes), n_bins=np.int64(n_bins)
+            bins,
+            node_of_row,
+            row_stats,
+            *_layout_arguments(slots),
+            n_nodes=np.int64(n_nodes),
+            n_bins=np.int64(n_bins),
         )
         return cumulative, exact, node_of_row
     call = jax.ffi.ffi_call(
         "jaxboost_histogram_children", (_nodes_like(node_of_row), *sums), vmap_method="sequential"
     )
     node_of_row, exact, cumulative = call(
-        bins, node_of_row, row_stats, parent, *_split_arguments(split), **_attributes(n_bins, split)
+        bins,
+        node_of_row,
+        row_stats,
+        parent,
+        *_split_arguments(split),
+        *_layout_arguments(slots),
+        **_attributes(n_bins, split),
     )
     return cumulative, exact, node_of_row
 
@@ -80,13 +96,14 @@ def native_level_histograms_quantised(
     n_bins: int,
     parent: jax.Array | None,
     split: LevelSplit | None = None,
+    slots: SlotLayout | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """:func:`native_level_histograms` for integer statistics (see
     :mod:`jaxboost.engine.quantise`): every (gradient, hessian) pair of a row is
     packed into one int64 and summed exactly, with one integer add.
 
     Args:
-      bins, node_of_row, n_nodes, n_bins, split: as
+      bins, node_of_row, n_nodes, n_bins, split, slots: as
         :func:`native_level_histograms`.
       quantised_stats: ``(n_rows, 2K)`` int32 ``[gradients, hessians]``,
         each ``|value| < 2**31 / n_rows``.
@@ -97,20 +114,24 @@ def native_level_histograms_quantised(
       ``(n_features, n_nodes, n_bins, 2K)`` float32 running sums of the
       columns times ``scale`` (as :func:`native_level_histograms`), the exact
       packed sums ``(n_features, n_nodes, n_bins, K)`` int64, and
-      ``node_of_row``.
+      ``node_of_row`` (with ``slots``: ``(n_slots, n_nodes, 2K)`` and
+      ``(n_nodes, n_slots, K)``).
     """
     load()
     packed = packed_pairs(quantised_stats)
     n_features, n_columns = bins.shape[0], quantised_stats.shape[1]
-    sums = (
-        jax.ShapeDtypeStruct((n_features, n_nodes, n_bins, n_columns // 2), jnp.int64),
-        jax.ShapeDtypeStruct((n_features, n_nodes, n_bins, n_columns), jnp.float32),
-    )
+    sums = _level_sums(n_features, n_nodes, n_bins, n_columns // 2, n_columns, jnp.int64, slots)
     if parent is None:
         _check_afresh(split)
         call = jax.ffi.ffi_call("jaxboost_histogram_root_quantised", sums, vmap_method="sequential")
         exact, cumulative = call(
-            bins, node_of_row, packed, scale, n_nodes=np.int64(n_nodes), n_bins=np.int64(n_bins)
+            bins,
+            node_of_row,
+            packed,
+            scale,
+            *_layout_arguments(slots),
+            n_nodes=np.int64(n_nodes),
+            n_bins=np.int64(n_bins),
         )
         return cumulative, exact, node_of_row
     call = jax.ffi.ffi_call(
@@ -125,9 +146,42 @@ def native_level_histograms_quantised(
         scale,
         parent,
         *_split_arguments(split),
+        *_layout_arguments(slots),
         **_attributes(n_bins, split),
     )
     return cumulative, exact, node_of_row
+
+
+def _level_sums(
+    n_features: int,
+    n_nodes: int,
+    n_bins: int,
+    n_stored: int,
+    n_columns: int,
+    exact_type,
+    slots: SlotLayout | None,
+) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
+    """A level's sums as the kernels return them: ``n_stored`` exact sums of
+    ``exact_type`` and ``n_columns`` float32 running sums per bin, both
+    ``(n_features, n_nodes, n_bins, ...)``, or packed in ``slots``: ``(n_nodes,
+    n_slots, ...)`` and slot-major ``(n_slots, n_nodes, ...)``."""
+    if slots is None:
+        exact = running = (n_features, n_nodes, n_bins)
+    else:
+        exact, running = (n_nodes, slots.n_slots), (slots.n_slots, n_nodes)
+    return (
+        jax.ShapeDtypeStruct((*exact, n_stored), exact_type),
+        jax.ShapeDtypeStruct((*running, n_columns), jnp.float32),
+    )
+
+
+def _layout_arguments(slots: SlotLayout | None) -> tuple[jax.Array, jax.Array]:
+    """The kernels' ``slot_start`` ``(n_features + 1,)`` int32 and
+    ``has_missing`` ``(n_features,)`` bool, both ``(0,)`` for the padded
+    layout."""
+    if slots is None:
+        return jnp.zeros(0, jnp.int32), jnp.zeros(0, jnp.bool_)
+    return slots.start.astype(jnp.int32), slots.has_missing.astype(jnp.bool_)
 
 
 def _check_afresh(split: LevelSplit | None) -> None:

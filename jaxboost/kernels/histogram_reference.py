@@ -1,6 +1,7 @@
 """Histograms of per-row statistics by (node, feature, bin), one pass per level.
 
 Runs on one shard of rows; the caller sums the shards with ``lax.psum``.
+:func:`in_slots` lays them out packed, as the native kernel sums them.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+from .interfaces import SlotLayout
 
 
 def build_histograms(
@@ -48,3 +51,28 @@ def scatter_by_feature(
         return empty.at[segment].add(values, mode="promise_in_bounds")
 
     return lax.map(one_feature, bins)
+
+
+def in_slots(hist: jax.Array, slots: SlotLayout, cumulative: bool = False) -> jax.Array:
+    """Padded histograms in the packed layout ``slots``.
+
+    Args:
+      hist: ``(n_features, n_nodes, n_bins, n_stats)``, the last bin the
+        missing one; its value bins running sums where ``cumulative``.  A
+        feature's bins past its slots must be empty.
+      slots: where each feature's bins go
+        (:class:`jaxboost.kernels.interfaces.SlotLayout`).
+    Returns:
+      ``(slots.n_slots, n_nodes, n_stats)``: every feature's value bins as
+      running sums, then its missing bin, in its slots; the padding 0.
+    """
+    n_features, _, n_bins, _ = hist.shape
+    if not cumulative:
+        hist = jnp.concatenate([jnp.cumsum(hist[:, :, :-1], axis=2), hist[:, :, -1:]], axis=2)
+    slot = jnp.arange(slots.n_slots)
+    start = slots.start.astype(jnp.int32)
+    feature = jnp.clip(jnp.searchsorted(start, slot, side="right") - 1, 0, n_features - 1)
+    is_missing = slot == start[feature + 1] - 1
+    bin_of_slot = jnp.where(is_missing, n_bins - 1, jnp.clip(slot - start[feature], 0, n_bins - 1))
+    packed = hist[feature, :, bin_of_slot, :]  # (n_slots, n_nodes, n_stats)
+    return jnp.where((slot < start[-1])[:, None, None], packed, 0)

@@ -21,20 +21,42 @@ class LevelSplit(NamedTuple):
     missing_bin: int  # the bin index of missing values (static)
 
 
+class SlotLayout(NamedTuple):
+    """Histograms that hold only the bins each feature uses (packed): within
+    a node, feature ``f``'s value bins and then its missing bin in slots
+    ``[start[f], start[f + 1])`` (at least 2); slots from ``start[-1]`` on are
+    padding, 0.  A level's running sums over the value bins (see
+    ``cumulative`` below; the missing bin as it is) are slot-major,
+    ``(n_slots, n_nodes, n_stats)``, so that the split search gathers whole
+    rows of nodes; the plain sums a kernel keeps for the next level
+    node-major, ``(n_nodes, n_slots, n_stats)``, so that every node's offset
+    is ``node * n_slots``, as in the padded layout ``(n_features, n_nodes,
+    n_bins, n_stats)`` every feature's is ``feature * n_nodes * n_bins``."""
+
+    start: jax.Array  # (n_features + 1,) int32, rising from 0
+    n_slots: int  # static: slots per node, padding included
+    # (n_features,) bool: False where a feature has no missing values, so a
+    # kernel may take its bins as its slots without moving the missing bin
+    has_missing: jax.Array
+
+
 class HistogramKernel(Protocol):
     """A way to build a level's histograms, and to route its rows down.
 
-    ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split) ->
-    (hist, carry, node_of_row)``: ``hist`` ``(n_features, n_nodes, n_bins,
-    n_stats)`` float32, ``carry`` what the next level gets as ``parent`` (None
-    at the root), and the rows' nodes within the level.  With ``split`` (a
+    ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split,
+    slots=None) -> (hist, carry, node_of_row)``: ``hist`` ``(n_features,
+    n_nodes, n_bins, n_stats)`` float32, or with ``slots`` (a
+    :class:`SlotLayout`) ``(n_slots, n_nodes, n_stats)`` running sums,
+    ``carry`` what the next level gets as ``parent`` (None at the root), and
+    the rows' nodes within the level.  With ``split`` (a
     :class:`LevelSplit`; None at the root), ``node_of_row`` is the level
     above's and the rows are routed by it first.  A kernel that sums
     children by subtraction (native) gets ``parent`` with ``split``.
-    ``cumulative``: ``hist`` holds running sums over the value bins (see
-    :func:`jaxboost.engine.split.find_best_splits`).
+    ``cumulative``: the padded ``hist`` holds running sums over the value
+    bins (see :func:`jaxboost.engine.split.find_best_splits`); packed, every
+    kernel's does.
     ``level_quantised(bins, node_of_row, quantised_stats, scale, n_nodes,
-    n_bins, parent, split)``: the same for ``(n_rows, n_stats)`` int32
+    n_bins, parent, split, slots=None)``: the same for ``(n_rows, n_stats)`` int32
     statistics (:mod:`jaxboost.engine.quantise`), summed exactly; ``hist`` is
     the sums times ``scale`` ``(n_stats,)``, float32.
     ``route``: sends the rows one level down, as

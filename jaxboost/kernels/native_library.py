@@ -34,7 +34,7 @@ SOURCES = tuple(
 # included by the sources: part of what a cached build was built from
 HEADERS = tuple(
     Path(__file__).with_name("native") / name
-    for name in ("bin_tiles.h", "leaf_lanes.h", "route_rows.h")
+    for name in ("bin_tiles.h", "hist_layout.h", "leaf_lanes.h", "route_rows.h")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")

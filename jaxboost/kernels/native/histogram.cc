@@ -27,6 +27,15 @@
 //   parent_hist  (n_features, n_nodes / 2, n_bins, n_stats) float64
 //   feature, threshold_bin, missing_left  (n_nodes / 2,) int32, int32, bool:
 //                the splits of the level above (children kernels)
+//   slot_start   (0,) int32: the histograms padded, as below; or
+//                (n_features + 1,) int32: packed (hist_layout.h), feature
+//                f's value bins and then its missing bin in slots
+//                [slot_start[f], slot_start[f + 1]) of every node, every
+//                (n_features, n_nodes, n_bins) below (n_nodes, n_slots) for
+//                parent_hist and result, (n_slots, n_nodes) for cumulative
+//   has_missing  (0,) bool with the padded layout; packed, (n_features,)
+//                bool: 0 where a feature has no missing values in these
+//                rows (its bins are summed unclamped: hist_layout.h)
 //   next         (n_rows,) int32 node within the level (children kernels)
 //   result       (n_features, n_nodes, n_bins, n_stats) float64
 //   cumulative   (n_features, n_nodes, n_bins, n_stats) float32: the result
@@ -46,7 +55,7 @@
 //                below 2^31 in magnitude
 //   scale        (2 K,) float32, what one unit of each output column (the K
 //                gradients, then the K hessians) is worth
-// The exact sums stay packed,
+// The exact sums stay packed (one int64 a pair),
 //   parent_hist / result  (n_features, n_nodes(/2), n_bins, K) int64
 // and the running sums come out scaled back to float32, as above.
 
@@ -61,6 +70,7 @@
 #endif
 
 #include "bin_tiles.h"
+#include "hist_layout.h"
 #include "route_rows.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -191,12 +201,14 @@ static_assert(kBinTileRows % kTileRows == 0, "root tiles within tiles of bins");
 // Where a pass reads a block of kBlock features' bins: from `column[k]`
 // (feature first_feature + k, offset so that column[k][r] is row r's bin) for
 // the rows of one tile in place, or for listed rows of any tile from the
-// tiled `bins`.
+// tiled `bins`; and `last[k]`, the slot of the feature's missing bin (a
+// pass that clamps sums a bin in slot min(bin, last[k]): HistLayout).
 struct BlockBins {
   const uint8_t* const* column;
   const uint8_t* bins;
   BinTiles tiles;
   int64_t first_feature;
+  const uint8_t* last;
 };
 
 // One entry's kStats statistics, read once and added to the histograms of
@@ -233,8 +245,12 @@ struct EntryStats<float, double, 2> {
 #endif
 
 // The inner loop of every pass: list entries [begin, end) added to their
-// bins in kBlock features' histograms, hist[k][at + bin(k, r) * stride + j]
-// += stats[i * stride + j], with r the entry's row (i itself in place; listed,
+// bins in kBlock features' histograms, hist[k][at + slot(k, r) * stride + j]
+// += stats[i * stride + j], with slot(k, r) = min(bin(k, r), last[k]) with
+// kClamp (blocks of a packed layout with missing values; elsewhere bin(k, r)
+// itself: the min keeps four more values in registers, and GCC then spilled
+// the histogram pointers, which made 300k-row padded fits 15% and rank.train
+// fits 8% slower) and r the entry's row (i itself in place; listed,
 // its bins start at `bin_at[i]`) and `at` its node's offset (`offset[i]`, or
 // 0 without offsets).  The pointers and statistics are copied to restrict
 // locals first: otherwise the compiler must assume that a histogram store may change
@@ -247,7 +263,8 @@ struct EntryStats<float, double, 2> {
 // entry; a 1M-row quantised fit's children levels (traces, per round) took
 // 4.6 to 4.9 / 4.1 / 3.9 to 4.1 / 4.0 to 4.3 / 4.6 to 5.6 ms at 2 to 32
 // nodes, and 3.9 / 3.4 / 3.4 / 3.7 / 4.3 ms as a function of its own.
-template <typename Stat, typename Acc, int kStats, int kBlock, bool kListed, bool kOffsets>
+template <typename Stat, typename Acc, int kStats, int kBlock, bool kListed, bool kOffsets,
+          bool kClamp>
 __attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* block_hist,
                                           int64_t stride, const int64_t* bin_at,
                                           const int64_t* offset, const Stat* stats,
@@ -265,6 +282,10 @@ __attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* bl
   const int64_t last_tile = block.tiles.Start(block.tiles.last_start);
   const int64_t last_pitch = block.tiles.last_pitch;
   const uint8_t* __restrict in_last_tile = block.bins + block.first_feature * last_pitch;
+  uint8_t last[kBlock] = {};
+  if constexpr (kClamp) {
+    for (int k = 0; k < kBlock; ++k) last[k] = block.last[k];
+  }
   Acc* __restrict h0 = block_hist[0];
   Acc* __restrict h1 = block_hist[std::min(1, kLast)];
   Acc* __restrict h2 = block_hist[std::min(2, kLast)];
@@ -292,6 +313,9 @@ __attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* bl
         bin[3] = b3[p];
       }
     }
+    if constexpr (kClamp) {
+      for (int k = 0; k < kBlock; ++k) bin[k] = std::min(bin[k], last[k]);
+    }
     if constexpr (kStats > 0) {
       const EntryStats<Stat, Acc, kStats> entry(s);
       const auto add = [&](Acc* __restrict hist, int64_t b) {
@@ -315,64 +339,74 @@ __attribute__((noinline)) void AddEntries(const BlockBins& block, Acc* const* bl
 // hist[f][node][bin][s] += stats of list entries [begin, end), all of `node`.
 // kBlock features share the pass, so that their updates are independent.
 // kAllRows: the list is every row in order (the root), read in place.
-template <typename Stat, typename Acc, int kStats, int kBlock, bool kAllRows>
+template <typename Stat, typename Acc, int kStats, int kBlock, bool kAllRows, bool kClamp>
 void AccumulateRun(const BlockBins& block, Acc* const* node_hist, const RowList<Stat>& list,
                    const Stat* stats, int64_t stride, int64_t begin, int64_t end) {
   const int64_t* bin_at = kAllRows ? nullptr : list.bin_at;
-  AddEntries<Stat, Acc, kStats, kBlock, !kAllRows, false>(block, node_hist, stride, bin_at,
-                                                          nullptr, stats, begin, end);
+  AddEntries<Stat, Acc, kStats, kBlock, !kAllRows, false, kClamp>(block, node_hist, stride,
+                                                                  bin_at, nullptr, stats, begin,
+                                                                  end);
 }
 
 // Sums list entries [t0, t1) (grouped by node: node k's entries are
 // [start[k], start[k + 1])) for the kBlock features from first_feature.
-template <typename Stat, typename Acc, int kStats, int kBlock, bool kAllRows>
+template <typename Stat, typename Acc, int kStats, int kBlock, bool kAllRows, bool kClamp>
 void AccumulateTile(const uint8_t* bins, int64_t n_rows, int64_t n_features,
                     int64_t first_feature, const RowList<Stat>& list, const Stat* stats,
-                    int64_t stride, int64_t n_bins, int64_t n_nodes, const int64_t* start,
+                    int64_t stride, const HistLayout& layout, const int64_t* start,
                     int64_t first_node, int64_t t0, int64_t t1, Acc* hist) {
-  const int64_t node_size = n_bins * stride;
-  const int64_t feature_size = n_nodes * node_size;
   const BinTiles tiles(n_features, n_rows);
   // in place (the root) the entries [t0, t1) are rows within one tile of the
   // bins; `column` is not read for listed rows
   const uint8_t* column[kBlock];
   for (int k = 0; k < kBlock; ++k) column[k] = bins + tiles.At(first_feature + k, t0) - t0;
-  const BlockBins block{column, bins, tiles, first_feature};
-  for (int64_t node = first_node; node < n_nodes && start[node] < t1; ++node) {
+  const BlockBins block{column, bins, tiles, first_feature, &layout.last[first_feature]};
+  for (int64_t node = first_node; node < layout.n_nodes && start[node] < t1; ++node) {
     const int64_t begin = std::max(start[node], t0), end = std::min(start[node + 1], t1);
     if (begin >= end) continue;
     Acc* node_hist[kBlock];
     for (int k = 0; k < kBlock; ++k) {
-      node_hist[k] = hist + (first_feature + k) * feature_size + node * node_size;
+      node_hist[k] = hist + layout.Segment(first_feature + k, node) * stride;
     }
-    AccumulateRun<Stat, Acc, kStats, kBlock, kAllRows>(block, node_hist, list, stats, stride,
-                                                       begin, end);
+    AccumulateRun<Stat, Acc, kStats, kBlock, kAllRows, kClamp>(block, node_hist, list, stats,
+                                                               stride, begin, end);
+  }
+}
+
+// body(std::true_type()) where a block of `count` features from `first`
+// may hold missing bins to clamp (HistLayout::may_miss), else
+// body(std::false_type())
+template <typename Body>
+void WithClamp(const HistLayout& layout, int64_t first, int64_t count, Body&& body) {
+  if (layout.MayMiss(first, count)) {
+    body(std::true_type());
+  } else {
+    body(std::false_type());
   }
 }
 
 template <typename Stat, typename Acc, int kStats, bool kAllRows>
 void AccumulateStats(const uint8_t* bins, int64_t n_rows, int64_t n_features,
                      const RowList<Stat>& list, const Stat* all_stats, int64_t n_stats,
-                     int64_t n_bins, int64_t n_nodes, Acc* hist) {
+                     const HistLayout& layout, Acc* hist) {
   const Stat* stats = kAllRows ? all_stats : list.stats;
   const int64_t root_start[2] = {0, n_rows};
   const int64_t* start = kAllRows ? root_start : list.start.data();
-  const int64_t n_list = start[n_nodes];
+  const int64_t n_list = start[layout.n_nodes];
   int64_t first_node = 0;
   for (int64_t t0 = 0; t0 < n_list; t0 += kTileRows) {
     const int64_t t1 = std::min(t0 + kTileRows, n_list);
     while (start[first_node + 1] <= t0) ++first_node;
+    const auto sum_block = [&](int64_t f, auto block) {
+      WithClamp(layout, f, block(), [&](auto clamp) {
+        AccumulateTile<Stat, Acc, kStats, block(), kAllRows, clamp()>(
+            bins, n_rows, n_features, f, list, stats, n_stats, layout, start, first_node, t0, t1,
+            hist);
+      });
+    };
     int64_t f = 0;
-    for (; f + 4 <= n_features; f += 4) {
-      AccumulateTile<Stat, Acc, kStats, 4, kAllRows>(bins, n_rows, n_features, f, list, stats,
-                                                     n_stats, n_bins, n_nodes, start, first_node,
-                                                     t0, t1, hist);
-    }
-    for (; f < n_features; ++f) {
-      AccumulateTile<Stat, Acc, kStats, 1, kAllRows>(bins, n_rows, n_features, f, list, stats,
-                                                     n_stats, n_bins, n_nodes, start, first_node,
-                                                     t0, t1, hist);
-    }
+    for (; f + 4 <= n_features; f += 4) sum_block(f, std::integral_constant<int, 4>());
+    for (; f < n_features; ++f) sum_block(f, std::integral_constant<int, 1>());
   }
 }
 
@@ -383,20 +417,20 @@ void AccumulateStats(const uint8_t* bins, int64_t n_rows, int64_t n_features,
 template <int kUsual, typename Stat, typename Acc>
 void Accumulate(const uint8_t* bins, int64_t n_rows, int64_t n_features,
                 const RowList<Stat>& list, const Stat* all_stats, int64_t n_stats,
-                int64_t n_bins, int64_t n_nodes, Acc* hist) {
+                const HistLayout& layout, Acc* hist) {
   const bool all = all_stats != nullptr;
   if (n_stats == kUsual && all) {
     AccumulateStats<Stat, Acc, kUsual, true>(bins, n_rows, n_features, list, all_stats, n_stats,
-                                             n_bins, n_nodes, hist);
+                                             layout, hist);
   } else if (n_stats == kUsual) {
     AccumulateStats<Stat, Acc, kUsual, false>(bins, n_rows, n_features, list, all_stats,
-                                              n_stats, n_bins, n_nodes, hist);
+                                              n_stats, layout, hist);
   } else if (all) {
     AccumulateStats<Stat, Acc, 0, true>(bins, n_rows, n_features, list, all_stats, n_stats,
-                                        n_bins, n_nodes, hist);
+                                        layout, hist);
   } else {
     AccumulateStats<Stat, Acc, 0, false>(bins, n_rows, n_features, list, all_stats, n_stats,
-                                         n_bins, n_nodes, hist);
+                                         layout, hist);
   }
 }
 
@@ -538,41 +572,45 @@ void ListRowsByGroup(const int32_t* node, const Stat* stats, int64_t n_rows, int
 }
 
 // hist[f][node of entry][bin][s] += stats of list entries [t0, t1), for the
-// kBlock features from first_feature (a list by groups: entries of any node).
-template <typename Stat, typename Acc, int kStats, int kBlock>
+// kBlock features from first_feature (a list by groups: entries of any node,
+// their offsets node * layout.node_stride * stride).
+template <typename Stat, typename Acc, int kStats, int kBlock, bool kClamp>
 void AccumulateEntriesRun(const uint8_t* bins, int64_t n_rows, int64_t n_features,
                           int64_t first_feature, const RowList<Stat>& list, int64_t stride,
-                          int64_t n_bins, int64_t n_nodes, int64_t t0, int64_t t1, Acc* hist) {
-  const int64_t node_size = n_bins * stride;
+                          const HistLayout& layout, int64_t t0, int64_t t1, Acc* hist) {
   Acc* feature_hist[kBlock];
   for (int k = 0; k < kBlock; ++k) {
-    feature_hist[k] = hist + (first_feature + k) * n_nodes * node_size;
+    feature_hist[k] = hist + layout.first[first_feature + k] * stride;
   }
-  const BlockBins block{nullptr, bins, BinTiles(n_features, n_rows), first_feature};
-  AddEntries<Stat, Acc, kStats, kBlock, true, true>(block, feature_hist, stride,
-                                                    list.bin_at, list.offset,
-                                                    list.stats, t0, t1);
+  const BlockBins block{nullptr, bins, BinTiles(n_features, n_rows), first_feature,
+                        &layout.last[first_feature]};
+  AddEntries<Stat, Acc, kStats, kBlock, true, true, kClamp>(
+      block, feature_hist, stride, list.bin_at, list.offset, list.stats, t0, t1);
 }
 
 template <int kUsual, typename Stat, typename Acc>
 void AccumulateEntries(const uint8_t* bins, int64_t n_rows, int64_t n_features,
-                       const RowList<Stat>& list, int64_t n_stats, int64_t n_bins,
-                       int64_t n_nodes, Acc* hist) {
+                       const RowList<Stat>& list, int64_t n_stats, const HistLayout& layout,
+                       Acc* hist) {
   for (int64_t t0 = 0; t0 < list.size; t0 += kTileRows) {
     const int64_t t1 = std::min(t0 + kTileRows, list.size);
     int64_t f = 0;
     for (; f + 4 <= n_features; f += 4) {
-      if (n_stats == kUsual) {
-        AccumulateEntriesRun<Stat, Acc, kUsual, 4>(bins, n_rows, n_features, f, list, n_stats,
-                                                   n_bins, n_nodes, t0, t1, hist);
-      } else {
-        AccumulateEntriesRun<Stat, Acc, 0, 4>(bins, n_rows, n_features, f, list, n_stats, n_bins,
-                                              n_nodes, t0, t1, hist);
-      }
+      WithClamp(layout, f, 4, [&](auto clamp) {
+        if (n_stats == kUsual) {
+          AccumulateEntriesRun<Stat, Acc, kUsual, 4, clamp()>(bins, n_rows, n_features, f, list,
+                                                              n_stats, layout, t0, t1, hist);
+        } else {
+          AccumulateEntriesRun<Stat, Acc, 0, 4, clamp()>(bins, n_rows, n_features, f, list,
+                                                         n_stats, layout, t0, t1, hist);
+        }
+      });
     }
     for (; f < n_features; ++f) {
-      AccumulateEntriesRun<Stat, Acc, 0, 1>(bins, n_rows, n_features, f, list, n_stats, n_bins,
-                                            n_nodes, t0, t1, hist);
+      WithClamp(layout, f, 1, [&](auto clamp) {
+        AccumulateEntriesRun<Stat, Acc, 0, 1, clamp()>(bins, n_rows, n_features, f, list,
+                                                       n_stats, layout, t0, t1, hist);
+      });
     }
   }
 }
@@ -685,18 +723,18 @@ ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
 // one pass routes them and lists the summed children's (RouteAndList).
 // Either child gives the same histograms: exactly for quantised sums; for
 // float ones to float64 rounding (~1e-16 of the parent's sums).
-// parent (n_features, n_parents, n_bins, n_stored).
+// `parent` lies as `layout` says, its missing bins in their last slots.
 template <class Sums>
 std::vector<uint8_t> LighterChildren(const typename Sums::Acc* parent, const Sums& sums,
-                                     const LevelSplits& splits, int64_t n_bins,
-                                     int64_t missing_bin) {
+                                     const LevelSplits& splits, const HistLayout& layout) {
   const int64_t n_parents = splits.n_nodes(), n_stored = sums.n_stored;
   std::vector<uint8_t> summed(2 * n_parents, 0);
   for (int64_t p = 0; p < n_parents; ++p) {
-    const auto* hist = parent + (splits.feature[p] * n_parents + p) * n_bins * n_stored;
+    const int64_t f = splits.feature[p], missing = layout.last[f];
+    const auto* hist = parent + layout.Segment(f, p) * n_stored;
     typename Sums::Acc side[2] = {0, 0};  // hessian sums, left and right
-    for (int64_t b = 0; b < n_bins; ++b) {
-      const int right = b == missing_bin ? splits.missing_right[p] : b > splits.threshold[p];
+    for (int64_t b = 0; b <= missing; ++b) {
+      const int right = b == missing ? splits.missing_right[p] : b > splits.threshold[p];
       side[right] += sums.Hessian(hist + b * n_stored);
     }
     summed[2 * p + (side[1] < side[0] ? 1 : 0)] = 1;
@@ -732,16 +770,21 @@ const int64_t* PackedWords(ffi::Buffer<ffi::S32>& row_stats) {
 
 // cumulative[f][node][b] = sum of hist[f][node][0..b] for value bins, and
 // the missing bin (the last) as it is; summed in Acc, then rounded to float.
+// `hist` lies as `layout` says, `cumulative` as `running_layout` (its
+// padding set to 0).
 template <class Sums>
-void RunningSums(const typename Sums::Acc* hist, int64_t n_groups, int64_t n_bins,
-                 const Sums& sums, float* cumulative) {
+void RunningSums(const typename Sums::Acc* hist, const HistLayout& layout,
+                 const HistLayout& running_layout, const Sums& sums, float* cumulative) {
   using Acc = typename Sums::Acc;
   const int64_t n_stored = sums.n_stored, n_out = n_stored * Sums::kParts;
+  const int64_t step = running_layout.bin_stride * n_out;  // from a bin's running sums to the next
   std::vector<Acc> running(n_out);
   Acc parts[Sums::kParts];
-  for (int64_t group = 0; group < n_groups; ++group) {
-    const Acc* h = hist + group * n_bins * n_stored;
-    float* c = cumulative + group * n_bins * n_out;
+  running_layout.ZeroPadding(cumulative, n_out);
+  layout.ForEachSegment([&](int64_t f, int64_t k) {
+    const int64_t n_bins = layout.Bins(f);
+    const Acc* h = hist + layout.Segment(f, k) * n_stored;
+    float* c = cumulative + running_layout.Segment(f, k) * n_out;
     std::fill(running.begin(), running.end(), Acc(0));
     for (int64_t b = 0; b < n_bins; ++b) {
       const bool value_bin = b + 1 < n_bins;
@@ -750,20 +793,20 @@ void RunningSums(const typename Sums::Acc* hist, int64_t n_groups, int64_t n_bin
         for (int q = 0; q < Sums::kParts; ++q) {
           const int64_t column = sums.Column(j, q);
           if (value_bin) running[column] += parts[q];
-          c[b * n_out + column] = sums.Value(value_bin ? running[column] : parts[q], column);
+          c[b * step + column] = sums.Value(value_bin ? running[column] : parts[q], column);
         }
       }
     }
-  }
+  });
 }
 
 // One parent's children: rest = from - part (exact in Acc), and both
 // children's running sums over the value bins (float32; the missing bin,
-// last, as it is).
+// last, as it is), a bin's `step` floats after the one before.
 template <class Sums, int kStored>
 void SubtractAndRun(const typename Sums::Acc* from, const typename Sums::Acc* part,
                     typename Sums::Acc* rest, float* part_running, float* rest_running,
-                    int64_t n_bins, const Sums& sums) {
+                    int64_t n_bins, int64_t step, const Sums& sums) {
   using Acc = typename Sums::Acc;
   const int64_t n_stored = kStored > 0 ? kStored : sums.n_stored;
   const int64_t n_out = n_stored * Sums::kParts;
@@ -787,7 +830,7 @@ void SubtractAndRun(const typename Sums::Acc* from, const typename Sums::Acc* pa
       sums.Split(part[at], part_parts);
       sums.Split(difference, rest_parts);
       for (int q = 0; q < Sums::kParts; ++q) {
-        const int64_t column = sums.Column(j, q), out = b * n_out + column;
+        const int64_t column = sums.Column(j, q), out = b * step + column;
         if (value_bin) {
           run_part[column] += part_parts[q];
           run_rest[column] += rest_parts[q];
@@ -802,27 +845,26 @@ void SubtractAndRun(const typename Sums::Acc* from, const typename Sums::Acc* pa
   }
 }
 
-// A level of one node or more summed afresh: `stats` (n_rows, n_stored).
+// A level of one node or more summed afresh: `stats` (n_rows, n_stored),
+// `result` as `layout` says, `cumulative` as its slot-major twin.
 template <int kUsual, class Sums>
 void SumLevel(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int32_t* node,
               const typename Sums::Stat* stats, const std::vector<int64_t>& count,
-              int64_t n_nodes, int64_t n_bins, const Sums& sums,
-              RowList<typename Sums::Stat>* list, typename Sums::Acc* result,
-              float* cumulative) {
+              const HistLayout& layout, const Sums& sums, RowList<typename Sums::Stat>* list,
+              typename Sums::Acc* result, float* cumulative) {
   using Acc = typename Sums::Acc;
-  const int64_t n_stored = sums.n_stored;
-  std::fill_n(result, n_features * n_nodes * n_bins * n_stored, Acc(0));
+  const int64_t n_stored = sums.n_stored, n_nodes = layout.n_nodes;
+  std::fill_n(result, layout.n_slots() * n_stored, Acc(0));
   if (n_nodes == 1) {  // the root: every row, in place
-    Accumulate<kUsual>(bins, n_rows, n_features, *list, stats, n_stored, n_bins, n_nodes,
-                       result);
+    Accumulate<kUsual>(bins, n_rows, n_features, *list, stats, n_stored, layout, result);
   } else {
     ListRows<kUsual>(node, stats, n_rows, n_stored, count, std::vector<uint8_t>(n_nodes, 1),
                      BinTiles(n_features, n_rows), list);
     Accumulate<kUsual>(bins, n_rows, n_features, *list,
-                       static_cast<const typename Sums::Stat*>(nullptr), n_stored, n_bins,
-                       n_nodes, result);
+                       static_cast<const typename Sums::Stat*>(nullptr), n_stored, layout,
+                       result);
   }
-  RunningSums(result, n_features * n_nodes, n_bins, sums, cumulative);
+  RunningSums(result, layout, layout.SlotMajor(), sums, cumulative);
 }
 
 // The child of every parent with fewer rows (ties: the left one): 1 at
@@ -838,50 +880,70 @@ std::vector<uint8_t> SmallerChildren(const std::vector<int64_t>& count, int64_t 
 // A level below the root: for every parent the child marked in `summed` is
 // summed, the other is the parent minus it.  With `listed` the list holds
 // the summed children's rows in row order already (RouteAndList); else they
-// are listed here from `count`.
+// are listed here from `count`.  `parent` lies as `parent_layout` says,
+// `hist` as `layout` (its nodes the parents' children), `running` as its
+// slot-major twin.
 template <int kUsual, class Sums>
 void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int32_t* node,
                  const typename Sums::Stat* stats, const std::vector<int64_t>& count,
-                 const std::vector<uint8_t>& summed, bool listed, int64_t n_parents,
-                 int64_t n_bins, const Sums& sums, RowList<typename Sums::Stat>* list,
+                 const std::vector<uint8_t>& summed, bool listed, const HistLayout& parent_layout,
+                 const HistLayout& layout, const Sums& sums, RowList<typename Sums::Stat>* list,
                  const typename Sums::Acc* parent, typename Sums::Acc* hist, float* running) {
   using Acc = typename Sums::Acc;
-  const int64_t n_nodes = 2 * n_parents, n_stored = sums.n_stored;
-  const int64_t node_size = n_bins * n_stored, out_size = node_size * Sums::kParts;
-  for (int64_t f = 0; f < n_features; ++f) {
-    for (int64_t k = 0; k < n_nodes; ++k) {
-      if (summed[k]) std::fill_n(hist + (f * n_nodes + k) * node_size, node_size, Acc(0));
+  const int64_t n_stored = sums.n_stored, n_out = n_stored * Sums::kParts;
+  const HistLayout running_layout = layout.SlotMajor();
+  const int64_t step = running_layout.bin_stride * n_out;
+  layout.ForEachSegment([&](int64_t f, int64_t k) {
+    if (summed[k]) {
+      std::fill_n(hist + layout.Segment(f, k) * n_stored, layout.Bins(f) * n_stored, Acc(0));
     }
-  }
+  });
+  layout.ZeroPadding(hist, n_stored);
+  running_layout.ZeroPadding(running, n_out);
   if (!listed) {
-    ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift, node_size,
-                            BinTiles(n_features, n_rows), list);
+    ListRowsByGroup<kUsual>(node, stats, n_rows, n_stored, count, summed, kGroupShift,
+                            layout.node_stride * n_stored, BinTiles(n_features, n_rows), list);
   }
-  AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, n_bins, n_nodes, hist);
-  for (int64_t f = 0; f < n_features; ++f) {
-    for (int64_t p = 0; p < n_parents; ++p) {
-      const int64_t summed_child = summed[2 * p] ? 2 * p : 2 * p + 1;
-      const int64_t other_child = 4 * p + 1 - summed_child;
-      const int64_t part = f * n_nodes + summed_child, rest = f * n_nodes + other_child;
-      const Acc* from = parent + (f * n_parents + p) * node_size;
-      if (n_stored == kUsual) {
-        SubtractAndRun<Sums, kUsual>(from, hist + part * node_size, hist + rest * node_size,
-                                     running + part * out_size, running + rest * out_size,
-                                     n_bins, sums);
-      } else {
-        SubtractAndRun<Sums, 0>(from, hist + part * node_size, hist + rest * node_size,
-                                running + part * out_size, running + rest * out_size, n_bins,
-                                sums);
-      }
-    }
-  }
+  AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, layout, hist);
+  parent_layout.ForEachSegment([&](int64_t f, int64_t p) {
+    const int64_t summed_child = summed[2 * p] ? 2 * p : 2 * p + 1;
+    const int64_t other_child = 4 * p + 1 - summed_child;
+    const int64_t part = layout.Segment(f, summed_child), rest = layout.Segment(f, other_child);
+    float* part_running = running + running_layout.Segment(f, summed_child) * n_out;
+    float* rest_running = running + running_layout.Segment(f, other_child) * n_out;
+    const Acc* from = parent + parent_layout.Segment(f, p) * n_stored;
+    WithStatCount<kUsual>(n_stored, [&](auto stored) {
+      SubtractAndRun<Sums, stored()>(from, hist + part * n_stored, hist + rest * n_stored,
+                                     part_running, rest_running, layout.Bins(f), step, sums);
+    });
+  });
 }
 
-ffi::Error CheckParent(ffi::Span<const int64_t> parent_dims, int64_t n_features, int64_t n_bins,
-                       int64_t n_stored) {
-  if (parent_dims.size() != 4 || parent_dims[0] != n_features || parent_dims[2] != n_bins ||
-      parent_dims[3] != n_stored) {
-    return ffi::Error::InvalidArgument("jaxboost histogram: parent histogram shape");
+// The layout (HistLayout) of n_nodes nodes' histograms in a buffer of shape
+// `dims`, n_stored values a slot: packed by `slot_start` (n_features + 1,)
+// and `has_missing` (n_features,), or padded where they are empty; checks
+// `dims` against it.
+ffi::Error ReadLayout(ffi::Buffer<ffi::S32>& slot_start, ffi::Buffer<ffi::PRED>& has_missing,
+                      ffi::Span<const int64_t> dims, int64_t n_features, int64_t n_nodes,
+                      int64_t n_bins, int64_t n_stored, HistLayout* layout) {
+  if (slot_start.element_count() == 0) {
+    if (dims.size() != 4 || dims[0] != n_features || dims[1] != n_nodes || dims[2] != n_bins ||
+        dims[3] != n_stored) {
+      return ffi::Error::InvalidArgument("jaxboost histogram: padded histogram shape");
+    }
+    *layout = HistLayout::Padded(n_features, n_nodes, n_bins);
+    return ffi::Error::Success();
+  }
+  if (static_cast<int64_t>(slot_start.element_count()) != n_features + 1 ||
+      static_cast<int64_t>(has_missing.element_count()) != n_features || dims.size() != 3 ||
+      dims[0] != n_nodes || dims[2] != n_stored) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: packed histogram shape");
+  }
+  if (!HistLayout::Packed(slot_start.typed_data(), has_missing.typed_data(), n_features, n_nodes,
+                          dims[1], n_bins, layout)) {
+    return ffi::Error::InvalidArgument(
+        "jaxboost histogram: slot_start must rise by 2 to n_bins slots a feature, from 0 to at "
+        "most the slots of a node");
   }
   return ffi::Error::Success();
 }
@@ -895,25 +957,47 @@ ffi::Error CheckScale(ffi::Buffer<ffi::F32>& scale, int64_t n_columns) {
   return ffi::Error::Success();
 }
 
-ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
-                    ffi::Buffer<ffi::F32> row_stats, ffi::ResultBuffer<ffi::F64> result,
-                    ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_nodes, int64_t n_bins) {
+// The root, or any level summed afresh, for either kind of statistics:
+// `stats` (n_rows, n_stored) as Sums stores them, `result` of shape
+// `result_dims`.
+template <int kUsual, class Sums>
+ffi::Error AfreshLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
+                       ffi::Span<const int64_t> stats_dims, const typename Sums::Stat* stats,
+                       ffi::Buffer<ffi::S32>& slot_start, ffi::Buffer<ffi::PRED>& has_missing,
+                       ffi::Span<const int64_t> result_dims,
+                       typename Sums::Acc* result, float* cumulative, int64_t n_nodes,
+                       int64_t n_bins, const Sums& sums, RowList<typename Sums::Stat>* list) {
   std::vector<int64_t> count;
-  if (auto err = CheckInputs(bins, node_of_row, row_stats.dimensions(), n_nodes, n_bins, &count);
+  if (auto err = CheckInputs(bins, node_of_row, stats_dims, n_nodes, n_bins, &count);
       err.failure()) {
     return err;
   }
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
-  const FloatSums sums{row_stats.dimensions()[1]};
-  SumLevel<2>(bins.typed_data(), n_features, n_rows, node_of_row.typed_data(),
-              row_stats.typed_data(), count, n_nodes, n_bins, sums, &tls_list,
-              result->typed_data(), cumulative->typed_data());
+  HistLayout layout;
+  if (auto err = ReadLayout(slot_start, has_missing, result_dims, n_features, n_nodes, n_bins,
+                            sums.n_stored, &layout);
+      err.failure()) {
+    return err;
+  }
+  SumLevel<kUsual>(bins.typed_data(), n_features, n_rows, node_of_row.typed_data(), stats, count,
+                   layout, sums, list, result, cumulative);
   return ffi::Error::Success();
 }
 
+ffi::Error RootImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
+                    ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::S32> slot_start,
+                    ffi::Buffer<ffi::PRED> has_missing, ffi::ResultBuffer<ffi::F64> result,
+                    ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_nodes, int64_t n_bins) {
+  const FloatSums sums{row_stats.dimensions()[1]};
+  return AfreshLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
+                        slot_start, has_missing, result->dimensions(), result->typed_data(),
+                        cumulative->typed_data(), n_nodes, n_bins, sums, &tls_list);
+}
+
 // A level below the root, for either kind of statistics: `stats` (n_rows,
-// n_stored) and the parent's sums `parent` as Sums stores them.  Up to 1024
-// nodes (one list in row order) the rows are routed and the lighter
+// n_stored) and the parent's sums `parent` as Sums stores them, the parents'
+// and the level's histograms laid out as `slot_start` says (ReadLayout).  Up
+// to 1024 nodes (one list in row order) the rows are routed and the lighter
 // children's listed in one pass (LighterChildren, RouteAndList); beyond, the
 // rows are routed and counted first, and the children with fewer rows summed.
 // Float sums were routed and counted first at every depth, and listed node
@@ -927,15 +1011,25 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
                          ffi::Span<const int64_t> stats_dims, const typename Sums::Stat* stats,
                          ffi::Span<const int64_t> parent_dims, const typename Sums::Acc* parent,
                          ffi::Buffer<ffi::S32>& feature, ffi::Buffer<ffi::S32>& threshold_bin,
-                         ffi::Buffer<ffi::PRED>& missing_left, int32_t* next,
-                         typename Sums::Acc* result, float* cumulative, int64_t n_bins,
+                         ffi::Buffer<ffi::PRED>& missing_left, ffi::Buffer<ffi::S32>& slot_start,
+                         ffi::Buffer<ffi::PRED>& has_missing, int32_t* next,
+                         ffi::Span<const int64_t> result_dims, typename Sums::Acc* result,
+                         float* cumulative, int64_t n_bins,
                          int64_t missing_bin, const Sums& sums,
                          RowList<typename Sums::Stat>* list) {
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
-  if (auto err = CheckParent(parent_dims, n_features, n_bins, sums.n_stored); err.failure()) {
+  const int64_t n_parents = static_cast<int64_t>(feature.element_count());
+  HistLayout parent_layout, layout;
+  if (auto err = ReadLayout(slot_start, has_missing, parent_dims, n_features, n_parents, n_bins,
+                            sums.n_stored, &parent_layout);
+      err.failure()) {
     return err;
   }
-  const int64_t n_parents = parent_dims[1];
+  if (auto err = ReadLayout(slot_start, has_missing, result_dims, n_features, 2 * n_parents,
+                            n_bins, sums.n_stored, &layout);
+      err.failure()) {
+    return err;
+  }
   if (2 * n_parents <= (int64_t{1} << kGroupShift)) {  // one list in row order
     LevelSplits splits;
     if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
@@ -943,14 +1037,14 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
         err.failure()) {
       return err;
     }
-    const std::vector<uint8_t> summed = LighterChildren(parent, sums, splits, n_bins, missing_bin);
+    const std::vector<uint8_t> summed = LighterChildren(parent, sums, splits, parent_layout);
     if (!RouteAndList<kUsual>(bins.typed_data(), BinTiles(n_features, n_rows),
                               node_of_row.typed_data(), splits, missing_bin, next, stats,
-                              sums.n_stored, summed, n_bins * sums.n_stored, list)) {
+                              sums.n_stored, summed, layout.node_stride * sums.n_stored, list)) {
       return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
     }
     SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, {}, summed, true,
-                        n_parents, n_bins, sums, list, parent, result, cumulative);
+                        parent_layout, layout, sums, list, parent, result, cumulative);
     return ffi::Error::Success();
   }
   std::vector<int64_t> count;
@@ -960,7 +1054,7 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
     return err;
   }
   SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, count,
-                      SmallerChildren(count, n_parents), false, n_parents, n_bins, sums, list,
+                      SmallerChildren(count, n_parents), false, parent_layout, layout, sums, list,
                       parent, result, cumulative);
   return ffi::Error::Success();
 }
@@ -968,34 +1062,31 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
 ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                         ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::F64> parent_hist,
                         ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
-                        ffi::Buffer<ffi::PRED> missing_left, ffi::ResultBuffer<ffi::S32> next,
-                        ffi::ResultBuffer<ffi::F64> result, ffi::ResultBuffer<ffi::F32> cumulative,
-                        int64_t n_bins, int64_t missing_bin) {
+                        ffi::Buffer<ffi::PRED> missing_left, ffi::Buffer<ffi::S32> slot_start,
+                        ffi::Buffer<ffi::PRED> has_missing, ffi::ResultBuffer<ffi::S32> next,
+                        ffi::ResultBuffer<ffi::F64> result,
+                        ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
+                        int64_t missing_bin) {
   const FloatSums sums{row_stats.dimensions()[1]};
   return ChildrenLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
-                          threshold_bin, missing_left, next->typed_data(), result->typed_data(),
-                          cumulative->typed_data(), n_bins, missing_bin, sums, &tls_list);
+                          threshold_bin, missing_left, slot_start, has_missing, next->typed_data(),
+                          result->dimensions(), result->typed_data(), cumulative->typed_data(),
+                          n_bins, missing_bin, sums, &tls_list);
 }
 
 ffi::Error RootQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                              ffi::Buffer<ffi::S32> row_stats, ffi::Buffer<ffi::F32> scale,
+                             ffi::Buffer<ffi::S32> slot_start,
+                             ffi::Buffer<ffi::PRED> has_missing,
                              ffi::ResultBuffer<ffi::S64> result,
                              ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_nodes,
                              int64_t n_bins) {
-  std::vector<int64_t> count;
-  if (auto err = CheckInputs(bins, node_of_row, row_stats.dimensions(), n_nodes, n_bins, &count);
-      err.failure()) {
-    return err;
-  }
   if (auto err = CheckScale(scale, row_stats.dimensions()[1]); err.failure()) return err;
-  const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const PackedSums sums{row_stats.dimensions()[1] / 2, scale.typed_data()};
-  const int64_t* packed = PackedWords(row_stats);
-  SumLevel<1>(bins.typed_data(), n_features, n_rows, node_of_row.typed_data(), packed, count,
-              n_nodes, n_bins, sums, &tls_packed_list, result->typed_data(),
-              cumulative->typed_data());
-  return ffi::Error::Success();
+  return AfreshLevel<1>(bins, node_of_row, row_stats.dimensions(), PackedWords(row_stats),
+                        slot_start, has_missing, result->dimensions(), result->typed_data(),
+                        cumulative->typed_data(), n_nodes, n_bins, sums, &tls_packed_list);
 }
 
 ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
@@ -1003,6 +1094,8 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
                                  ffi::Buffer<ffi::S64> parent_hist, ffi::Buffer<ffi::S32> feature,
                                  ffi::Buffer<ffi::S32> threshold_bin,
                                  ffi::Buffer<ffi::PRED> missing_left,
+                                 ffi::Buffer<ffi::S32> slot_start,
+                                 ffi::Buffer<ffi::PRED> has_missing,
                                  ffi::ResultBuffer<ffi::S32> next,
                                  ffi::ResultBuffer<ffi::S64> result,
                                  ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
@@ -1011,9 +1104,9 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
   const PackedSums sums{row_stats.dimensions()[1] / 2, scale.typed_data()};
   return ChildrenLevel<1>(bins, node_of_row, row_stats.dimensions(), PackedWords(row_stats),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
-                          threshold_bin, missing_left, next->typed_data(), result->typed_data(),
-                          cumulative->typed_data(), n_bins, missing_bin, sums,
-                          &tls_packed_list);
+                          threshold_bin, missing_left, slot_start, has_missing, next->typed_data(),
+                          result->dimensions(), result->typed_data(), cumulative->typed_data(),
+                          n_bins, missing_bin, sums, &tls_packed_list);
 }
 
 }  // namespace
@@ -1023,6 +1116,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramRoot, RootImpl,
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<int64_t>("n_nodes")
@@ -1037,6 +1132,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
@@ -1049,6 +1146,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramRootQuantised, RootQuantisedImpl,
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::S64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Attr<int64_t>("n_nodes")
@@ -1062,6 +1161,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildrenQuantised, ChildrenQuanti
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S64>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
