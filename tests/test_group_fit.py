@@ -72,6 +72,39 @@ def test_a_group_loss_equal_to_a_sum_of_sample_losses_grows_the_same_trees():
     np.testing.assert_allclose(grouped.predict(X), per_row.predict(X), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("leaf_method", ["newton", "joint_newton"])
+def test_a_group_of_weight_two_is_the_group_twice_and_of_weight_zero_none(leaf_method):
+    # features of few values: the bins are the same with rows repeated
+    X, y, sizes = _ranking_data(30, seed=7)
+    X = np.round(X).astype(np.float32)
+    group_weight = np.random.default_rng(2).choice([0.0, 1.0, 2.0], size=sizes.size)
+    group_weight[:2] = (2.0, 0.0)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rows = [np.arange(s, s + m) for s, m in zip(starts, sizes)]
+    repeated = np.concatenate([r for r, w in zip(rows, group_weight) for _ in range(int(w))])
+    repeated_sizes = np.repeat(sizes, group_weight.astype(int))
+    settings = {
+        "loss": listnet,
+        "n_estimators": 8,
+        "max_depth": 3,
+        "learning_rate": 0.3,
+        "leaf_method": leaf_method,
+    }
+    weighted = jb.Booster(**settings).fit(X, y, np.repeat(group_weight, sizes), group=sizes)
+    copies = jb.Booster(**settings).fit(X[repeated], y[repeated], group=repeated_sizes)
+    # (the rows of weight 0 have values of their own: the bins differ, not
+    # the splits of the rows that count)
+    np.testing.assert_array_equal(weighted.forest_.feature, copies.forest_.feature)
+    counted = np.repeat(group_weight, sizes) > 0
+    np.testing.assert_allclose(
+        weighted.predict_raw(X[counted]), copies.predict_raw(X[counted]), atol=1e-5
+    )
+    # the training loss: the weighted mean over groups
+    np.testing.assert_allclose(weighted.train_loss_, copies.train_loss_, rtol=1e-5)
+    unweighted = jb.Booster(**settings).fit(X, y, group=sizes)
+    assert not np.allclose(unweighted.predict_raw(X), weighted.predict_raw(X), atol=1e-3)
+
+
 def test_qid_in_any_row_order_gives_the_model_of_sorted_groups():
     X, y, sizes = _ranking_data()
     qid = np.repeat(np.arange(sizes.size) * 7 + 3, sizes)
@@ -123,8 +156,13 @@ def test_group_settings_and_inputs_are_checked():
         jb.Booster(loss=listnet).fit(X, y, group=sizes, qid=np.zeros(y.size))
     with pytest.raises(ValueError, match="leaf_method: 'line_search' needs a per-sample loss"):
         jb.Booster(loss=listnet, leaf_method="line_search").fit(X, y, group=sizes)
-    with pytest.raises(ValueError, match="sample_weight: group losses take no sample weights"):
-        jb.Booster(loss=listnet).fit(X, y, np.ones(y.size), group=sizes)
+    uneven = np.ones(y.size)
+    uneven[sizes[0]] = 2.0  # the first row of group 1 (of 2 or more rows here)
+    assert sizes[1] > 1
+    with pytest.raises(
+        ValueError, match="sample_weight: a group loss weighs whole groups.*group 1"
+    ):
+        jb.Booster(loss=listnet).fit(X, y, uneven, group=sizes)
     with pytest.raises(
         ValueError, match=r"eval_group: expected a list with one entry per eval_set"
     ):

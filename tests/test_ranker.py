@@ -29,6 +29,12 @@ def test_the_ranker_is_the_booster_with_its_group_loss():
     staged = list(ranker.staged_predict(X))
     assert len(staged) == 15
     np.testing.assert_allclose(staged[-1], ranker.predict(X), rtol=1e-5, atol=1e-6)
+    # query weights reach the booster
+    weight = np.repeat(np.random.default_rng(1).uniform(0.5, 2.0, sizes.size), sizes)
+    weighted = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes, sample_weight=weight)
+    booster.fit(X, y, weight, group=sizes)
+    np.testing.assert_array_equal(weighted.predict(X), booster.predict_raw(X))
+    assert not np.array_equal(weighted.predict(X), ranker.predict(X))
 
 
 def test_the_ranker_takes_qid_eval_sets_and_early_stopping_and_pickles():

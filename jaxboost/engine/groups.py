@@ -30,7 +30,9 @@ class GroupBucket(NamedTuple):
 
     index: jax.Array  # (n_groups, m) int32: the shard's row of every slot
     mask: jax.Array  # (n_groups, m) bool: the slot holds a row of the group
-    weight: jax.Array  # (n_groups,) float32: 1 for a group, 0 for an unused slot
+    # (n_groups,) float32: the group's weight (1 unless sample weights give
+    # another), 0 for an unused slot (and a group of weight 0: skipped alike)
+    weight: jax.Array
 
 
 # groups at least this wide are taken one after another (lax.map), narrower
@@ -64,29 +66,29 @@ def bucket_widths(groups: tuple[GroupBucket, ...]) -> tuple[int, ...]:
 
 
 def group_values(loss: Callable, y: jax.Array, f: jax.Array, bucket: GroupBucket) -> jax.Array:
-    """``(n_groups,)`` every group's loss, 0 for unused slots.
+    """``(n_groups,)`` every group's loss times its weight, 0 for unused slots.
 
     Args:
       y: ``(n_rows,)`` or ``(n_rows, k)`` the shard's targets.
       f: ``(n_rows,)`` the shard's raw scores.
     """
     values = over_groups(loss, bucket.weight, y[bucket.index], f[bucket.index], bucket.mask)
-    return jnp.where(bucket.weight > 0, values, 0.0)
+    return jnp.where(bucket.weight > 0, bucket.weight * values, 0.0)
 
 
 def loss_sum(loss: Callable, y: jax.Array, raw: jax.Array, groups: tuple[GroupBucket, ...]):
-    """The shard's loss, summed over its groups (a scalar); ``raw (n_rows, 1)``."""
+    """The shard's loss, a weighted sum over its groups (a scalar); ``raw (n_rows, 1)``."""
     f = raw[:, 0]
     return sum(jnp.sum(group_values(loss, y, f, bucket)) for bucket in groups)
 
 
 def group_count(groups: tuple[GroupBucket, ...]) -> jax.Array:
-    """The number of groups the shard holds (a float32 scalar)."""
+    """The summed weight of the groups the shard holds (a float32 scalar)."""
     return sum(jnp.sum(bucket.weight) for bucket in groups)
 
 
 def mean_group_loss(loss, y, raw, groups, axis_name) -> jax.Array:
-    """The loss per group over all shards (a scalar)."""
+    """The loss per group over all shards, groups weighted (a scalar)."""
     sums = jnp.stack([loss_sum(loss, y, raw, groups), group_count(groups)])
     if axis_name is not None:
         sums = lax.psum(sums, axis_name)

@@ -539,7 +539,8 @@ class Booster:
         loss = canonical(loss_catalogue.resolve(self.loss))
         check_target_domain(loss, targets)
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
-        grouped = fit_groups(loss, arguments.group, arguments.qid, targets, sample_weight, settings)
+        given_weight = None if sample_weight is None else weight
+        grouped = fit_groups(loss, arguments.group, arguments.qid, targets, given_weight, settings)
         eval_groups = eval_set_groups(arguments.eval_group, arguments.eval_qid, eval_set, loss)
         eval_sets = prepare_eval_sets(
             eval_set, eval_sample_weight, features.shape[1], loss, eval_groups
@@ -700,7 +701,7 @@ class Booster:
         if inputs.groups is None:
             layout = row_layout(features.shape[0], mesh)
         else:  # every group whole on one device
-            placement = place_groups(inputs.groups, mesh.size)
+            placement = place_groups(inputs.groups, mesh.size, weight)
             layout = RowLayout(first_row=0, n_padded=placement.gather.shape[0])
             features, targets = features[placement.gather], targets[placement.gather]
             weight = np.where(placement.present, weight[placement.gather], 0.0).astype(np.float32)

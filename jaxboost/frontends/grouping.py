@@ -104,10 +104,13 @@ def group_width(size: int) -> int:
     return 1 << (int(size) - 1).bit_length()
 
 
-def place_groups(groups: GroupedRows, n_shards: int) -> GroupPlacement:
+def place_groups(
+    groups: GroupedRows, n_shards: int, row_weight: np.ndarray | None = None
+) -> GroupPlacement:
     """Groups in order, cut into ``n_shards`` runs of whole groups of about
     equal rows, each run padded to the same shard size (a bucket size, so
-    that nearby data sets share programs)."""
+    that nearby data sets share programs); every group weighs its first
+    row's ``row_weight`` (``(n_rows,)``, the input's rows; default 1)."""
     sizes = groups.sizes
     ends = np.cumsum(sizes)
     n_rows = int(ends[-1])
@@ -119,6 +122,9 @@ def place_groups(groups: GroupedRows, n_shards: int) -> GroupPlacement:
     nearest = np.where(targets - boundaries[left] <= boundaries[right] - targets, left, right)
     cuts = np.maximum.accumulate(np.concatenate([[0], nearest, [sizes.size]]))
     starts = np.concatenate([[0], ends[:-1]])
+    group_weight = np.ones(sizes.size, np.float32)
+    if row_weight is not None:
+        group_weight = np.asarray(row_weight, np.float32)[groups.order[starts]]
     shard_rows = [int(sizes[cuts[s] : cuts[s + 1]].sum()) for s in range(n_shards)]
     n_padded = bucket_size(max(shard_rows) * n_shards, n_shards)
     per_shard = n_padded // n_shards
@@ -150,7 +156,7 @@ def place_groups(groups: GroupedRows, n_shards: int) -> GroupPlacement:
         inside = offsets[None, :] < sizes[chosen][:, None]
         index[shard, slot] = np.where(inside, local_start[chosen][:, None] + offsets, 0)
         mask[shard, slot] = inside
-        weight[shard, slot] = 1.0
+        weight[shard, slot] = group_weight[chosen]
         buckets.append(
             GroupBucket(index.reshape(-1, width), mask.reshape(-1, width), weight.reshape(-1))
         )
@@ -163,7 +169,12 @@ def is_group_loss(loss: Any) -> bool:
 
 
 def fit_groups(
-    loss: Any, group: Any, qid: Any, y: np.ndarray, sample_weight: Any, settings: dict[str, Any]
+    loss: Any,
+    group: Any,
+    qid: Any,
+    y: np.ndarray,
+    sample_weight: np.ndarray | None,
+    settings: dict[str, Any],
 ) -> GroupedRows | None:
     """The training rows' groups for ``loss``: those given, or all rows as one
     group for a group loss given none (Cox without strata); None for a
@@ -171,7 +182,8 @@ def fit_groups(
 
     Raises:
       ValueError: groups given to a per-sample loss, bad ``group``/``qid``,
-        or a setting group losses do not take yet (``settings``: the
+        ``sample_weight`` (``(n_rows,)``, or None) that differs within a
+        group, or a setting group losses do not take yet (``settings``: the
         Booster's ``leaf_method``, ``armijo``, ``n_outputs``).
     """
     n_rows = y.shape[0]
@@ -185,8 +197,6 @@ def fit_groups(
                 "losses.declare(..., per='group') (losses.lambdarank(), losses.cox, ...)"
             )
         return None
-    if sample_weight is not None:
-        raise ValueError("sample_weight: group losses take no sample weights yet")
     if settings["leaf_method"] == "line_search":
         raise ValueError(
             "leaf_method: 'line_search' needs a per-sample loss (a group loss's leaves "
@@ -198,7 +208,26 @@ def fit_groups(
         raise ValueError(f"n_outputs: a group loss scores one output, got {settings['n_outputs']}")
     if jax.process_count() > 1:
         raise ValueError("loss: group losses train in one process (jax.distributed) for now")
-    return in_row_order(groups if groups is not None else one_group(n_rows), loss, y)
+    groups = in_row_order(groups if groups is not None else one_group(n_rows), loss, y)
+    if sample_weight is not None:
+        _check_group_weights(groups, sample_weight)
+    return groups
+
+
+def _check_group_weights(groups: GroupedRows, weight: np.ndarray) -> None:
+    """A group loss weighs whole groups: every row of a group must carry the
+    same ``weight`` (the group's; XGBoost's ranking weights are per group)."""
+    in_order = np.asarray(weight, np.float32)[groups.order]
+    starts = np.concatenate([[0], np.cumsum(groups.sizes)[:-1]])
+    low, high = np.minimum.reduceat(in_order, starts), np.maximum.reduceat(in_order, starts)
+    uneven = np.flatnonzero(low != high)
+    if uneven.size:
+        first = int(uneven[0])
+        raise ValueError(
+            f"sample_weight: a group loss weighs whole groups, so every row of a group needs "
+            f"the same weight; group {first} (in group order, {int(groups.sizes[first])} rows) "
+            f"has weights from {low[first]:g} to {high[first]:g} ({uneven.size} such groups)"
+        )
 
 
 def eval_set_groups(eval_group: Any, eval_qid: Any, eval_set: Any, loss: Any) -> list | None:

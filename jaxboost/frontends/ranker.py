@@ -66,11 +66,20 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
 
-    def fit(self, X: Any, y: Any, group: Any = None, qid: Any = None, **fit_params: Any) -> Ranker:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        qid: Any = None,
+        sample_weight: Any = None,
+        **fit_params: Any,
+    ) -> Ranker:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing), relevance
         grades ``y (n_rows,)`` and the queries, as ``group`` sizes of
-        consecutive rows or ``qid`` ids (rows in any order); ``fit_params``
-        go to ``Booster.fit``.  Returns ``self``."""
+        consecutive rows or ``qid`` ids (rows in any order), each query
+        weighted by ``sample_weight`` ``(n_rows,)`` (the same on every row of
+        a query); ``fit_params`` go to ``Booster.fit``.  Returns ``self``."""
         loss = loss_catalogue.resolve(self.loss)
         if not is_group_loss(loss):
             name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
@@ -87,7 +96,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         self._fit_booster(
             X,
             np.asarray(y, np.float32),
-            None,
+            sample_weight,
             loss,
             None,
             {**fit_params, "group": group, "qid": qid},
