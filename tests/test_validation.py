@@ -121,13 +121,13 @@ def test_a_loss_going_non_finite_mid_training_names_the_round(data):
 def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkeypatch):
     X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     y = X[:, 0].copy()
-    import jaxboost.frontends.booster
+    import jaxboost.frontends.placement
 
     # 1 GiB a device; depth 17 with 3 features and 256 bins needs 16 x 3 x 2^16
     # x 256 x 2 bytes, 1.5 GiB.  The bins a fit needs are known from the bin
     # edges (a sample of rows), before any row is binned.
-    monkeypatch.setattr(jaxboost.frontends.booster, "memory_per_device", lambda devices: 2**30)
-    monkeypatch.setattr(jaxboost.frontends.booster.Booster, "_shard_rows", _no_binning)
+    monkeypatch.setattr(jaxboost.frontends.placement, "memory_per_device", lambda devices: 2**30)
+    monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _no_binning)
     message = r"max_depth: 17 needs about 1\.5 GiB per device .* more than the 1\.0 GiB"
     with pytest.raises(ValueError, match=message):
         jb.Booster(n_estimators=1, max_depth=17).fit(X, y)

@@ -1,8 +1,10 @@
 """``Booster``: the Python shell around the jitted boosting program.
 
-Validation, binning, sharding the rows over the mesh, dispatching chunks of
-rounds, watching them (evaluation, early stopping, callbacks), and keeping the
-forest.  Nothing here loops over rows, nodes or features.
+Validation, the programs' settings, dispatching chunks of rounds, watching
+them (evaluation, early stopping, callbacks), keeping the forest and
+predicting; the rows' placement on the devices, binning and the initial
+score are :mod:`jaxboost.frontends.placement`'s.  Nothing here loops over
+rows, nodes or features.
 """
 
 from __future__ import annotations
@@ -16,18 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import losses as loss_catalogue
-from ..engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ..engine.derivatives import HessianProbe, probe_hessian
-from ..engine.groups import GroupBucket, bucket_widths
-from ..engine.init_score import initial_score_on_host
+from ..engine.groups import bucket_widths
 from ..engine.metrics import Metric, resolve_metric
-from ..engine.packed_split import packed_bins
 from ..engine.predict import predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
-from ..engine.round_checks import (
-    float64_message,
-)
-from ..engine.round_programs import slope_sums_program
 from ..engine.training import (
     HESSIAN_MODES,
     HESSIANS,
@@ -35,32 +30,21 @@ from ..engine.training import (
     MULTI_STRATEGIES,
     SPLIT_CRITERIA,
     NumericSettings,
-    ShardData,
     StaticSettings,
-    bin_rows_program,
-    group_loss_at_score_program,
-    init_score_program,
-    loss_at_score_program,
 )
 from ..engine.tree import Tree
 from ..kernels.registry import kernels_for
 from ..runtime.devices import (
     check_devices,
-    default_training_devices,
     device_keys,
     devices_from_keys,
-    make_mesh,
-    memory_per_device,
 )
 from ..runtime.distributed import (
-    RowLayout,
-    fetch,
     first_process_value,
     gather,
     global_rows,
     on_every_process,
     replicated,
-    row_layout,
 )
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
@@ -69,11 +53,8 @@ from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .eval_sets import prepare_eval_sets
 from .grouping import (
-    GroupedRows,
-    GroupPlacement,
     eval_set_groups,
     fit_groups,
-    place_groups,
 )
 from .inspection import (
     feature_importances,
@@ -83,13 +64,12 @@ from .inspection import (
 )
 from .loss_checks import check_group_loss, check_loss, check_metric, check_target_domain
 from .model_file import save_model
-from .monitor import EvalSet, Monitor
+from .monitor import Monitor
+from .placement import FitInputs, PlacedRows, place_rows
 from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds
 from .settings import (
-    check_histogram_memory,
     check_random_state,
     choice,
-    draw_seed,
     finite_number,
     fraction,
     whole_number,
@@ -136,40 +116,6 @@ _VECTOR_OPTIONS_ROWS = 32768
 # rows on which an undeclared loss's hessian is probed at the initial score,
 # spread evenly over the data (a file sorted by target must not decide)
 _HESSIAN_PROBE_ROWS = 1024
-
-
-class _FitInputs(NamedTuple):
-    """``fit``'s arguments, checked and converted."""
-
-    features: np.ndarray  # (n_rows, n_features) float32, NaN for missing
-    targets: np.ndarray  # (n_rows,) or (n_rows, n_targets) float32
-    weight: np.ndarray  # (n_rows,) float32
-    names: list[str] | None  # the columns' names of a DataFrame
-    loss: Callable
-    eval_sets: list[EvalSet]
-    metrics: list[Metric]
-    n_outputs: int
-    groups: GroupedRows | None  # a group loss's groups, else None
-
-
-class _PlacedRows(NamedTuple):
-    """The training rows on the devices, and what was computed with them."""
-
-    mesh: Any  # jax.sharding.Mesh of the training devices
-    layout: RowLayout
-    data: ShardData  # sharded on rows, binned
-    edges: np.ndarray  # (n_features, k) bin edges
-    seed: np.uint32
-    init_score: np.ndarray  # (n_outputs,) float32
-    init_loss: float
-    loss_dtype: str  # "float32" or "float64", as the loss is evaluated
-    # the columns trained on (ShardData.columns: the splittable ones), or None: all
-    columns: np.ndarray | None
-
-    @property
-    def training_edges(self) -> np.ndarray:
-        """The bin edges of the columns trained on."""
-        return self.edges if self.columns is None else self.edges[self.columns]
 
 
 class Booster:
@@ -444,82 +390,6 @@ class Booster:
         return NumericSettings(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------
-    def _target_rows(
-        self, mesh, layout: RowLayout, y: np.ndarray, weight: np.ndarray
-    ) -> tuple[jax.Array, jax.Array]:
-        """This process's targets and weights padded to ``layout.n_padded``
-        (copies of row 0, weight 0), sharded on rows over ``mesh``."""
-        n_padded = layout.n_padded
-        weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
-        return global_rows(mesh, y, n_padded), global_rows(mesh, weight)
-
-    def _shard_rows(
-        self,
-        mesh,
-        layout: RowLayout,
-        features: np.ndarray,
-        edges: np.ndarray,
-        y: jax.Array,
-        weight: jax.Array,
-        placement: GroupPlacement | None = None,
-        groups: tuple[GroupBucket, ...] = (),
-        columns: np.ndarray | None = None,
-    ) -> ShardData:
-        """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
-        place each shard on its device and bin it there; ``y`` and ``weight``
-        are :meth:`_target_rows`'; ``edges`` the bin edges (which also give
-        the split search's packed bins); ``placement``: a group loss's groups
-        (the rows already in its order), ``groups`` their tables on the devices;
-        ``columns``: the data's columns that ``features`` and ``edges`` hold."""
-        n_padded = layout.n_padded
-        row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
-        if placement is not None:
-            row_id = placement.row_number
-        # the float features live on the devices only until they are binned
-        native = kernels_for(mesh.devices.flat[0].platform).native
-        bins = bin_rows_program(mesh, native)(
-            global_rows(mesh, features, n_padded), replicated(mesh, edges)
-        )
-        row_id = global_rows(mesh, row_id)
-        packed = packed_bins(edges)
-        if packed is not None and jax.process_count() == 1:
-            # the kernels sum a feature without missing values unclamped
-            # (jaxboost/kernels/native/hist_layout.h)
-            packed = packed._replace(has_missing=np.isnan(features).any(axis=0))
-        packed = None if packed is None else jax.tree.map(lambda a: replicated(mesh, a), packed)
-        columns = None if columns is None else replicated(mesh, columns)
-        return ShardData(bins, y, weight, row_id, groups, packed, columns)
-
-    def _start_init_score(
-        self, loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, groups=None
-    ):
-        """Dispatches the initial score's program (the given one's training
-        loss): ``(init_score, init_loss)``, device arrays to fetch.  A group
-        loss (``groups``: its tables on the devices) starts
-        from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
-        and Cox losses do not change when every score moves by one number)."""
-        init_score = self._given_init_score(n_outputs)
-        if groups is not None:
-            score = np.zeros(1, np.float32) if init_score is None else init_score
-            loss_at = group_loss_at_score_program(loss, len(groups), mesh)
-            return score, loss_at(y, groups, replicated(mesh, score))
-        if init_score is None:
-            small = y.shape[0] <= FAST_COMPILE_ROWS
-            if small and n_outputs == 1 and jax.process_count() == 1:
-                # a small program of the loss's sums, the search on the host
-                sums = slope_sums_program(loss, mesh, small)
-                return initial_score_on_host(
-                    lambda scores: np.asarray(sums(y, weight, scores)),
-                    np.asarray(fetch(y)),
-                    np.asarray(fetch(weight)),
-                    bool(getattr(loss, "convex", False)),
-                )
-            platform = mesh.devices.flat[0].platform
-            program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf, small)
-            return program(y, weight)
-        loss_at = loss_at_score_program(loss, mesh)
-        return init_score, loss_at(y, weight, replicated(mesh, init_score))
-
     def _checked_inputs(self, arguments: _FitArguments):
         """``fit``'s arguments checked and converted (no collectives):
         ``(features, targets, weight, feature names, loss, eval sets, metrics,
@@ -619,7 +489,7 @@ class Booster:
                 eval_qid,
             )
         )
-        placed = self._place_rows(inputs)
+        placed = place_rows(self, inputs)
         cfg, hyper = self._fit_settings(
             inputs, placed, monitored=bool(inputs.eval_sets or callbacks or verbose)
         )
@@ -661,7 +531,7 @@ class Booster:
         self._keep_fit(inputs, placed, rounds, monitor, early_stopping_rounds)
         return self
 
-    def _fit_inputs(self, arguments: _FitArguments) -> _FitInputs:
+    def _fit_inputs(self, arguments: _FitArguments) -> FitInputs:
         """``fit``'s arguments checked and converted, with several processes
         on every one (a failure in one stops them all rather than hanging
         them), and the loss and metrics tried on their shapes."""
@@ -681,93 +551,12 @@ class Booster:
                     check_metric(metric, np.asarray(evaluated.y), n_outputs)
 
         on_every_process(check_loss_and_metrics)
-        return _FitInputs(
+        return FitInputs(
             features, targets, weight, names, loss, eval_sets, metrics, n_outputs, grouped
         )
 
-    def _place_rows(self, inputs: _FitInputs) -> _PlacedRows:
-        """The rows sharded over the devices and binned there, the bin edges,
-        the seed, and the initial score (computed on the devices while this
-        process computes the bin edges)."""
-        devices = check_devices(self.devices)
-        if devices is None:
-            devices = default_training_devices(inputs.features.shape[0])
-            if inputs.groups is not None:  # no more devices than the largest group fills
-                fills = inputs.features.shape[0] // int(inputs.groups.sizes.max())
-                devices = devices[: max(1, min(len(devices), fills))]
-        mesh = make_mesh(devices)
-        features, targets, weight = inputs.features, inputs.targets, inputs.weight
-        placement, group_tables = None, None
-        if inputs.groups is None:
-            layout = row_layout(features.shape[0], mesh)
-        else:  # every group whole on one device
-            placement = place_groups(inputs.groups, mesh.size, weight)
-            layout = RowLayout(first_row=0, n_padded=placement.gather.shape[0])
-            features, targets = features[placement.gather], targets[placement.gather]
-            weight = np.where(placement.present, weight[placement.gather], 0.0).astype(np.float32)
-        # the uint32 the hashes take; one drawn (random_state None or a
-        # generator) differs between processes: process 0's counts
-        seed = np.uint32(first_process_value(draw_seed(self.random_state)))
-        y_rows, weight_rows = self._target_rows(mesh, layout, targets, weight)
-        if placement is not None:
-            group_tables = tuple(
-                GroupBucket(*(global_rows(mesh, table) for table in bucket))
-                for bucket in placement.buckets
-            )
-        first_dtype = "float64" if self.loss_dtype == "float64" else "float32"
-        pending_init = self._start_init_score(
-            loss_in(inputs.loss, first_dtype),
-            inputs.n_outputs,
-            mesh,
-            y_rows,
-            weight_rows,
-            group_tables,
-        )
-        if jax.process_count() > 1:  # the edges' gather runs collectives of its own
-            pending_init = fetch(pending_init)
-        edges = trim_unused_bins(
-            fit_bin_edges(
-                inputs.features,
-                int(self.max_bins),
-                seed=seed,
-                first_row=layout.first_row,
-                gather=gather,
-            )
-        )
-        # constant columns have no split: trained without (the same trees)
-        columns = None
-        if jax.process_count() == 1:
-            columns = splittable_columns(edges, inputs.features)
-        if columns is not None:
-            features = features[:, columns]
-        check_histogram_memory(
-            int(self.max_depth),
-            features.shape[1],
-            edges.shape[1] + 1,
-            1 if self.multi_strategy == "one_output_per_tree" else inputs.n_outputs,
-            memory_per_device(mesh.local_devices),
-        )
-        # fetched before the binning program is queued behind it
-        init_score, init_loss, loss_dtype = self._finite_init_score(
-            inputs.loss, inputs.n_outputs, mesh, y_rows, weight_rows, pending_init, group_tables
-        )
-        data = self._shard_rows(
-            mesh,
-            layout,
-            features,
-            edges if columns is None else edges[columns],
-            y_rows,
-            weight_rows,
-            placement,
-            group_tables or (),
-            columns,
-        )
-        return _PlacedRows(
-            mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, columns
-        )
-
     def _fit_settings(
-        self, inputs: _FitInputs, placed: _PlacedRows, monitored: bool
+        self, inputs: FitInputs, placed: PlacedRows, monitored: bool
     ) -> tuple[StaticSettings, NumericSettings]:
         """The training programs' settings, after probing the loss's hessian
         at the initial score (process 0's probe decides for every process)."""
@@ -799,7 +588,7 @@ class Booster:
         return self._with_columns(cfg, inputs, placed), hyper
 
     @staticmethod
-    def _with_columns(cfg: StaticSettings, inputs: _FitInputs, placed: _PlacedRows):
+    def _with_columns(cfg: StaticSettings, inputs: FitInputs, placed: PlacedRows):
         """``cfg`` knowing all columns' count where only some are trained on."""
         if placed.columns is None:
             return cfg
@@ -839,33 +628,6 @@ class Booster:
             self.feature_names_in_ = inputs.names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-
-    def _finite_init_score(self, loss, n_outputs, mesh, y, weight, pending, groups=None):
-        """The initial score, its training loss and the loss's dtype
-        (``"float32"``, or ``"float64"`` where ``loss_dtype`` asks for it or,
-        ``"auto"``, where the loss is finite at the initial score only in
-        float64); ``pending`` is :meth:`_start_init_score`'s, in float64
-        where ``loss_dtype`` asks for it, else in float32."""
-        setting = self.loss_dtype
-        init_score, init_loss = fetch(pending)
-        finite = bool(np.all(np.isfinite(init_score)) and np.isfinite(init_loss))
-        dtype = "float64" if setting == "float64" else "float32"
-        if not finite and setting == "auto":
-            wide = loss_in(loss, "float64")
-            wide_score, wide_loss = fetch(
-                self._start_init_score(wide, n_outputs, mesh, y, weight, groups)
-            )
-            if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
-                warn(float64_message("the training loss is", "at the initial score"))
-                init_score, init_loss, finite, dtype = wide_score, wide_loss, True, "float64"
-        if not finite:
-            tried = "float32 and float64" if setting == "auto" else setting
-            raise ValueError(
-                f"loss: the training loss at the initial score {init_score} is "
-                f"{float(init_loss)} (not finite, in {tried}); check the loss for overflow, e.g. "
-                "write log(cosh(d)) as logaddexp(d, -d) - log(2)"
-            )
-        return init_score, init_loss, dtype
 
     # -- prediction ----------------------------------------------------------
     @property
