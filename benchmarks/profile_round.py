@@ -28,8 +28,9 @@ from _common import N_FEATURES, jaxboost_booster, make_data, print_header, print
 
 from jaxboost import losses
 from jaxboost.engine.derivatives import grad_hess
-from jaxboost.engine.tree import HISTOGRAM_KERNELS, route_rows
-from jaxboost.kernels.interfaces import LevelSplit, find_best_splits
+from jaxboost.engine.split import find_best_splits
+from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS, route_rows
+from jaxboost.kernels.interfaces import LevelSplit
 
 MAX_BINS = 255
 
