@@ -180,6 +180,11 @@ def initial_score_on_host(
     Returns:
       ``(F0 (1,) float32, the weighted mean loss at F0)``.
     """
+    with np.errstate(all="ignore"):  # float32 overflow and NaN, as in a program: no warnings
+        return _initial_score_on_host(sums_at, y, weight, convex)
+
+
+def _initial_score_on_host(sums_at, y, weight, convex) -> tuple[np.ndarray, np.float32]:
     direction = np.ones((1, 1), np.float32)
     no_penalty = np.zeros((1, 1), np.float32)
 
