@@ -80,9 +80,12 @@ class RoundByRound:
         self.empty_record = jax.tree.map(lambda zeros: replicated(mesh, zeros), empty_record(cfg))
 
     def _wait(self, outputs):
+        """``outputs``, waited for where several devices run the programs."""
         return jax.block_until_ready(outputs) if self.blocking else outputs
 
     def __call__(self, data, edges, raw, first_round: int, n_active: int, seed, hyper):
+        """Rounds ``first_round .. first_round + n_active - 1`` from ``raw``: as
+        :func:`chunk_program`'s program."""
         derivatives = self.derivatives.compiled_for(data.y, data.weight, raw)
         at_raw = self._kept[1] if self._kept is not None and self._kept[0] is raw else None
         if at_raw is None:
