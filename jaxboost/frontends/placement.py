@@ -115,6 +115,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
             GroupBucket(*(global_rows(mesh, table) for table in bucket))
             for bucket in placement.buckets
         )
+    given = booster._given_init_score(inputs.n_outputs)
     first_dtype = "float64" if booster.loss_dtype == "float64" else "float32"
     pending_init = start_init_score(
         loss_in(inputs.loss, first_dtype),
@@ -122,7 +123,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         mesh,
         y_rows,
         weight_rows,
-        booster._given_init_score(inputs.n_outputs),
+        given,
         group_tables,
     )
     if jax.process_count() > 1:  # the edges' gather runs collectives of its own
@@ -151,12 +152,13 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
     )
     # fetched before the binning program is queued behind it
     init_score, init_loss, loss_dtype = finite_init_score(
-        booster,
         inputs.loss,
         inputs.n_outputs,
         mesh,
         y_rows,
         weight_rows,
+        given,
+        booster.loss_dtype,
         pending_init,
         group_tables,
     )
@@ -252,22 +254,20 @@ def start_init_score(
     return init_score, loss_at(y, weight, replicated(mesh, init_score))
 
 
-def finite_init_score(booster, loss, n_outputs, mesh, y, weight, pending, groups=None):
+def finite_init_score(loss, n_outputs, mesh, y, weight, given, setting: str, pending, groups=None):
     """The initial score, its training loss and the loss's dtype
-    (``"float32"``, or ``"float64"`` where ``loss_dtype`` asks for it or,
-    ``"auto"``, where the loss is finite at the initial score only in
-    float64); ``pending`` is :func:`start_init_score`'s, in float64
-    where ``loss_dtype`` asks for it, else in float32."""
-    setting = booster.loss_dtype
+    (``"float32"``, or ``"float64"`` where ``setting``, the Booster's
+    ``loss_dtype``, asks for it or, ``"auto"``, where the loss is finite at
+    the initial score only in float64); ``given``, ``groups`` as for
+    :func:`start_init_score`, ``pending`` its result, in float64 where
+    ``setting`` asks for it, else in float32."""
     init_score, init_loss = fetch(pending)
     finite = bool(np.all(np.isfinite(init_score)) and np.isfinite(init_loss))
     dtype = "float64" if setting == "float64" else "float32"
     if not finite and setting == "auto":
         wide = loss_in(loss, "float64")
         wide_score, wide_loss = fetch(
-            start_init_score(
-                wide, n_outputs, mesh, y, weight, booster._given_init_score(n_outputs), groups
-            )
+            start_init_score(wide, n_outputs, mesh, y, weight, given, groups)
         )
         if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
             warn(float64_message("the training loss is", "at the initial score"))
