@@ -88,11 +88,13 @@ def test_a_round_whose_newton_leaves_need_a_line_search_runs_on_the_fused_progra
     # no Armijo, some leaves' hessian sums are negative and only a line
     # search gives them a value (the fused program runs one)
     X, y = _data(seed=4)
-    y = 3.0 * y
+    y = 0.2 * y
 
     def wave(y, f):
         return -jnp.cos(f - y)
 
+    # started at pi, every row's hessian is negative: no split, and the root
+    # leaf has no Newton step from the first round on
     settings = {
         "loss": wave,
         "n_estimators": 12,
@@ -100,6 +102,8 @@ def test_a_round_whose_newton_leaves_need_a_line_search_runs_on_the_fused_progra
         "reg_lambda": 0.0,
         "armijo": False,
         "learning_rate": 0.5,
+        "leaf_method": "newton",
+        "base_score": float(np.pi),
     }
     switched = []
 
