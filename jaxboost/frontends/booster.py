@@ -48,9 +48,10 @@ from ..runtime.distributed import (
 )
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
-from ..runtime.same_function import canonical
+from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from .computation_keys import keyed_loss, keyed_metrics
 from .eval_sets import prepare_eval_sets
 from .grouping import (
     eval_set_groups,
@@ -405,8 +406,7 @@ class Booster:
         features = as_features(X, finite=True, refuse_subnormal=True)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
-        # a lambda written again is the first one: its programs are reused
-        loss = canonical(loss_catalogue.resolve(self.loss))
+        loss = loss_catalogue.resolve(self.loss)
         check_target_domain(loss, targets)
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
         given_weight = None if sample_weight is None else weight
@@ -419,7 +419,7 @@ class Booster:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
         several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
         metric_specs = eval_metric if several else [eval_metric or "loss"]
-        metrics = [resolve_metric(canonical(spec), loss) for spec in metric_specs]
+        metrics = [resolve_metric(spec, loss) for spec in metric_specs]
         return features, targets, weight, feature_names(X), loss, eval_sets, metrics, grouped
 
     # -- training ------------------------------------------------------------
@@ -540,6 +540,9 @@ class Booster:
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
+        # programs are reused exactly for the same computation: keyed by tracing
+        loss = keyed_loss(loss, targets.shape[1:], n_outputs, grouped=grouped is not None)
+        metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs)
 
         def check_loss_and_metrics() -> None:
             if grouped is None:
@@ -612,7 +615,7 @@ class Booster:
         self.forest_ = forest
         self.init_score_ = placed.init_score
         self.bin_edges_ = placed.edges
-        self.loss_ = inputs.loss
+        self.loss_ = plain(inputs.loss)
         self.n_outputs_ = inputs.n_outputs
         self.n_features_in_ = inputs.features.shape[1]
         self.n_estimators_ = n_rounds

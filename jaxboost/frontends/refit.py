@@ -35,6 +35,7 @@ from ..runtime.devices import ROWS, make_mesh
 from ..runtime.precision import in_float32
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
+from .computation_keys import keyed_loss
 from .loss_checks import check_loss, check_target_domain
 from .validation import as_targets, as_weights
 
@@ -299,6 +300,9 @@ def refit_leaves(
             "(pass loss= a per-sample one to refit with it)"
         )
     check_target_domain(loss, targets)
+    # the programs are reused exactly for the same computation
+    user_loss = loss
+    loss = keyed_loss(loss, targets.shape[1:], int(model.n_outputs_), grouped=False)
     check_loss(loss, targets, int(model.n_outputs_))
     if optimizer is None:
         optimizer = _default_optimizer()
@@ -340,6 +344,6 @@ def refit_leaves(
 
     refitted = copy.copy(model)
     refitted.forest_ = model.forest_._replace(leaf_value=np.asarray(leaf_value))
-    refitted.loss_ = loss
+    refitted.loss_ = user_loss
     refitted.refit_loss_ = objective
     return refitted

@@ -1,115 +1,200 @@
-"""Functions that are the same function: a lambda written again.
+"""Functions that compute the same thing: one key for the compiled programs.
 
-jaxboost's compiled programs are cached on the loss object, and JAX's traces
-on the function.  Re-running a notebook cell makes a new function object from
-the same text, which would trace and compile everything again.
-:func:`canonical` returns the first function seen with the same code and the
-same captured values, so its programs are reused.  Two functions are the
-same when their bytecode, constants, names, defaults, attributes, closure
-cells' values and the values of the globals their code names (modules and
-functions by identity, numbers, strings and arrays by value) all agree; a
-function capturing anything else (an object whose value cannot be read
-safely) is returned as it is.
+jaxboost's compiled programs are cached on the loss (and metric) object they
+call, and JAX's traces on the function.  A key by object identity would
+recompile everything for a lambda written again (a notebook cell run again),
+and, worse, would reuse stale programs for the *same* object after anything
+it reads has changed: a global, a class or module attribute, a captured
+array changed in place, its ``__code__`` replaced (IPython's autoreload).
+
+:func:`same_computation` keys a function on what it computes when traced:
+the jaxpr of its value and directional derivative at the arguments' shapes
+(every literal printed exactly, ``-0.0`` apart from ``0.0``; custom JVP
+rules expanded), the values of the jaxpr's constants (captured arrays, by
+their bytes), and the catalogue metadata it declares.  It returns one
+:class:`SameComputation` per key, whose calls go to the newest function that
+was traced to that key: the caches' programs are then reused by every
+function that computes the same thing, and by no other.  Each fit traces its
+loss and metrics again (a few milliseconds), so a change between fits is a
+new key.  A function that cannot be traced with a directional derivative is
+keyed by its value and gradient; one that cannot be traced at all gets a key
+of its own (its programs are compiled for that fit alone).
+
+The trace is taken with JAX's 64-bit mode on and float64 arguments where the
+function allows, so that Python numbers it reads are compared at their full
+precision (a float64 loss, ``loss_dtype="float64"``, sees them so).  Limits:
+a custom JVP rule's own second derivatives are keyed by the name of any
+custom JVP function the rule calls; branching on a global that changes only
+the computation at other argument shapes than the traced one is not seen.
 """
 
 from __future__ import annotations
 
 import hashlib
-import types
+import inspect
+import itertools
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-# fingerprint -> the first function with it (weakly: a dropped loss frees its entry)
-_FIRST_SEEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
-_MAX_ARRAY_BYTES = 1 << 20  # arrays larger than this are hashed by identity, not value
+# key -> the one SameComputation with it (weakly: a dropped loss frees its entry)
+_BY_KEY: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# keys of functions that could not be traced: never equal to another's
+_UNTRACEABLE = itertools.count()
+# the catalogue metadata (losses._declare) a key includes
+_DECLARED = (
+    "name",
+    "params",
+    "link",
+    "n_outputs",
+    "hessian_informative",
+    "convex",
+    "target_domain",
+    "smooth",
+    "per",
+)
 
 
-class _Unreadable(Exception):
-    """A captured value whose sameness cannot be told safely."""
+class SameComputation:
+    """A function compared and hashed by what it computes (see the module
+    docstring); calls and attributes go to the newest function traced to its
+    key.  Pickles as that function."""
+
+    def __init__(self, fn: Callable, key: tuple):
+        self.fn = fn
+        self.key = key
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("fn", "key"):  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.fn)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SameComputation) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __reduce__(self):
+        return (_identity, (self.fn,))
+
+    def __repr__(self) -> str:
+        return f"SameComputation({self.fn!r})"
 
 
-def canonical(fn: Callable) -> Callable:
-    """The first function seen that is the same as ``fn`` (see the module
-    docstring), or ``fn`` itself (not a plain Python function, or capturing
-    something unreadable)."""
-    if not isinstance(fn, types.FunctionType):
-        return fn
+def _identity(value: Any) -> Any:
+    return value
+
+
+def plain(fn: Any) -> Any:
+    """The user's function behind ``fn`` (``fn`` itself if not keyed)."""
+    return fn.fn if isinstance(fn, SameComputation) else fn
+
+
+def same_computation(fn: Callable, *arguments: jax.ShapeDtypeStruct) -> SameComputation:
+    """``fn`` keyed on what it computes at ``arguments``' shapes.
+
+    Args:
+      fn: ``fn(y, f, *rest) -> scalar``, differentiated in ``f``: a per-sample
+        loss or metric (``y`` one row's target, ``f`` ``()`` or ``(K,)``), or
+        a group loss (``y (m, ...)``, ``f (m,)``, ``mask (m,)``).
+      arguments: the shapes and dtypes of ``(y, f, *rest)``.
+    Returns:
+      the one :class:`SameComputation` of that key, now calling ``fn``.
+    """
+    fn = plain(fn)
+    key = (_declared(fn), _traced(fn, arguments), _row_derivatives(fn, arguments))
+    keyed = _BY_KEY.get(key)
+    if keyed is None:
+        keyed = SameComputation(fn, key)
+        _BY_KEY[key] = keyed
+    keyed.fn = fn  # the newest function of this computation: programs traced later trace it
+    return keyed
+
+
+def _declared(fn: Callable) -> tuple:
+    """The function's kind and declared catalogue metadata."""
+    kind = type(fn)
+    return (kind.__module__, kind.__qualname__) + tuple(
+        (name, repr(getattr(fn, name, None))) for name in _DECLARED
+    )
+
+
+def _row_derivatives(fn: Callable, arguments: tuple) -> tuple | None:
+    """A group loss's declared closed-form derivatives, traced as the loss."""
+    closed_form = getattr(fn, "row_derivatives", None)
+    if not callable(closed_form):
+        return None
     try:
-        key = _fingerprint(fn, depth=0)
-    except (_Unreadable, RecursionError):
-        return fn
-    first = _FIRST_SEEN.get(key)
-    if first is None:
-        _FIRST_SEEN[key] = fn
-        return fn
-    return first
+        return _digest(_jaxpr(closed_form, arguments))
+    except Exception:  # noqa: BLE001 - a function the key cannot read
+        return ("untraceable", next(_UNTRACEABLE))
 
 
-def _fingerprint(fn: types.FunctionType, depth: int) -> tuple:
-    if depth > 4:
-        raise _Unreadable
-    code = fn.__code__
-    globals_named = tuple(
-        (name, _value(fn.__globals__[name], depth))
-        for name in _names(code)
-        if name in fn.__globals__
+def _traced(fn: Callable, arguments: tuple) -> tuple:
+    """A digest of ``fn``'s value and derivative in ``f`` at ``arguments``."""
+    for with_derivative in (_value_and_slope, _value_and_gradient):
+        for wide in (True, False):
+            digest = _digest_or_none(with_derivative(fn), arguments, wide)
+            if digest is not None:
+                return digest
+    return ("untraceable", next(_UNTRACEABLE))
+
+
+def _digest_or_none(fn: Callable, arguments: tuple, wide: bool) -> tuple | None:
+    """:func:`_digest` of ``fn``'s trace, or None where it does not trace so."""
+    try:
+        return _digest(_jaxpr(fn, arguments, wide))
+    except Exception:  # noqa: BLE001 - the caller tries a narrower trace
+        return None
+
+
+def _value_and_slope(fn: Callable) -> Callable:
+    def traced(y, f, *rest):
+        value, slope = jax.jvp(lambda f: fn(y, f, *rest), (f,), (jnp.ones_like(f),))
+        return fn(y, f, *rest), value, slope
+
+    return traced
+
+
+def _value_and_gradient(fn: Callable) -> Callable:
+    def traced(y, f, *rest):
+        return fn(y, f, *rest), jax.grad(lambda f: jnp.sum(fn(y, f, *rest)))(f)
+
+    return traced
+
+
+def _jaxpr(fn: Callable, arguments: tuple, wide: bool = False) -> jax.extend.core.ClosedJaxpr:
+    """``fn``'s closed jaxpr at ``arguments`` (``wide``: in 64-bit mode, its
+    float32 arguments made float64)."""
+    if not wide:
+        with jax.enable_x64(False):
+            return jax.make_jaxpr(fn)(*arguments)
+    widened = tuple(
+        jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype)
+        for a in arguments
     )
-    cells = tuple(_value(cell.cell_contents, depth) for cell in fn.__closure__ or ())
-    defaults = tuple(_value(value, depth) for value in fn.__defaults__ or ())
-    keyword_defaults = tuple(
-        sorted((k, _value(v, depth)) for k, v in (fn.__kwdefaults__ or {}).items())
-    )
-    attributes = tuple(sorted((k, _value(v, depth)) for k, v in fn.__dict__.items()))
-    return (
-        fn.__module__,
-        _code_key(code),
-        globals_named,
-        cells,
-        defaults,
-        keyword_defaults,
-        attributes,
-    )
+    with jax.enable_x64(True):
+        return jax.make_jaxpr(fn)(*widened)
 
 
-def _names(code: types.CodeType) -> set[str]:
-    """The global names ``code`` and its nested code objects use."""
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _names(constant)
-    return names
-
-
-def _code_key(code: types.CodeType) -> tuple:
-    constants = tuple(
-        _code_key(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c))
-        for c in code.co_consts
-    )
-    return (code.co_code, constants, code.co_names, code.co_varnames, code.co_freevars)
-
-
-def _value(value: Any, depth: int) -> Any:
-    """A hashable stand-in for a captured value, equal for equal values."""
-    if isinstance(value, _PLAIN):
-        return (type(value).__name__, value)
-    if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, type)):
-        return ("object", value)  # held, so that its id cannot be reused
-    if isinstance(value, types.FunctionType):
-        # a function defined at a module's top stays the same object
-        if value.__closure__ is None and value.__qualname__ == value.__name__:
-            return ("object", value)
-        return ("function", _fingerprint(value, depth + 1))
-    if isinstance(value, (tuple, list)) and len(value) <= 64:
-        return (type(value).__name__, tuple(_value(item, depth) for item in value))
-    if isinstance(value, (np.ndarray, np.generic)) and value.nbytes <= _MAX_ARRAY_BYTES:
-        array = np.asarray(value)
+def _digest(closed: Any) -> tuple:
+    """The jaxpr's text and its constants' values, hashed."""
+    text = hashlib.sha256(str(closed.jaxpr).encode()).hexdigest()
+    constants = []
+    for constant in closed.consts:
+        array = np.asarray(constant)
         digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-        return ("array", array.dtype.str, array.shape, digest)
-    if callable(value) and type(value).__hash__ is object.__hash__:
-        # a declared loss, a jitted or numpy function: the same object only
-        return ("object", value)
-    raise _Unreadable
+        constants.append((array.dtype.str, array.shape, digest))
+    return (text, tuple(constants))
