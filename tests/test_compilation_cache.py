@@ -130,7 +130,8 @@ def test_a_cache_directory_that_cannot_be_written_to_warns_naming_the_variable(t
 def test_home_and_relative_cache_directories_are_made_absolute(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    result = _run_entry_script({"JAXBOOST_CACHE_DIR": "~/cache", "HOME": str(home)})
+    # run from tmp_path: a literal "~" directory would land there, not in the repository
+    result = _run_entry_script({"JAXBOOST_CACHE_DIR": "~/cache", "HOME": str(home)}, cwd=tmp_path)
     assert result["directory"] == str(home / "cache" / "xla")
     assert any((home / "cache" / "xla").glob("*-cache"))
     result = _run_entry_script({"JAXBOOST_CACHE_DIR": "relative"}, cwd=tmp_path)
