@@ -1,6 +1,10 @@
 """The persistent compilation cache: a second process compiles nothing big."""
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from run_script import run_script, xla_flags_without
@@ -35,10 +39,6 @@ def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
 
 
 def _cache_setting_at_import(environment: dict[str, str]) -> str:
-    import os
-    import subprocess
-    import sys
-
     code = "import jax, jaxboost; print(jax.config.jax_compilation_cache_dir)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAXBOOST_")}
     result = subprocess.run(
@@ -60,3 +60,81 @@ def test_the_cache_is_on_by_default_in_the_users_cache_directory(tmp_path):
     # a cache the user set up for JAX is left alone
     theirs = str(tmp_path / "theirs")
     assert _cache_setting_at_import({"JAX_COMPILATION_CACHE_DIR": theirs}) == theirs
+
+
+# -- damaged entries and unusable directories ------------------------------------------
+ENTRY_SCRIPT = Path(__file__).parent / "scripts" / "cache_entry.py"
+
+
+def _run_entry_script(environment: dict[str, str], cwd: Path | None = None) -> dict:
+    """One process compiling one small program (see scripts/cache_entry.py),
+    with no jaxboost setting but ``environment``'s."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXBOOST_")}
+    result = subprocess.run(
+        [sys.executable, str(ENTRY_SCRIPT)],
+        check=False,
+        env={**env, "JAXBOOST_NATIVE": "0", **environment},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_damaged_entry_is_removed_and_stored_anew(tmp_path):
+    environment = {"JAXBOOST_CACHE_DIR": str(tmp_path)}
+    first = _run_entry_script(environment)
+    assert first["warnings"] == [] and first["hits"] == 0
+    (entry,) = (tmp_path / "xla").glob("jit__lambda*-cache")
+    size = entry.stat().st_size
+    entry.write_bytes(entry.read_bytes()[: size // 2])  # a process killed mid-write
+    # the next process cannot read it: it says so, removes it and stores it anew
+    second = _run_entry_script(environment)
+    assert second["total"] == first["total"]
+    (warning,) = second["warnings"]
+    assert f"removed the compiled program {entry}" in warning
+    assert entry.stat().st_size == size
+    # and later processes load it without a word (they warned forever before)
+    third = _run_entry_script(environment)
+    assert third["warnings"] == [] and third["hits"] >= 1
+    assert third["total"] == first["total"]
+
+
+def _unusable_warning(result: dict) -> str:
+    assert result["directory"] is None, result  # the cache stays off
+    (warning,) = result["warnings"]
+    assert "cannot keep compiled programs in" in warning
+    assert "JAXBOOST_COMPILATION_CACHE=off" in warning
+    return warning
+
+
+def test_a_cache_directory_that_cannot_be_made_warns_naming_the_variable(tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a directory")
+    result = _run_entry_script({"JAXBOOST_CACHE_DIR": str(blocker)})
+    warning = _unusable_warning(result)
+    assert f"in {blocker / 'xla'} (JAXBOOST_CACHE_DIR's xla/)" in warning
+    assert "Set JAXBOOST_CACHE_DIR to a directory you can write to" in warning
+
+
+def test_a_cache_directory_that_cannot_be_written_to_warns_naming_the_variable(tmp_path):
+    # /proc/self exists and refuses new files, root or not
+    result = _run_entry_script({"JAXBOOST_COMPILATION_CACHE": "/proc/self"})
+    warning = _unusable_warning(result)
+    assert "in /proc/self (JAXBOOST_COMPILATION_CACHE=/proc/self)" in warning
+    assert "Set JAXBOOST_COMPILATION_CACHE to a directory you can write to" in warning
+
+
+def test_home_and_relative_cache_directories_are_made_absolute(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    # run from tmp_path: a literal "~" directory would land there, not in the repository
+    result = _run_entry_script({"JAXBOOST_CACHE_DIR": "~/cache", "HOME": str(home)}, cwd=tmp_path)
+    assert result["directory"] == str(home / "cache" / "xla")
+    assert any((home / "cache" / "xla").glob("*-cache"))
+    result = _run_entry_script({"JAXBOOST_CACHE_DIR": "relative"}, cwd=tmp_path)
+    assert result["directory"] == str(tmp_path / "relative" / "xla")
+    result = _run_entry_script({"JAXBOOST_COMPILATION_CACHE": "programs"}, cwd=tmp_path)
+    assert result["directory"] == str(tmp_path / "programs")

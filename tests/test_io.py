@@ -28,6 +28,7 @@ from jaxboost.frontends.model_file import (
     ModelFileError,
     array_checksum,
     decode_array,
+    document_checksum,
     encode_array,
     save_model,
 )
@@ -108,6 +109,13 @@ def _write(tmp_path, document, name="edited.json"):
     return path
 
 
+def _stamped(document):
+    """``document`` with its whole-document checksum recomputed, as a buggy
+    writer or a forger could: the content checks must still refuse it."""
+    document["checksum"] = document_checksum(document)
+    return document
+
+
 # -- round trips ---------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(MODELS))
 def test_a_loaded_model_predicts_bit_identically(name, fitted, data, tmp_path):
@@ -136,7 +144,15 @@ def test_the_file_is_utf8_json_with_exact_arrays(model_file, fitted):
     document = _document(model_file)
     assert document["format"] == "jaxboost-model"
     assert document["version"] == FORMAT_VERSION
-    assert set(document) == {"format", "version", "params", "loss", "state", "checksums"}
+    assert set(document) == {
+        "format",
+        "version",
+        "params",
+        "loss",
+        "state",
+        "checksums",
+        "checksum",
+    }
     assert "loss" not in document["params"] and "devices" not in document["params"]
     assert document["loss"] == {
         "name": "squared_error",
@@ -254,7 +270,7 @@ def test_every_tree_field_has_a_rule():
 
 # -- errors --------------------------------------------------------------------------
 def _set_array(document, field, array):
-    """Replace a tree array and its checksum, as a buggy writer or a forger could."""
+    """Replace a tree array and its own checksum, as a buggy writer or a forger could."""
     document["state"]["forest_"][field] = encode_array(array)
     document["checksums"][f"state.forest_.{field}"] = array_checksum(array)
 
@@ -412,7 +428,7 @@ DOCUMENT_ERRORS = {
     "checksums missing": (_delete(("checksums",)), r"top level: missing keys \['checksums'\]"),
     "one checksum missing": (
         _delete(("checksums", "state.bin_edges_")),
-        r"state\.bin_edges_: its checksum is missing.*changed or corrupted",
+        r"state\.bin_edges_: its checksum is missing.*edited or damaged",
     ),
     "checksums not an object": (_set(("checksums",), []), "checksums: expected a JSON object"),
     "checksum not hex": (
@@ -431,8 +447,11 @@ def test_a_bad_document_raises_a_clear_error(case, model_file, tmp_path):
     mutate, message = DOCUMENT_ERRORS[case]
     document = _document(model_file)
     mutate(document)
-    with pytest.raises(ModelFileError, match=message):
-        load_model(_write(tmp_path, document))
+    path = _write(tmp_path, _stamped(document))
+    with pytest.raises(
+        ModelFileError, match=re.escape(f"model file {str(path)!r}: ") + ".*" + message
+    ):
+        load_model(path)
 
 
 VERSION = f'"version": {FORMAT_VERSION}'.encode()
@@ -480,7 +499,15 @@ def test_errors_are_value_errors():
 
 
 # -- checksums -----------------------------------------------------------------------
-EDITED = "changed or corrupted after saving.*save it again with jaxboost"
+EDITED = "edited or damaged after saving.*save it again with jaxboost"
+
+
+def _changed(*places):
+    """The error's pattern for arrays edited at ``places``, checksums left as saved."""
+    changed = ", ".join(places)
+    return re.escape(f"checksum: the content does not match it (these arrays changed: {changed})")
+
+
 ARRAY_PLACES = [f"state.forest_.{field}" for field in Tree._fields] + [
     "state.init_score_",
     "state.bin_edges_",
@@ -532,7 +559,7 @@ def test_every_single_bit_flip_in_the_leaf_values_is_refused(model_file, tmp_pat
         try:
             load_model(path)
         except ModelFileError as error:
-            assert re.search(r"state\.forest_\.leaf_value: .*" + EDITED, str(error)), error
+            assert re.search(_changed("state.forest_.leaf_value") + ".*" + EDITED, str(error))
         else:
             loaded.append(bit)
     assert not loaded, f"{len(loaded)} of {len(bits)} bit flips loaded: bits {loaded}"
@@ -541,21 +568,22 @@ def test_every_single_bit_flip_in_the_leaf_values_is_refused(model_file, tmp_pat
 def test_negated_leaf_values_are_refused(model_file, tmp_path):
     document = _document(model_file)
     _hand_edit(document, "leaf_value", np.negative)
-    with pytest.raises(ModelFileError, match=r"state\.forest_\.leaf_value: .*" + EDITED):
+    with pytest.raises(ModelFileError, match=_changed("state.forest_.leaf_value") + ".*" + EDITED):
         load_model(_write(tmp_path, document))
 
 
 def test_an_edited_threshold_is_refused_even_with_its_bin_edges_edited_alike(model_file, tmp_path):
     document = _document(model_file)
     _hand_edit(document, "threshold", lambda a: _first_set(a, 0.123))
-    with pytest.raises(ModelFileError, match=r"state\.forest_\.threshold: .*" + EDITED):
+    with pytest.raises(ModelFileError, match=_changed("state.forest_.threshold") + ".*" + EDITED):
         load_model(_write(tmp_path, document))
     # doubled thresholds and edges pass every content check: only the checksum tells
     document = _document(model_file)
     _hand_edit(document, "threshold", lambda a: 2 * a)
     edges = decode_array(document["state"]["bin_edges_"], "bin_edges_", "float32")
     document["state"]["bin_edges_"] = encode_array(2 * edges)
-    with pytest.raises(ModelFileError, match=r"state\.forest_\.threshold: .*" + EDITED):
+    both = _changed("state.forest_.threshold", "state.bin_edges_")
+    with pytest.raises(ModelFileError, match=both + ".*" + EDITED):
         load_model(_write(tmp_path, document))
 
 
@@ -566,7 +594,7 @@ def test_a_flipped_bit_in_any_array_is_refused_naming_it(place, model_file, tmp_
     data = bytearray(base64.b64decode(entry["data"]))
     data[0] ^= 1  # the lowest bit: a bool stays 0 or 1
     entry["data"] = base64.b64encode(bytes(data)).decode()
-    with pytest.raises(ModelFileError, match=re.escape(place) + ": .*" + EDITED):
+    with pytest.raises(ModelFileError, match=_changed(place) + ".*" + EDITED):
         load_model(_write(tmp_path, document))
 
 
@@ -583,16 +611,47 @@ def test_a_file_rewritten_with_other_json_layout_loads_identically(name, fitted,
         np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
-def test_a_version_1_file_without_checksums_loads_as_before(model_file, fitted, data, tmp_path):
-    document = _document(model_file)
-    del document["checksums"]
-    document["version"] = 1
-    loaded = load_model(_write(tmp_path, document))
+def _older(document, version):
+    """``document`` as an older jaxboost wrote it: version 2 without the whole
+    document's checksum, version 1 without any."""
+    document = copy.deepcopy(document)
+    document["version"] = version
+    for key in ("checksum", "checksums")[: 3 - version]:
+        del document[key]
+    return document
+
+
+OLDER = "written by an older jaxboost \\(format version {}\\).*Save it again with this jaxboost"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_loads_with_a_warning(version, model_file, fitted, data, tmp_path):
+    path = _write(tmp_path, _older(_document(model_file), version))
+    with pytest.warns(UserWarning, match=re.escape(str(path)) + ".* " + OLDER.format(version)):
+        loaded = load_model(path)
     for X in data:
         np.testing.assert_array_equal(loaded.predict(X), fitted["squared_error"].predict(X))
-    # version 1 has no checksums: its arrays get the content checks only, as before
+
+
+def test_a_version_2_file_has_its_arrays_checked_and_the_rest_for_consistency(model_file, tmp_path):
+    document = _older(_document(model_file), 2)
     _hand_edit(document, "leaf_value", np.negative)
-    edited = load_model(_write(tmp_path, document))
+    with pytest.raises(ModelFileError, match=r"state\.forest_\.leaf_value: .*" + EDITED):
+        load_model(_write(tmp_path, document))
+    # documented: its other fields have no checksum, an edit consistent with the rest loads
+    document = _older(_document(model_file), 2)
+    document["params"]["learning_rate"] = 0.5
+    with pytest.warns(UserWarning, match="arrays are checked"):
+        assert load_model(_write(tmp_path, document)).learning_rate == 0.5
+
+
+def test_a_version_1_file_has_the_content_checks_alone(model_file, tmp_path):
+    document = _older(_document(model_file), 1)
+    with pytest.warns(UserWarning, match="no checksums"):
+        loaded = load_model(_write(tmp_path, document))
+    _hand_edit(document, "leaf_value", np.negative)
+    with pytest.warns(UserWarning, match="no checksums"):
+        edited = load_model(_write(tmp_path, document))
     np.testing.assert_array_equal(edited.forest_.leaf_value, -loaded.forest_.leaf_value)
     document["checksums"] = {}
     with pytest.raises(ModelFileError, match=r"unexpected keys \['checksums'\]"):
@@ -655,7 +714,8 @@ def _mutant(raw: bytes, document: dict, rng: np.random.Generator) -> bytes:
         del container[key]
     elif kind == 4:  # duplicate a key
         dicts = [c for _, c in _containers(document) if isinstance(c, dict) and c]
-        return _dump_with_duplicate(document, dicts[int(rng.integers(len(dicts)))]).encode()
+        duplicated = dicts[int(rng.integers(len(dicts)))]
+        return _dump_with_duplicate(_stamped(document), duplicated).encode()
     elif kind == 5:  # change a value
         choices = [0, -1, 1, 2, 3, 7, 16, 2**31, 1e30, -0.5, 0.5, True, None, "1", [], {}]
         container[key] = choices[int(rng.integers(len(choices)))]
@@ -679,7 +739,8 @@ def _mutant(raw: bytes, document: dict, rng: np.random.Generator) -> bytes:
             end = min(len(data), start + width)
             data[start:end] = bytes(rng.integers(256, size=end - start).tolist())
         array["data"] = base64.b64encode(bytes(data)).decode()
-    return json.dumps(document).encode()
+    # stamped: a forged checksum, so the content checks meet every edit
+    return json.dumps(_stamped(document)).encode()
 
 
 def test_mutated_files_load_correctly_or_raise_a_clear_error(model_file, data, tmp_path):
@@ -731,7 +792,7 @@ def test_loading_executes_no_code_from_the_file(fitted, data, tmp_path, monkeypa
     document = _document(_saved(fitted["squared_error"], tmp_path))
     document["state"]["feature_names_in_"] = [code, "exec('1')", pickled, "{{x}}"]
     document["params"]["leaf_method"] = code
-    loads_as_data = _write(tmp_path, document, "data.json")
+    loads_as_data = _write(tmp_path, _stamped(document), "data.json")
     rejected = {
         "loss.name": _set(("loss", "name"), code),
         "optax": _set(("loss", "name"), "optax:__import__"),
@@ -742,7 +803,7 @@ def test_loading_executes_no_code_from_the_file(fitted, data, tmp_path, monkeypa
     for name, mutate in rejected.items():
         edited = copy.deepcopy(document)
         mutate(edited)
-        paths.append(_write(tmp_path, edited, f"{name}.json"))
+        paths.append(_write(tmp_path, _stamped(edited), f"{name}.json"))
     pickle_file = tmp_path / "pickle.json"
     pickle_file.write_bytes(pickle.dumps(_Payload()))
 
@@ -763,5 +824,66 @@ def test_a_setting_missing_from_an_older_file_takes_its_default(tmp_path, model_
     """Files written before a Booster setting existed keep loading."""
     document = _document(model_file)
     del document["params"]["colsample_bytree"]
-    model = load_model(_write(tmp_path, document))
+    model = load_model(_write(tmp_path, _stamped(document)))
     assert model.colsample_bytree == 1.0
+
+
+# -- the whole document's checksum ---------------------------------------------------
+def _with_names(model):
+    named = copy.copy(model)
+    named.feature_names_in_ = np.array([f"x{i}" for i in range(N_FEATURES)], dtype=object)
+    return named
+
+
+def _negate_leaves_and_their_checksum(document):
+    leaves = -_get_array(document, "leaf_value")
+    _set_array(document, "leaf_value", leaves)
+
+
+WHOLE_DOCUMENT_EDITS = {
+    # each of these loaded before whole-document checksums (with other
+    # predictions, another loss to refit with, or other settings)
+    "loss name": ("squared_error", _set(("loss", "name"), "absolute_error")),
+    "link of a custom loss": ("custom_lambda", _set(("loss", "link"), "identity")),
+    "a setting": ("squared_error", _set(("params", "learning_rate"), 0.5)),
+    "a feature name": ("squared_error", _set(("state", "feature_names_in_", 2), "income")),
+    "an array and its own checksum": ("squared_error", _negate_leaves_and_their_checksum),
+    "a loss parameter": ("quantile_0.3", _set(("loss", "params", "alpha"), 0.7)),
+}
+
+
+@pytest.mark.parametrize("case", list(WHOLE_DOCUMENT_EDITS))
+def test_an_edit_anywhere_in_the_file_is_refused_naming_the_file(case, fitted, tmp_path):
+    name, mutate = WHOLE_DOCUMENT_EDITS[case]
+    document = _document(_saved(_with_names(fitted[name]), tmp_path))
+    mutate(document)
+    path = _write(tmp_path, document)
+    message = re.escape(f"model file {str(path)!r}: checksum: the content does not match it")
+    with pytest.raises(ModelFileError, match=message + ".*edited or damaged after saving"):
+        load_model(path)
+
+
+def test_an_edited_array_is_named_in_the_error(model_file, tmp_path):
+    document = _document(model_file)
+    _hand_edit(document, "leaf_value", np.negative)
+    hint = re.escape("(these arrays changed: state.forest_.leaf_value)")
+    with pytest.raises(ModelFileError, match=hint):
+        load_model(_write(tmp_path, document))
+
+
+@pytest.mark.parametrize("removed", [("checksum",), ("checksum", "checksums")])
+def test_a_current_version_file_without_its_checksum_is_refused(removed, model_file, tmp_path):
+    document = _document(model_file)
+    for key in removed:
+        del document[key]
+    path = _write(tmp_path, document)
+    message = f"model file {str(path)!r}: checksum: missing, and every version 3 file carries one"
+    with pytest.raises(ModelFileError, match=re.escape(message)):
+        load_model(path)
+
+
+def test_the_checksum_is_the_sha256_of_the_sorted_compact_json_of_the_rest(model_file):
+    document = _document(model_file)
+    rest = {key: value for key, value in document.items() if key != "checksum"}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert document["checksum"] == hashlib.sha256(text.encode()).hexdigest()

@@ -13,7 +13,7 @@ import pytest
 from run_script import run_script
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
-from jaxboost.kernels.native_library import SOURCES, native_available
+from jaxboost.kernels.native_library import SOURCES, build_library, is_intact, native_available
 from jaxboost.kernels.registry import kernels_for
 
 SCRIPT = Path(__file__).parent / "scripts" / "kernel_choice.py"
@@ -45,6 +45,15 @@ def _failing_compiler(folder: Path) -> Path:
     return script
 
 
+def _truncated_copy(tmp_path: Path, source: str, name: str) -> Path:
+    """A copy of the cache ``source`` whose library lost its second half, as
+    a full disk or a killed copy leaves it."""
+    shutil.copytree(tmp_path / source, tmp_path / name)
+    (library,) = (tmp_path / name).glob("*.so")
+    library.write_bytes(library.read_bytes()[: library.stat().st_size // 2])
+    return library
+
+
 @pytest.fixture(scope="module")
 def fits(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("kernels")
@@ -58,7 +67,18 @@ def fits(tmp_path_factory):
         ),
         "switched off": _fit(tmp_path, "off", JAXBOOST_NATIVE="0", **fallback_programs),
     }
+    # loading a truncated library killed every process (SIGBUS): now it is
+    # built again, or, with no working compiler, the XLA kernels run
+    rebuilt = _truncated_copy(tmp_path, "built", "truncated")
+    results["truncated library"] = _fit(tmp_path, "truncated")
+    results["truncated library"]["library"] = rebuilt
+    _truncated_copy(tmp_path, "built", "truncated, broken")
+    second_compiler = _failing_compiler(tmp_path_factory.mktemp("second-compiler"))
+    results["truncated library, broken compiler"] = _fit(
+        tmp_path, "truncated, broken", CXX=str(second_compiler), **fallback_programs
+    )
     results["broken compiler"]["folder"] = tmp_path
+    results["built"]["folder"] = tmp_path / "built"
     return results
 
 
@@ -66,9 +86,11 @@ def test_a_fresh_cache_builds_the_library_once(fits):
     built = fits["built"]
     assert built["kernel"] == "native"
     assert built["warnings"] == []
-    # one library; the compiled XLA programs are kept beside it, in xla/
+    # one library and its size and digest; the compiled XLA programs are kept
+    # beside them, in xla/
     libraries = [name for name in built["cache"] if name != "xla"]
-    assert len(libraries) == 1 and libraries[0].endswith(".so")
+    assert len(libraries) == 2 and libraries[0].endswith(".so")
+    assert libraries[1] == libraries[0] + ".sha256.json"
 
 
 def test_a_failed_build_warns_and_falls_back(fits):
@@ -91,10 +113,44 @@ def test_switched_off_falls_back_quietly(fits):
     assert off["cache"] == []
 
 
+def test_a_truncated_library_is_built_again_not_loaded(fits):
+    truncated = fits["truncated library"]
+    assert truncated["kernel"] == "native"
+    assert truncated["warnings"] == []
+    library = truncated["library"]
+    assert library.stat().st_size == (fits["built"]["folder"] / library.name).stat().st_size
+    assert is_intact(library)
+
+
+def test_a_truncated_library_that_cannot_be_rebuilt_falls_back_with_one_warning(fits):
+    broken = fits["truncated library, broken compiler"]
+    assert broken["kernel"] == "packed"
+    assert len(broken["warnings"]) == 1
+    assert "failed to build" in broken["warnings"][0]
+
+
+def test_a_library_is_intact_only_as_it_was_built(tmp_path):
+    built = build_library()
+    record = built.with_name(built.name + ".sha256.json")
+    library = tmp_path / built.name
+    shutil.copy(built, library)
+    shutil.copy(record, tmp_path / record.name)
+    assert is_intact(library)
+    data = bytearray(library.read_bytes())
+    data[len(data) // 2] ^= 1  # the same size, one bit changed
+    library.write_bytes(bytes(data))
+    assert not is_intact(library)
+    library.write_bytes(built.read_bytes()[:-1])
+    assert not is_intact(library)
+    shutil.copy(built, library)
+    (tmp_path / record.name).unlink()  # a build without its record
+    assert not is_intact(library)
+
+
 @pytest.mark.parametrize(
     "model", ["predictions", "line_search_predictions", "quantised_predictions"]
 )
 def test_every_kernel_fits_the_same_model(fits, model):
     native = np.asarray(fits["built"][model])
-    for name in ("broken compiler", "switched off"):
+    for name in fits:
         np.testing.assert_allclose(np.asarray(fits[name][model]), native, atol=1e-5)

@@ -26,8 +26,8 @@ def load_model(
       the model, predicting exactly as the saved one did.
     Raises:
       ModelFileError: (a ``ValueError``) the file is not a valid model file,
-        or an array of a version-2 file does not match its saved checksum
-        (the file was changed or corrupted after saving).
+        or does not match its checksums (it was edited or damaged after
+        saving).
     """
     params, loss, state = read_model(path, Booster, loss, max_bytes=max_bytes)
     model = Booster(loss=loss, **params)

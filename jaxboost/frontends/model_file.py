@@ -2,31 +2,34 @@
 
 The file is UTF-8 JSON::
 
-    {"format": "jaxboost-model", "version": 2,
+    {"format": "jaxboost-model", "version": 3,
      "params": {...constructor settings...},
      "loss":   {"name": "quantile", "params": {"alpha": 0.3}, "link": "identity",
                 "n_outputs": 1}            # a catalogue loss, rebuilt by name
             or {"name": null, "link": "sigmoid"},   # a custom loss: pass it again
      "state":  {"forest_": {"feature": ARRAY, ...}, "init_score_": ARRAY, ...},
      "checksums": {"state.forest_.feature": "<SHA-256 hex>", ...,
-                   "state.init_score_": ..., "state.bin_edges_": ...}}
+                   "state.init_score_": ..., "state.bin_edges_": ...},
+     "checksum": "<SHA-256 hex of the whole document>"}
 
 Every array is stored exactly, ``{"dtype": "float32", "shape": [2, 3], "data":
 "<base64 of the little-endian bytes>"}``, so a loaded model predicts
-bit-identically.  ``checksums`` holds, for every array, keyed by its place in
-the file, the SHA-256 of its canonical bytes (:func:`array_checksum`): the
-ASCII header ``"<dtype> <d0>,<d1>,...\\n"`` (``"float32 4,1,3\\n"``) followed
-by the values' little-endian bytes in C order.  Loading recomputes each from
-the decoded array, so a file whose arrays were edited or corrupted after
-saving is refused, however its JSON is laid out.  A checksum catches accidents
-and hand edits, not forgery (anyone can recompute it), so the content checks
-below run on every file as well.
+bit-identically.  ``checksum`` covers the whole document, every field but
+itself (``document_checksum``), so an edited loss, link, setting, feature
+name or array is refused, however the JSON is laid out.  ``checksums`` holds,
+for every array, keyed by its place in the file, the SHA-256 of its canonical
+bytes (``array_checksum``): it names the array that changed.  A checksum
+catches accidents and hand edits, not forgery (anyone can recompute it), so the
+content checks below run on every file as well.
 
-Version 1 files (no ``checksums``) still load, unchecked as before.  Loading
-is data only: no pickle, no eval, no import of a name from the file; the whole
-file is validated (checksums, types, shapes, value ranges, and the consistency
-of the fields with one another) before anything is built, and every problem
-raises :class:`ModelFileError` (a ``ValueError``).
+Older files still load, with a warning that no checksum covers their whole
+document: version 2 files (array ``checksums`` only) with their arrays checked,
+version 1 files (no checksums) with the content checks alone.  A file that
+says version 3 without its ``checksum`` is refused.  Loading is data only: no
+pickle, no eval, no import of a name from the file; the whole file is validated
+(checksums, types, shapes, value ranges, and the consistency of the fields with
+one another) before anything is built, and every problem raises
+``ModelFileError`` (a ``ValueError``) naming the file.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -50,8 +54,9 @@ from ..engine.tree import Tree
 from ..losses import DATA_OUTPUTS
 
 FORMAT = "jaxboost-model"
-FORMAT_VERSION = 2
-CHECKSUMS_SINCE = 2  # the first format version whose files carry ``checksums``
+FORMAT_VERSION = 3
+CHECKSUMS_SINCE = 2  # the first format version whose files carry array ``checksums``
+DOCUMENT_CHECKSUM_SINCE = 3  # ... and the whole document's ``checksum``
 DEFAULT_MAX_BYTES = 1 << 30
 
 # Constructor arguments that are not saved: ``loss`` has its own section (a
@@ -109,7 +114,8 @@ class ModelFileError(ValueError):
 
 
 def _fail(where: str, problem: str) -> ModelFileError:
-    return ModelFileError(f"model file: {where}: {problem}")
+    # read_model puts the file's name in front
+    return ModelFileError(f"{where}: {problem}")
 
 
 # -- JSON values ---------------------------------------------------------------
@@ -202,6 +208,19 @@ def array_checksum(array: Any) -> str:
     header = f"{array.dtype.name} {','.join(str(n) for n in array.shape)}\n".encode("ascii")
     data = np.ascontiguousarray(array, dtype=DTYPES[array.dtype.name]).tobytes()
     return hashlib.sha256(header + data).hexdigest()
+
+
+def document_checksum(document: dict) -> str:
+    """SHA-256 (hex) of every field of a model file's ``document`` but ``checksum``.
+
+    The bytes are the fields as JSON with sorted keys, no spaces and
+    non-ASCII characters escaped (``json.dumps(..., sort_keys=True,
+    separators=(",", ":"))``), so the digest depends on the data only, never
+    on how the file lays it out.
+    """
+    body = {key: value for key, value in document.items() if key != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 # -- state codecs ----------------------------------------------------------------
@@ -365,10 +384,66 @@ def _encode_checksums(state: dict) -> dict:
 
 
 _RESAVE = (
-    "the file was changed or corrupted after saving; a model cannot be edited by hand: "
+    "the file was edited or damaged after saving; a model cannot be edited by hand: "
     "load the original file, change the model in Python and save it again with jaxboost "
     "(Booster.save)"
 )
+
+
+def _entry_at(document: dict, place: str) -> Any:
+    """The value at ``place`` ("state.forest_.threshold") of a document, or None."""
+    node: Any = document
+    for key in place.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+def _arrays_off_their_checksums(document: dict) -> list[str]:
+    """Places of the arrays whose data differs from their saved checksum (a hint
+    for the error message: best effort, anything unreadable counts as changed)."""
+    saved = document.get("checksums")
+    changed = []
+    for place, digest in saved.items() if isinstance(saved, dict) else ():
+        entry = _entry_at(document, place)
+        try:
+            array = decode_array(
+                entry, place, entry.get("dtype") if isinstance(entry, dict) else ""
+            )
+        except ModelFileError:
+            changed.append(place)
+            continue
+        if array_checksum(array) != digest:
+            changed.append(place)
+    return changed
+
+
+def _check_document_checksum(document: dict, version: int) -> None:
+    """The document has a ``checksum`` and its fields still match it."""
+    if "checksum" not in document:
+        raise _fail(
+            "checksum",
+            f"missing, and every version {version} file carries one: {_RESAVE}",
+        )
+    saved = document["checksum"]
+    if not isinstance(saved, str) or not _SHA256_HEX.fullmatch(saved):
+        raise _fail("checksum", "expected 64 lowercase hex digits (SHA-256)")
+    if document_checksum(document) != saved:
+        changed = _arrays_off_their_checksums(document)
+        hint = f" (these arrays changed: {', '.join(changed)})" if changed else ""
+        raise _fail("checksum", f"the content does not match it{hint}: {_RESAVE}")
+
+
+def _legacy_warning(version: int) -> str:
+    checked = (
+        "its arrays are checked against their checksums, its other fields (loss, link, "
+        "settings, feature names) only for consistency"
+        if version >= CHECKSUMS_SINCE
+        else "it has no checksums: only consistency checks guard it against edits or damage"
+    )
+    return (
+        f"was written by an older jaxboost (format version {version}) without a checksum "
+        f"of the whole document: {checked}. Save it again with this jaxboost to add one."
+    )
 
 
 def _check_checksums(obj: Any, state: dict) -> None:
@@ -684,18 +759,16 @@ def _read_json(path: str | os.PathLike, max_bytes: int) -> Any:
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size > max_bytes:
-            raise _fail(
-                str(path), f"{size} bytes is over the limit of {max_bytes} bytes (max_bytes)"
-            )
+            raise _fail("file", f"{size} bytes is over the limit of {max_bytes} bytes (max_bytes)")
         raw = file.read(max_bytes + 1)
     if len(raw) > max_bytes:
-        raise _fail(str(path), f"over the limit of {max_bytes} bytes (max_bytes)")
+        raise _fail("file", f"over the limit of {max_bytes} bytes (max_bytes)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise _fail(str(path), f"not UTF-8 text ({error})") from None
+        raise _fail("file", f"not UTF-8 text ({error})") from None
     if not text.strip():
-        raise _fail(str(path), "the file is empty (truncated?)")
+        raise _fail("file", "the file is empty (truncated?)")
     try:
         return json.loads(
             text,
@@ -706,18 +779,17 @@ def _read_json(path: str | os.PathLike, max_bytes: int) -> Any:
     except json.JSONDecodeError as error:
         # the text ends inside a value, or inside a string that never closes
         if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
-            raise _fail(str(path), "the JSON ends early: the file is truncated") from None
-        raise _fail(str(path), f"not valid JSON ({error})") from None
+            raise _fail("file", "the JSON ends early: the file is truncated") from None
+        raise _fail("file", f"not valid JSON ({error})") from None
     except RecursionError:
-        raise _fail(str(path), "JSON nested too deeply") from None
+        raise _fail("file", "JSON nested too deeply") from None
     except ModelFileError:
         raise
     except ValueError as error:  # e.g. an integer with too many digits
-        raise _fail(str(path), f"not valid JSON ({error})") from None
+        raise _fail("file", f"not valid JSON ({error})") from None
 
 
-def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
-    """``(params, loss info, state)`` of a parsed file, every part checked."""
+def _check_version(document: Any) -> int:
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise _fail("format", f"not a jaxboost model file (expected format {FORMAT!r})")
     version = document.get("version")
@@ -729,12 +801,22 @@ def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
             f"format version {version} was written by a newer jaxboost "
             f"(this one reads up to {FORMAT_VERSION}): upgrade jaxboost",
         )
-    checksummed = version >= CHECKSUMS_SINCE
-    _check_keys(document, "top level", _TOP_KEYS + (("checksums",) if checksummed else ()))
+    return version
+
+
+def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
+    """``(params, loss info, state)`` of a parsed file, every part checked."""
+    version = _check_version(document)
+    # checksums first: an edited file is reported as edited, not as inconsistent
+    if version >= DOCUMENT_CHECKSUM_SINCE:
+        _check_document_checksum(document, version)
+    top_keys = _TOP_KEYS + ("checksums",) * (version >= CHECKSUMS_SINCE)
+    top_keys += ("checksum",) * (version >= DOCUMENT_CHECKSUM_SINCE)
+    _check_keys(document, "top level", top_keys)
     params = _decode_params(document["params"], signature)
     info = _decode_loss(document["loss"])
     state = _decode_state(document["state"])
-    if checksummed:  # first: an edited array is reported as edited, not as inconsistent
+    if version >= CHECKSUMS_SINCE:
         _check_checksums(document["checksums"], state)
     _check_shapes(state, params)
     _check_rounds(state, params)
@@ -756,6 +838,7 @@ def save_model(model: Any, path: str | os.PathLike) -> None:
         "state": state,
         "checksums": _encode_checksums(state),
     }
+    document["checksum"] = document_checksum(document)
     text = json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False)
     with open(path, "wb") as file:
         file.write(text.encode("utf-8"))
@@ -781,15 +864,29 @@ def read_model(
         saved link and raises if trained.
       max_bytes: files larger than this are refused before reading.
     Raises:
-      ModelFileError: (a ``ValueError``) the file is not a valid model file,
-        or an array of a version-2 file does not match its saved checksum
-        (the file was changed or corrupted after saving).
+      ModelFileError: (a ``ValueError``, naming the file) the file is not a
+        valid model file, or does not match its checksums (it was edited or
+        damaged after saving).
+    Warns:
+      UserWarning: the file was written by an older jaxboost, without a
+        checksum of its whole document (see the module doc).
     """
-    params, info, state = _validate(_read_json(path, max_bytes), _saved_params(model_class))
+    try:
+        document = _read_json(path, max_bytes)
+        params, info, state = _validate(document, _saved_params(model_class))
+        rebuilt = _rebuild_loss(info) if loss is None and info["name"] is not None else None
+    except ModelFileError as error:
+        raise ModelFileError(f"model file {os.fspath(path)!r}: {error}") from None
+    if document["version"] < DOCUMENT_CHECKSUM_SINCE:
+        warnings.warn(
+            f"model file {os.fspath(path)!r} {_legacy_warning(document['version'])}",
+            UserWarning,
+            stacklevel=3,
+        )
     if loss is not None:
         loss = _resolve_given_loss(loss, info)
-    elif info["name"] is not None:
-        loss = _rebuild_loss(info)
+    elif rebuilt is not None:
+        loss = rebuilt
     else:
         loss = MissingLoss(info["link"], state["n_outputs_"])
     return params, loss, state

@@ -5,7 +5,10 @@ binning, the line search's leaf sums, routing rows) are compiled on first use wi
 ``g++``, ``c++`` or ``clang++``) against the FFI headers that ship with
 jaxlib, into one shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
 once per source and jaxlib version, and registered as XLA custom-call
-targets for the CPU.  ``JAXBOOST_NATIVE=0`` turns them off; without a
+targets for the CPU.  Beside each library a small file records its size and
+SHA-256, written after a successful build; a library that does not match it
+(truncated, damaged, or from a jaxboost that wrote none) is built again, never
+loaded: loading a truncated shared library kills the process (SIGBUS).  ``JAXBOOST_NATIVE=0`` turns them off; without a
 working compiler jaxboost warns once and uses its XLA kernels, which give the
 same models, slower.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -69,16 +73,52 @@ def _compiler() -> str:
     raise NativeKernelUnavailable("no C++ compiler found (set CXX, or install g++)")
 
 
+def _fingerprint(library: str | os.PathLike) -> dict:
+    """``{"bytes": size, "sha256": hex digest}`` of the file ``library``."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(library, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return {"bytes": size, "sha256": digest.hexdigest()}
+
+
+def _fingerprint_path(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256.json")
+
+
+def _write_fingerprint(library: Path, fingerprint: dict) -> None:
+    """Record ``fingerprint`` beside ``library``, atomically (temp file, rename)."""
+    handle, partial = tempfile.mkstemp(suffix=".json", dir=library.parent)
+    with os.fdopen(handle, "w") as file:
+        json.dump(fingerprint, file)
+    os.replace(partial, _fingerprint_path(library))
+
+
+def is_intact(library: Path) -> bool:
+    """True when ``library`` exists and has the size and SHA-256 recorded
+    beside it at build time (a size check first: truncation is the common
+    damage, and costs no read)."""
+    try:
+        recorded = json.loads(_fingerprint_path(library).read_text())
+        if not isinstance(recorded, dict) or library.stat().st_size != recorded.get("bytes"):
+            return False
+        return _fingerprint(library) == recorded
+    except (OSError, ValueError):  # missing, unreadable or not JSON: not known to be intact
+        return False
+
+
 def build_library() -> Path:
-    """Compile the kernels unless a build of these sources for this jaxlib is
-    cached; returns the shared library's path."""
+    """Compile the kernels unless an intact build of these sources for this
+    jaxlib is cached; returns the shared library's path."""
     include = jax.ffi.include_dir()
     key = hashlib.sha256()
     for source in SOURCES + HEADERS:
         key.update(source.read_bytes())
     key.update(" ".join((jax.__version__, version("jaxlib"), *_FLAGS)).encode())
     library = _cache_directory() / f"kernels-{key.hexdigest()[:16]}.so"
-    if library.exists():
+    if is_intact(library):
         return library
     compiler = _compiler()
     library.parent.mkdir(parents=True, exist_ok=True)
@@ -89,10 +129,12 @@ def build_library() -> Path:
     try:
         with tempfile.TemporaryDirectory(dir=library.parent) as objects:
             _compile_and_link(compiler, include, Path(objects), partial)
+        fingerprint = _fingerprint(partial)
     except NativeKernelUnavailable:
         os.unlink(partial)
         raise
-    os.replace(partial, library)
+    os.replace(partial, library)  # over a damaged library: a new file, safe for its users
+    _write_fingerprint(library, fingerprint)
     return library
 
 
@@ -142,7 +184,10 @@ def _load_once() -> Exception | None:
             capsule = jax.ffi.pycapsule(getattr(library, symbol))
             jax.ffi.register_ffi_target(target, capsule, platform="cpu")
     except OSError as error:  # the library did not load (or the cache is not writable)
-        return NativeKernelUnavailable(f"could not load the native kernels: {error}")
+        return NativeKernelUnavailable(
+            f"could not build or load the native kernels in {_cache_directory()}: {error} "
+            "(set JAXBOOST_CACHE_DIR to a directory you can write to)"
+        )
     except NativeKernelUnavailable as error:
         return error
     return None

@@ -13,13 +13,25 @@ other JAX programs are kept there too.
 there).  A cache the user set up for JAX (``jax_compilation_cache_dir``)
 is left as it is.  :func:`enable_compilation_cache` sets it from code, before
 the first program compiles.
+
+Both variables take ``~`` (expanded) and relative paths (from the working
+directory when jaxboost first reads them, then fixed for the process).  A
+directory that cannot be made or written to leaves the cache off, with one
+warning naming the variable to change.  JAX never replaces an entry it
+cannot read (it warns and compiles, in every process), so jaxboost removes
+such an entry when JAX fails to read it: it is compiled and stored anew.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import tempfile
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -31,10 +43,17 @@ DEFAULT_MAX_BYTES = 2**30
 _MIN_COMPILE_SECONDS = 0.02
 
 
+@functools.cache
+def _absolute(configured: str) -> Path:
+    """``configured`` with ``~`` expanded, made absolute from the working
+    directory of the first call (cached: a later ``chdir`` does not move it)."""
+    return Path(configured).expanduser().absolute()
+
+
 def cache_root() -> Path:
     """jaxboost's cache directory: ``$JAXBOOST_CACHE_DIR``, else ``~/.cache/jaxboost``."""
     configured = os.environ.get(_ROOT_VAR, "").strip()
-    return Path(configured) if configured else Path.home() / ".cache" / "jaxboost"
+    return _absolute(configured) if configured else Path.home() / ".cache" / "jaxboost"
 
 
 def default_directory() -> Path:
@@ -51,22 +70,90 @@ def enable_compilation_cache(
 
     JAX reads these settings when the first program compiles: call it before.
     """
-    path = Path(directory) if directory is not None else default_directory()
+    path = _absolute(os.fspath(directory)) if directory is not None else default_directory()
     path.mkdir(parents=True, exist_ok=True)
+    _check_writable(path)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", _MIN_COMPILE_SECONDS)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     # a size limit makes JAX lock the directory for every read and write
     jax.config.update("jax_compilation_cache_max_size", int(max_bytes))
     jax.config.update("jax_enable_compilation_cache", True)
+    _remove_entries_that_fail_to_read()
     return path
+
+
+def _check_writable(path: Path) -> None:
+    """Raises ``OSError`` unless a file can be made in ``path`` (JAX's cache
+    writes an access time and a lock file even to read)."""
+    with tempfile.TemporaryFile(dir=path):
+        pass
+
+
+# -- entries JAX cannot read -----------------------------------------------------
+# JAX's file cache (jax/_src/lru_cache.py) keeps entry KEY in "KEY-cache",
+# with its last use in "KEY-atime", and never overwrites an existing file.
+_ENTRY_SUFFIXES = ("-cache", "-atime")
+
+
+def _remove_entry(cache_key: str) -> Path | None:
+    """Delete entry ``cache_key`` from the cache directory; its file, or None
+    when it was not there or could not be deleted."""
+    directory = jax.config.jax_compilation_cache_dir
+    entry = Path(directory) / f"{cache_key}{_ENTRY_SUFFIXES[0]}" if directory else None
+    if entry is None or not entry.is_file():
+        return None
+    try:
+        for suffix in _ENTRY_SUFFIXES:
+            entry.with_name(cache_key + suffix).unlink(missing_ok=True)
+    except OSError:
+        return None
+    return entry
+
+
+def _removing_on_failure(read: Callable) -> Callable:
+    """``read`` (JAX's ``get_executable_and_time``), removing an entry it fails on."""
+
+    @functools.wraps(read)
+    def read_or_remove(cache_key: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return read(cache_key, *args, **kwargs)
+        except Exception as error:  # JAX turns any failure to read into a warning too
+            entry = (
+                None if jax.config.jax_raise_persistent_cache_errors else _remove_entry(cache_key)
+            )
+            if entry is None:
+                raise
+            warnings.warn(
+                f"jaxboost: removed the compiled program {entry} from the compilation "
+                f"cache: it could not be read ({type(error).__name__}: {error}). It is "
+                "compiled again and stored anew.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None, None  # what JAX's read gives for a missing entry: compile it
+
+    read_or_remove.removes_entries = True
+    return read_or_remove
+
+
+def _remove_entries_that_fail_to_read() -> None:
+    """Wrap JAX's cache read once (a private function: skipped where it is missing)."""
+    try:
+        from jax._src import compilation_cache as jax_cache
+    except ImportError:  # a JAX without it: its reads stay as they are
+        return
+    read = getattr(jax_cache, "get_executable_and_time", None)
+    if callable(read) and not getattr(read, "removes_entries", False):
+        jax_cache.get_executable_and_time = _removing_on_failure(read)
 
 
 def enable_by_default() -> Path | None:
     """At import: the cache in ``JAXBOOST_COMPILATION_CACHE`` or the default
-    directory, unless that says ``off``, the user set up JAX's cache, the
-    directory cannot be made, or ``filelock`` (which JAX needs to share a
-    bounded cache between processes) is missing.  Returns the directory."""
+    directory, unless that says ``off``, the user set up JAX's cache, or
+    ``filelock`` (which JAX needs to share a bounded cache between processes)
+    is missing.  A directory that cannot be made or written to warns, naming
+    the variable to change, and leaves the cache off.  Returns the directory."""
     setting = os.environ.get(_ENV_VAR, "").strip()
     if setting.lower() in _OFF and setting:
         return None
@@ -76,5 +163,24 @@ def enable_by_default() -> Path | None:
         return None
     try:
         return enable_compilation_cache(setting or None)
-    except OSError:  # a read-only home: compile every time, as without a cache
+    except OSError as error:
+        _warn_unusable(_absolute(setting) if setting else default_directory(), error, setting)
         return None
+
+
+def _warn_unusable(directory: Path, error: OSError, setting: str) -> None:
+    """Warn that the cache is off because ``directory`` is unusable, naming the
+    variable that chose it (``setting``: ``JAXBOOST_COMPILATION_CACHE``'s value)."""
+    if setting:
+        chosen, fix = f"{_ENV_VAR}={setting}", f"Set {_ENV_VAR} to a directory you can write to"
+    else:
+        chosen = f"{_ROOT_VAR}'s xla/" if os.environ.get(_ROOT_VAR, "").strip() else "the default"
+        fix = f"Set {_ROOT_VAR} to a directory you can write to (the cache goes in its xla/)"
+    warnings.warn(
+        f"jaxboost: cannot keep compiled programs in {directory} ({chosen}): "
+        f"{type(error).__name__}: {error.strerror or error}. Every process compiles them "
+        f"again. {fix}, or set {_ENV_VAR}=off to compile without a cache and without "
+        "this warning.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
