@@ -10,6 +10,7 @@ rows, nodes or features.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -497,7 +498,7 @@ class Booster:
         if placed.columns is not None:  # the trees' features number the columns trained on
             eval_sets = [s._replace(X=s.X[:, placed.columns]) for s in eval_sets]
         monitor = Monitor(
-            self,
+            functools.partial(self._model_so_far, inputs, placed),
             eval_sets,
             [metric_in(metric, inputs.loss, placed.loss_dtype) for metric in inputs.metrics],
             placed.init_score,
@@ -506,6 +507,7 @@ class Booster:
             early_stopping_rounds,
             callbacks or (),
             int(verbose),
+            init_loss=float(placed.init_loss),
         )
         n_padded, n_outputs = placed.layout.n_padded, inputs.n_outputs
         raw = np.broadcast_to(placed.init_score, (n_padded, n_outputs)).astype(np.float32)
@@ -594,29 +596,54 @@ class Booster:
             return cfg
         return dataclasses.replace(cfg, all_features=inputs.features.shape[1])
 
-    def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
-        """Sets the fitted attributes from the rounds' trees and losses (cut
-        at the best round when early stopping found one)."""
-        cfg, chunks, train_loss = rounds
-        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
+    @staticmethod
+    def _fitted_model(inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss) -> dict:
+        """The fitted attributes that prediction and ``save`` read, of the
+        trees ``forest`` (features numbered as trained on) and the training
+        loss before and after each of its rounds."""
         if placed.columns is not None:  # the data's column numbers, at nodes that split
             splits = forest.split_gain > 0
             forest = forest._replace(
                 feature=np.where(splits, placed.columns[forest.feature], forest.feature)
             )
-        n_rounds = len(train_loss) - 1
+        fitted = {
+            "forest_": forest,
+            "init_score_": placed.init_score,
+            "bin_edges_": placed.edges,
+            "loss_": inputs.loss,
+            "n_outputs_": inputs.n_outputs,
+            "n_features_in_": inputs.features.shape[1],
+            "n_estimators_": len(train_loss) - 1,
+            "train_loss_": np.asarray(train_loss),
+        }
+        if inputs.names is not None:
+            fitted["feature_names_in_"] = inputs.names
+        return fitted
+
+    def _model_so_far(
+        self, inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss: list[float]
+    ) -> Booster:
+        """A Booster of this one's settings holding the rounds grown so far
+        (``forest``, ``train_loss`` as for :meth:`_fitted_model`): what a
+        callback sees as ``env.model``; this Booster keeps its own fit."""
+        model = type(self).__new__(type(self))
+        settings = {key: value for key, value in vars(self).items() if not key.endswith("_")}
+        model.__dict__.update(settings)
+        model.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
+        return model
+
+    def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
+        """Sets the fitted attributes from the rounds' trees and losses (cut
+        at the best round when early stopping found one)."""
+        cfg, chunks, train_loss = rounds
+        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
         if early_stopping_rounds is not None and monitor.best_iteration is not None:
             n_rounds = monitor.best_iteration
             forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
             train_loss = train_loss[: n_rounds + 1]
-        self.forest_ = forest
-        self.init_score_ = placed.init_score
-        self.bin_edges_ = placed.edges
-        self.loss_ = inputs.loss
-        self.n_outputs_ = inputs.n_outputs
-        self.n_features_in_ = inputs.features.shape[1]
-        self.n_estimators_ = n_rounds
-        self.train_loss_ = np.asarray(train_loss)
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
         self.evals_result_ = monitor.evals_result
         self.best_iteration_ = monitor.best_iteration
         self.best_score_ = monitor.best_score
@@ -624,10 +651,6 @@ class Booster:
         self.split_criterion_ = cfg.split_criterion
         self.armijo_ = cfg.armijo
         self.loss_dtype_ = dtype_of(cfg.loss)
-        if inputs.names is not None:
-            self.feature_names_in_ = inputs.names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
 
     # -- prediction ----------------------------------------------------------
     @property
