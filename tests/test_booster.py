@@ -1,6 +1,7 @@
 """The Booster: fitting, predicting, weights, devices and clear errors."""
 
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -390,3 +391,19 @@ def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monke
             getattr(trimmed.forest_, name), getattr(full.forest_, name), rtol=1e-5, err_msg=name
         )
     np.testing.assert_allclose(trimmed.predict(X), full.predict(X), rtol=1e-5)
+
+
+@pytest.mark.parametrize("loss", [losses.quantile(0.9), "absolute_error"], ids=["pinball", "l1"])
+def test_second_order_splits_of_a_loss_without_curvature_warn_naming_the_setting(loss):
+    X, y = _regression()
+    settings = {"loss": loss, "n_estimators": 3, "max_depth": 2}
+    message = r"split_criterion='second_order' with a loss whose hessian is zero .* constant"
+    with pytest.warns(UserWarning, match=message):
+        constant = jb.Booster(split_criterion="second_order", **settings).fit(X, y)
+    assert np.ptp(constant.predict(X)) == 0.0  # what the warning says: no node split
+    with pytest.warns(UserWarning, match=r"G\^2 / reg_lambda"):
+        jb.Booster(split_criterion="second_order", min_child_weight=0.0, **settings).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        split = jb.Booster(**settings).fit(X, y)  # "auto": first order, no warning
+    assert split.split_criterion_ == "first_order" and np.ptp(split.predict(X)) > 0.5

@@ -119,6 +119,24 @@ _VECTOR_OPTIONS_ROWS = 32768
 _HESSIAN_PROBE_ROWS = 1024
 
 
+def _second_order_without_curvature(min_child_weight: float) -> str:
+    """The warning for ``split_criterion="second_order"`` with a loss whose
+    hessian is zero on most rows: gains ``G^2 / (H + lambda)`` of children
+    whose hessian sums ``H`` are 0."""
+    if min_child_weight > 0:
+        what = (
+            f"its children's hessian sums are 0, below min_child_weight={min_child_weight:g}, "
+            "so no node splits and the model stays constant"
+        )
+    else:
+        what = "splits are then chosen by G^2 / reg_lambda, whatever the rows in each child"
+    return (
+        "split_criterion='second_order' with a loss whose hessian is zero on most rows "
+        f"(absolute, pinball): {what}; split_criterion='auto' or 'first_order' splits on "
+        "the gradients (Friedman's least squares)"
+    )
+
+
 class Booster:
     """Gradient-boosted trees for any JAX loss ``loss(y, f) -> scalar`` of one
     sample, or ``loss(y, f, mask)`` of one group of rows.
@@ -302,6 +320,8 @@ class Booster:
                 "reg_lambda, a step that grows with the leaf's size; leaf_method='auto' "
                 "or 'line_search' finds each leaf's minimiser"
             )
+        if split_criterion == "second_order" and not hessian.informative:
+            warn(_second_order_without_curvature(float(self.min_child_weight)))
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
         if leaf_method == "joint_newton" and n_outputs > 1:
