@@ -434,7 +434,7 @@ class Booster:
         grouped = fit_groups(loss, arguments.group, arguments.qid, targets, given_weight, settings)
         eval_groups = eval_set_groups(arguments.eval_group, arguments.eval_qid, eval_set, loss)
         eval_sets = prepare_eval_sets(
-            eval_set, eval_sample_weight, features.shape[1], loss, eval_groups
+            eval_set, eval_sample_weight, features.shape[1], loss, eval_groups, feature_names(X)
         )
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
@@ -749,7 +749,9 @@ class Booster:
     def predict_raw(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
         ``n_outputs > 1``.  ``iteration_range=(start, end)`` uses only the trees
-        of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
+        of rounds ``start`` to ``end - 1`` (the initial score is always in).
+        Columns are read by position: a DataFrame's names must be the fitted
+        ones in the fitted order (a ValueError names the difference)."""
         features = self._features_for_predict(X)
         trees = self._trees(iteration_range)
         devices = check_devices(self.devices) or jax.local_devices()
