@@ -327,7 +327,8 @@ def test_pandas_columns_are_kept_and_checked():
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
     model = jb.Booster(n_estimators=5, max_depth=2).fit(frame, y)
     assert model.feature_names_in_ == ["f0", "f1", "f2", "f3", "f4"]
-    np.testing.assert_array_equal(model.predict(frame), model.predict(X))
+    with pytest.warns(UserWarning, match="X does not have feature names"):
+        np.testing.assert_array_equal(model.predict(frame), model.predict(X))
     with pytest.raises(ValueError, match="the columns seen in fit, in another order"):
         model.predict(frame[["f1", "f0", "f2", "f3", "f4"]])
 

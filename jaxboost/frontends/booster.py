@@ -67,7 +67,7 @@ from .loss_checks import check_group_loss, check_loss, check_metric, check_targe
 from .model_file import save_model
 from .monitor import Monitor
 from .placement import FitInputs, PlacedRows, place_rows
-from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds
+from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds, scaled_settings
 from .settings import (
     check_random_state,
     choice,
@@ -216,6 +216,9 @@ class Booster:
         where the loss or its derivatives are not finite in float32, with a
         warning saying so (``log(cosh(f - y))`` overflows float32 at
         residuals beyond 89).  ``loss_dtype_`` says which the fit ended with.
+        Where the loss's float64 values or gradients are beyond float32 still
+        (squared errors of targets of 1e20), it is fitted times a power of
+        two, with the settings in its units scaled alike: the same trees.
     """
 
     def __init__(
@@ -520,7 +523,10 @@ class Booster:
         monitor = Monitor(
             functools.partial(self._model_so_far, inputs, placed),
             eval_sets,
-            [metric_in(metric, inputs.loss, placed.loss_dtype) for metric in inputs.metrics],
+            [
+                metric_in(metric, inputs.loss, placed.loss_dtype, placed.loss_scale)
+                for metric in inputs.metrics
+            ],
             placed.init_score,
             cfg.trees_per_round,
             int(self.n_estimators),
@@ -583,7 +589,7 @@ class Booster:
         """The training programs' settings, after probing the loss's hessian
         at the initial score (process 0's probe decides for every process)."""
         targets, n_outputs = inputs.targets, inputs.n_outputs
-        loss = loss_in(inputs.loss, placed.loss_dtype)
+        loss = loss_in(inputs.loss, placed.loss_dtype, placed.loss_scale)
         mesh = placed.mesh
         rows_per_shard = placed.layout.n_padded // mesh.local_mesh.size
         platform = mesh.devices.flat[0].platform
@@ -607,6 +613,7 @@ class Booster:
         cfg, hyper = self._config(
             loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
         )
+        hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
     @staticmethod

@@ -16,6 +16,7 @@ from ..engine.groups import GroupBucket
 from ..engine.metrics import Metric, metric_per_round
 from ..engine.predict import round_increments
 from ..engine.tree import Tree
+from ..runtime.precision import loss_scale
 
 
 class EvalSet(NamedTuple):
@@ -100,11 +101,14 @@ class Monitor:
             self._eval_raw[index] = staged[-1]
             results.append(
                 {
+                    # (the training loss's values carry the engine's scale)
                     metric.name: np.asarray(
                         metric_per_round(
                             metric, eval_set.y, staged, eval_set.weight, eval_set.groups
-                        )
+                        ),
+                        np.float64,
                     )
+                    / loss_scale(metric.per_sample)
                     for metric in self.metrics
                 }
             )
