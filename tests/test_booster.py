@@ -1,6 +1,7 @@
 """The Booster: fitting, predicting, weights, devices and clear errors."""
 
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -326,8 +327,9 @@ def test_pandas_columns_are_kept_and_checked():
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
     model = jb.Booster(n_estimators=5, max_depth=2).fit(frame, y)
     assert model.feature_names_in_ == ["f0", "f1", "f2", "f3", "f4"]
-    np.testing.assert_array_equal(model.predict(frame), model.predict(X))
-    with pytest.raises(ValueError, match="feature names differ"):
+    with pytest.warns(UserWarning, match="X does not have feature names"):
+        np.testing.assert_array_equal(model.predict(frame), model.predict(X))
+    with pytest.raises(ValueError, match="the columns seen in fit, in another order"):
         model.predict(frame[["f1", "f0", "f2", "f3", "f4"]])
 
 
@@ -390,3 +392,19 @@ def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monke
             getattr(trimmed.forest_, name), getattr(full.forest_, name), rtol=1e-5, err_msg=name
         )
     np.testing.assert_allclose(trimmed.predict(X), full.predict(X), rtol=1e-5)
+
+
+@pytest.mark.parametrize("loss", [losses.quantile(0.9), "absolute_error"], ids=["pinball", "l1"])
+def test_second_order_splits_of_a_loss_without_curvature_warn_naming_the_setting(loss):
+    X, y = _regression()
+    settings = {"loss": loss, "n_estimators": 3, "max_depth": 2}
+    message = r"split_criterion='second_order' with a loss whose hessian is zero .* constant"
+    with pytest.warns(UserWarning, match=message):
+        constant = jb.Booster(split_criterion="second_order", **settings).fit(X, y)
+    assert np.ptp(constant.predict(X)) == 0.0  # what the warning says: no node split
+    with pytest.warns(UserWarning, match=r"G\^2 / reg_lambda"):
+        jb.Booster(split_criterion="second_order", min_child_weight=0.0, **settings).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        split = jb.Booster(**settings).fit(X, y)  # "auto": first order, no warning
+    assert split.split_criterion_ == "first_order" and np.ptp(split.predict(X)) > 0.5

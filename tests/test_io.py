@@ -817,7 +817,8 @@ def test_loading_executes_no_code_from_the_file(fitted, data, tmp_path, monkeypa
     assert model.leaf_method == code
     assert not marker.exists()
     X, _ = data
-    np.testing.assert_array_equal(model.predict(X), fitted["squared_error"].predict(X))
+    with pytest.warns(UserWarning, match="X does not have feature names"):  # (an array)
+        np.testing.assert_array_equal(model.predict(X), fitted["squared_error"].predict(X))
 
 
 def test_a_setting_missing_from_an_older_file_takes_its_default(tmp_path, model_file):

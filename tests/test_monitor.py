@@ -201,3 +201,72 @@ def test_a_metric_to_maximise_makes_early_stopping_keep_its_highest_round():
     assert minimised.best_score_ == scores.min()
     named = fit(jb.metric(accuracy, name="acc", greater_is_better=True))
     assert list(named.evals_result_["validation_0"]) == ["acc"]
+
+
+def _rounds_seen_by_callbacks(booster, X, y, **fit_params):
+    """``(raw scores of env.model on X, env.model.n_estimators_, the booster's
+    own raw scores)`` after each round, and the fitted booster."""
+    seen = []
+
+    def record(env):
+        own = booster.predict_raw(X) if hasattr(booster, "forest_") else None
+        seen.append((env.model.predict_raw(X), env.model.n_estimators_, own))
+
+    booster.fit(X, y, callbacks=[record], **fit_params)
+    return seen
+
+
+def _check_rounds_so_far(seen, model, X):
+    assert [n_rounds for _, n_rounds, _ in seen] == list(range(1, model.n_estimators_ + 1))
+    for index, (raw, _, _) in enumerate(seen):
+        np.testing.assert_array_equal(raw, model.predict_raw(X, iteration_range=(0, index + 1)))
+
+
+@pytest.mark.parametrize("path", ["round_by_round", "fused"])
+def test_a_callbacks_model_holds_the_rounds_grown_so_far_on_a_first_fit_and_a_refit(
+    monkeypatch, path
+):
+    from jaxboost.frontends import round_by_round
+
+    if path == "fused":
+        monkeypatch.setattr(round_by_round, "runs_round_by_round", lambda cfg: False)
+    X, y = _data()
+    X[:, 2] = 1.0  # a constant column: the trees number the columns trained on
+    booster = jb.Booster(n_estimators=23, max_depth=3)  # chunks of 10, 10 and 3 rounds
+    seen = _rounds_seen_by_callbacks(booster, X, y)
+    _check_rounds_so_far(seen, booster, X)
+    assert seen[0][2] is None  # the booster itself is not fitted until the fit ends
+    first = booster.predict_raw(X)
+    # a refit on other targets: each round's model is the new fit's, the
+    # booster keeps the first fit until the new one ends
+    booster.n_estimators = 12
+    seen = _rounds_seen_by_callbacks(booster, X, -3.0 * y)
+    _check_rounds_so_far(seen, booster, X)
+    assert all(np.array_equal(own, first) for _, _, own in seen)
+    rmse = [np.sqrt(np.mean((raw + 3.0 * y) ** 2)) for raw, _, _ in seen]
+    assert np.all(np.diff(rmse) < 0)
+
+
+def test_a_callbacks_model_of_several_trees_per_round_predicts_and_saves(tmp_path):
+    X, y = _data()
+    classes = np.digitize(y, [-0.5, 0.5]).astype(np.float32)
+    booster = jb.Booster(
+        loss="softmax_cross_entropy",
+        n_estimators=6,
+        max_depth=2,
+        multi_strategy="one_output_per_tree",
+    )
+    saved = []
+
+    def checkpoint(env):
+        path = tmp_path / f"round_{env.iteration}.json"
+        env.model.save(path)
+        saved.append(path)
+        return env.iteration == 4
+
+    booster.fit(X, classes, callbacks=[checkpoint])
+    assert booster.n_estimators_ == 4
+    for index, path in enumerate(saved):
+        np.testing.assert_array_equal(
+            jb.load(path).predict(X), booster.predict(X, iteration_range=(0, index + 1))
+        )

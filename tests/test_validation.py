@@ -241,3 +241,59 @@ def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure
             check_loss(first_target_only, np.zeros((20, 3), np.float32), 1)
     with pytest.raises(ValueError, match="must return a float"):
         check_loss(lambda y, f: (f > y).astype(jnp.int32), np.zeros(20, np.float32), 1)
+
+
+# -- columns at predict time ---------------------------------------------------------
+@pytest.mark.parametrize(
+    "names, fitted, message",
+    [
+        (["b", "a", "c"], ["a", "b", "c"], r"X: the columns seen in fit, in another order"),
+        (["a", "b", "d"], ["a", "b", "c"], r"missing \['c'\], unexpected \['d'\]"),
+        (["x", "b", "a"], ["a", "b", "c"], r"missing \['c'\], unexpected \['x'\]"),
+    ],
+    ids=["reordered", "renamed", "renamed_and_reordered"],
+)
+def test_columns_other_than_the_fitted_ones_are_named(names, fitted, message):
+    from jaxboost.frontends.validation import check_columns
+
+    with pytest.raises(ValueError, match=message):
+        check_columns(names, fitted, 3, 3)
+
+
+def test_names_on_one_side_only_warn_as_scikit_learn_does():
+    from jaxboost.frontends.validation import check_columns
+
+    with pytest.warns(UserWarning, match="X has feature names, but the model was fitted on an"):
+        check_columns(["a", "b"], None, 2, 2)
+    with pytest.warns(UserWarning, match=r"does not have feature names.* as \['a', 'b'\]"):
+        check_columns(None, ["a", "b"], 2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_columns(["a", "b"], ["a", "b"], 2, 2)
+        check_columns(None, None, 2, 2)
+
+
+def test_a_booster_refuses_a_data_frame_whose_columns_differ_from_fit(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = jb.Booster(n_estimators=3, max_depth=2).fit(frame, y)
+    with pytest.raises(ValueError, match=r"another order.*X\[model.feature_names_in_\]"):
+        model.predict(frame[["c", "b", "a"]])
+    np.testing.assert_array_equal(
+        model.predict(frame[["c", "b", "a"]][model.feature_names_in_]), model.predict(frame)
+    )
+    with pytest.raises(ValueError, match=r"missing \['b'\], unexpected \['B'\]"):
+        model.predict_raw(frame.rename(columns={"b": "B"}))
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X: the columns seen in fit, in another"):
+        jb.Booster(n_estimators=3).fit(frame, y, eval_set=[(frame[["b", "a", "c"]], y)])
+
+
+def test_a_booster_fitted_on_an_array_warns_of_a_data_frame_taken_by_position(data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    model = jb.Booster(n_estimators=3, max_depth=2).fit(X, y)
+    reordered = pd.DataFrame(X, columns=["a", "b", "c"])[["c", "b", "a"]]
+    with pytest.warns(UserWarning, match="X has feature names, but the model was fitted on an"):
+        by_position = model.predict(reordered)
+    np.testing.assert_array_equal(by_position, model.predict(X[:, ::-1]))

@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..runtime.precision import rows_in_float64
+
 # a round "raises" the training loss when it grows by more than this fraction
 # of its size: float32 sums of the loss over rows round at about 1e-6, and a
 # subsampled round may raise the full loss by a little
@@ -112,3 +114,56 @@ def loss_rose_message(event: Event, first_round: int, switched_on: bool) -> str:
             "has it from the start, armijo=False keeps it off"
         )
     return f"{rose}; armijo=False keeps Armijo's safeguard off (armijo=None would switch it on)"
+
+
+def scaled_message(scale: float) -> str:
+    """The clause saying the loss is fitted times ``scale`` (a power of two)."""
+    exponent = int(np.log2(scale))
+    return (
+        "the loss's values or gradients are beyond float32's range, in which the engine "
+        f"sums them, so it fits the loss times 2^{exponent} (the same trees: reg_lambda, "
+        "min_child_weight, min_split_gain and hessian_floor are scaled with it; train_loss_ "
+        "and the metrics are not)"
+    )
+
+
+def not_finite_init_error(loss, rows, score: np.ndarray, mean_loss: float, tried: str):
+    """The error for a training loss not finite at the initial score in every
+    precision ``tried``, naming the first row (of ``rows``, this process's
+    ``(targets, weight)``, or None) whose loss or gradient is not finite in
+    float64 at ``score (K,)``, and whether its weight is 0."""
+    start = f"loss: the training loss at the initial score is {mean_loss} (not finite, in {tried})"
+    fix = "check the loss for overflow, e.g. write log(cosh(d)) as logaddexp(d, -d) - log(2)"
+    if rows is None:
+        return ValueError(f"{start}; {fix}")
+    y, weight = rows
+    try:
+        with np.errstate(all="ignore"):
+            values, peak_grad = rows_in_float64(loss, y, score)
+    except (TypeError, ValueError, IndexError, FloatingPointError):  # no row to name
+        return ValueError(f"{start}; {fix}")
+    bad = ~(np.isfinite(values) & np.isfinite(peak_grad))
+    if bad.any():
+        row = int(np.argmax(bad))
+        where = (
+            f"row {row} (y = {y[row]}) has loss {values[row]} and gradient magnitude "
+            f"{peak_grad[row]} at the raw score {score} even in float64"
+        )
+        if weight[row] == 0:
+            rows_bad = int(bad.sum())
+            return ValueError(
+                f"{start}: {where}. Its sample_weight is 0, but a row's loss still enters "
+                f"the sums (0 x inf is NaN): drop such rows ({rows_bad} here) from X and y"
+            )
+        return ValueError(f"{start}: {where}; {fix}")
+    row = int(np.argmax(np.abs(values)))
+    if tried == "float32":
+        return ValueError(
+            f"{start}: every row's loss is finite in float64 (the largest {values[row]:.3g}, "
+            f"row {row}); loss_dtype='auto' or 'float64' evaluates it there"
+        )
+    return ValueError(
+        f"{start}: every row's loss is finite in float64 (the largest {values[row]:.3g}, row "
+        f"{row}, at the raw score {score}) but they span more than float32, in which the "
+        "engine sums them, holds even scaled; rescale the targets (and the predictions back)"
+    )

@@ -10,6 +10,7 @@ rows, nodes or features.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -67,7 +68,7 @@ from .loss_checks import check_group_loss, check_loss, check_metric, check_targe
 from .model_file import save_model
 from .monitor import Monitor
 from .placement import FitInputs, PlacedRows, place_rows
-from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds
+from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds, scaled_settings
 from .settings import (
     check_random_state,
     choice,
@@ -117,6 +118,24 @@ _VECTOR_OPTIONS_ROWS = 32768
 # rows on which an undeclared loss's hessian is probed at the initial score,
 # spread evenly over the data (a file sorted by target must not decide)
 _HESSIAN_PROBE_ROWS = 1024
+
+
+def _second_order_without_curvature(min_child_weight: float) -> str:
+    """The warning for ``split_criterion="second_order"`` with a loss whose
+    hessian is zero on most rows: gains ``G^2 / (H + lambda)`` of children
+    whose hessian sums ``H`` are 0."""
+    if min_child_weight > 0:
+        what = (
+            f"its children's hessian sums are 0, below min_child_weight={min_child_weight:g}, "
+            "so no node splits and the model stays constant"
+        )
+    else:
+        what = "splits are then chosen by G^2 / reg_lambda, whatever the rows in each child"
+    return (
+        "split_criterion='second_order' with a loss whose hessian is zero on most rows "
+        f"(absolute, pinball): {what}; split_criterion='auto' or 'first_order' splits on "
+        "the gradients (Friedman's least squares)"
+    )
 
 
 class Booster:
@@ -198,6 +217,9 @@ class Booster:
         where the loss or its derivatives are not finite in float32, with a
         warning saying so (``log(cosh(f - y))`` overflows float32 at
         residuals beyond 89).  ``loss_dtype_`` says which the fit ended with.
+        Where the loss's float64 values or gradients are beyond float32 still
+        (squared errors of targets of 1e20), it is fitted times a power of
+        two, with the settings in its units scaled alike: the same trees.
     """
 
     def __init__(
@@ -302,6 +324,8 @@ class Booster:
                 "reg_lambda, a step that grows with the leaf's size; leaf_method='auto' "
                 "or 'line_search' finds each leaf's minimiser"
             )
+        if split_criterion == "second_order" and not hessian.informative:
+            warn(_second_order_without_curvature(float(self.min_child_weight)))
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
         if leaf_method == "joint_newton" and n_outputs > 1:
@@ -413,7 +437,7 @@ class Booster:
         grouped = fit_groups(loss, arguments.group, arguments.qid, targets, given_weight, settings)
         eval_groups = eval_set_groups(arguments.eval_group, arguments.eval_qid, eval_set, loss)
         eval_sets = prepare_eval_sets(
-            eval_set, eval_sample_weight, features.shape[1], loss, eval_groups
+            eval_set, eval_sample_weight, features.shape[1], loss, eval_groups, feature_names(X)
         )
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")
@@ -497,15 +521,19 @@ class Booster:
         if placed.columns is not None:  # the trees' features number the columns trained on
             eval_sets = [s._replace(X=s.X[:, placed.columns]) for s in eval_sets]
         monitor = Monitor(
-            self,
+            functools.partial(self._model_so_far, inputs, placed),
             eval_sets,
-            [metric_in(metric, inputs.loss, placed.loss_dtype) for metric in inputs.metrics],
+            [
+                metric_in(metric, inputs.loss, placed.loss_dtype, placed.loss_scale)
+                for metric in inputs.metrics
+            ],
             placed.init_score,
             cfg.trees_per_round,
             int(self.n_estimators),
             early_stopping_rounds,
             callbacks or (),
             int(verbose),
+            init_loss=float(placed.init_loss),
         )
         n_padded, n_outputs = placed.layout.n_padded, inputs.n_outputs
         raw = np.broadcast_to(placed.init_score, (n_padded, n_outputs)).astype(np.float32)
@@ -564,7 +592,7 @@ class Booster:
         """The training programs' settings, after probing the loss's hessian
         at the initial score (process 0's probe decides for every process)."""
         targets, n_outputs = inputs.targets, inputs.n_outputs
-        loss = loss_in(inputs.loss, placed.loss_dtype)
+        loss = loss_in(inputs.loss, placed.loss_dtype, placed.loss_scale)
         mesh = placed.mesh
         rows_per_shard = placed.layout.n_padded // mesh.local_mesh.size
         platform = mesh.devices.flat[0].platform
@@ -588,6 +616,7 @@ class Booster:
         cfg, hyper = self._config(
             loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
         )
+        hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
     @staticmethod
@@ -597,29 +626,54 @@ class Booster:
             return cfg
         return dataclasses.replace(cfg, all_features=inputs.features.shape[1])
 
-    def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
-        """Sets the fitted attributes from the rounds' trees and losses (cut
-        at the best round when early stopping found one)."""
-        cfg, chunks, train_loss = rounds
-        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
+    @staticmethod
+    def _fitted_model(inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss) -> dict:
+        """The fitted attributes that prediction and ``save`` read, of the
+        trees ``forest`` (features numbered as trained on) and the training
+        loss before and after each of its rounds."""
         if placed.columns is not None:  # the data's column numbers, at nodes that split
             splits = forest.split_gain > 0
             forest = forest._replace(
                 feature=np.where(splits, placed.columns[forest.feature], forest.feature)
             )
-        n_rounds = len(train_loss) - 1
+        fitted = {
+            "forest_": forest,
+            "init_score_": placed.init_score,
+            "bin_edges_": placed.edges,
+            "loss_": plain(inputs.loss),
+            "n_outputs_": inputs.n_outputs,
+            "n_features_in_": inputs.features.shape[1],
+            "n_estimators_": len(train_loss) - 1,
+            "train_loss_": np.asarray(train_loss),
+        }
+        if inputs.names is not None:
+            fitted["feature_names_in_"] = inputs.names
+        return fitted
+
+    def _model_so_far(
+        self, inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss: list[float]
+    ) -> Booster:
+        """A Booster of this one's settings holding the rounds grown so far
+        (``forest``, ``train_loss`` as for :meth:`_fitted_model`): what a
+        callback sees as ``env.model``; this Booster keeps its own fit."""
+        model = type(self).__new__(type(self))
+        settings = {key: value for key, value in vars(self).items() if not key.endswith("_")}
+        model.__dict__.update(settings)
+        model.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
+        return model
+
+    def _keep_fit(self, inputs, placed, rounds, monitor, early_stopping_rounds):
+        """Sets the fitted attributes from the rounds' trees and losses (cut
+        at the best round when early stopping found one)."""
+        cfg, chunks, train_loss = rounds
+        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
         if early_stopping_rounds is not None and monitor.best_iteration is not None:
             n_rounds = monitor.best_iteration
             forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
             train_loss = train_loss[: n_rounds + 1]
-        self.forest_ = forest
-        self.init_score_ = placed.init_score
-        self.bin_edges_ = placed.edges
-        self.loss_ = plain(inputs.loss)
-        self.n_outputs_ = inputs.n_outputs
-        self.n_features_in_ = inputs.features.shape[1]
-        self.n_estimators_ = n_rounds
-        self.train_loss_ = np.asarray(train_loss)
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
         self.evals_result_ = monitor.evals_result
         self.best_iteration_ = monitor.best_iteration
         self.best_score_ = monitor.best_score
@@ -627,10 +681,6 @@ class Booster:
         self.split_criterion_ = cfg.split_criterion
         self.armijo_ = cfg.armijo
         self.loss_dtype_ = dtype_of(cfg.loss)
-        if inputs.names is not None:
-            self.feature_names_in_ = inputs.names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
 
     # -- prediction ----------------------------------------------------------
     @property
@@ -709,7 +759,9 @@ class Booster:
     def predict_raw(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
         ``n_outputs > 1``.  ``iteration_range=(start, end)`` uses only the trees
-        of rounds ``start`` to ``end - 1`` (the initial score is always in)."""
+        of rounds ``start`` to ``end - 1`` (the initial score is always in).
+        Columns are read by position: a DataFrame's names must be the fitted
+        ones in the fitted order (a ValueError names the difference)."""
         features = self._features_for_predict(X)
         trees = self._trees(iteration_range)
         devices = check_devices(self.devices) or jax.local_devices()

@@ -16,14 +16,20 @@ from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from .grouping import grouped_eval_set
 from .loss_checks import check_target_domain
 from .monitor import EvalSet
-from .validation import as_features, as_targets, as_weights, check_columns
+from .validation import as_features, as_targets, as_weights, check_columns, feature_names
 
 
 def prepare_eval_sets(
-    eval_set, eval_sample_weight, n_features: int, loss: Callable, eval_groups=None
+    eval_set,
+    eval_sample_weight,
+    n_features: int,
+    loss: Callable,
+    eval_groups=None,
+    names: list[str] | None = None,
 ) -> list[EvalSet]:
     """``fit``'s ``eval_set`` (and ``eval_sample_weight``) checked against the
-    training data's ``n_features`` and ``loss``, padded to bucket sizes and
+    training data's ``n_features``, column ``names`` (a DataFrame's, else
+    None) and ``loss``, padded to bucket sizes and
     placed on the default device; ``eval_groups``: per set, its ``(group,
     qid)`` (:func:`jaxboost.frontends.grouping.eval_set_groups`), or None."""
     if eval_set is None:
@@ -43,7 +49,7 @@ def prepare_eval_sets(
             raise ValueError(f"eval_set[{index}]: expected a pair (X, y)")
         name = f"validation_{index}"
         X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
-        check_columns(None, None, n_features, X.shape[1], f"eval_set[{index}] X")
+        check_columns(feature_names(pair[0]), names, n_features, X.shape[1], f"eval_set[{index}] X")
         y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
         check_target_domain(loss, y, f"eval_set[{index}] y")
         weight = as_weights(

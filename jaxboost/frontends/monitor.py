@@ -16,6 +16,7 @@ from ..engine.groups import GroupBucket
 from ..engine.metrics import Metric, metric_per_round
 from ..engine.predict import round_increments
 from ..engine.tree import Tree
+from ..runtime.precision import loss_scale
 
 
 class EvalSet(NamedTuple):
@@ -28,7 +29,15 @@ class EvalSet(NamedTuple):
 
 
 class CallbackEnv(NamedTuple):
-    """What a callback sees after each round; return True from it to stop."""
+    """What a callback sees after each round; return True from it to stop.
+
+    ``model`` is the model of the rounds grown so far (a ``Booster`` of
+    ``iteration`` rounds, as LightGBM's and XGBoost's callbacks see theirs):
+    ``env.model.predict(X)`` equals the final model's
+    ``predict(X, iteration_range=(0, iteration))``, and ``env.model.save``
+    writes a checkpoint.  The model being fitted keeps its previous fit (or
+    none) until the fit ends.
+    """
 
     model: Any
     iteration: int  # rounds done (1-based)
@@ -45,7 +54,7 @@ class Monitor:
 
     def __init__(
         self,
-        model: Any,
+        model_at: Callable[[Tree, list[float]], Any],
         eval_sets: Sequence[EvalSet],
         metrics: Sequence[Metric],
         init_score: np.ndarray,
@@ -54,8 +63,11 @@ class Monitor:
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable[[CallbackEnv], Any]] = (),
         verbose: int = 0,
+        init_loss: float = float("nan"),
     ):
-        self.model = model
+        # (forest of the rounds so far, training loss before and after each)
+        # -> the model a callback sees
+        self.model_at = model_at
         self.eval_sets = list(eval_sets)
         self.metrics = list(metrics)
         self.trees_per_round = trees_per_round
@@ -71,6 +83,8 @@ class Monitor:
             for s in self.eval_sets
         ]
         self._start = time.perf_counter()
+        self._kept: list[Tree] = []  # the forest of the rounds kept (with callbacks)
+        self._train_loss = [float(init_loss)]  # before the first round, then after each
 
     @property
     def watched(self) -> tuple[str, Metric] | None:
@@ -87,11 +101,14 @@ class Monitor:
             self._eval_raw[index] = staged[-1]
             results.append(
                 {
+                    # (the training loss's values carry the engine's scale)
                     metric.name: np.asarray(
                         metric_per_round(
                             metric, eval_set.y, staged, eval_set.weight, eval_set.groups
-                        )
+                        ),
+                        np.float64,
                     )
+                    / loss_scale(metric.per_sample)
                     for metric in self.metrics
                 }
             )
@@ -102,19 +119,38 @@ class Monitor:
     ) -> tuple[int, bool]:
         """Record the chunk's rounds; returns (rounds of the chunk to keep, stop)."""
         chunk_results = self._evaluate_chunk(trees) if self.eval_sets else []
+        # the forest of every round so far, joined once per chunk, only for callbacks
+        grown = _joined(self._kept + [trees]) if self.callbacks else None
+        n_kept = len(train_loss)
+        stop = False
         for offset, loss_value in enumerate(train_loss):
             iteration = first_round + offset + 1
+            self._train_loss.append(float(loss_value))
             for eval_set, results in zip(self.eval_sets, chunk_results):
                 for name, values in results.items():
                     self.evals_result[eval_set.name][name].append(float(values[offset]))
             stop = self._early_stop(iteration)
-            env = CallbackEnv(self.model, iteration, float(loss_value), self.evals_result)
-            for callback in self.callbacks:  # every callback runs, then any may stop
-                stop = bool(callback(env)) or stop
+            if self.callbacks:
+                stop = self._call_back(grown, iteration, float(loss_value)) or stop
             self._report(iteration, float(loss_value), force=stop)
             if stop:
-                return offset + 1, True
-        return len(train_loss), False
+                n_kept = offset + 1
+                break
+        if self.callbacks:  # (the rounds before this chunk, and those kept of it)
+            n_trees = (first_round + n_kept) * self.trees_per_round
+            self._kept = [Tree(*(leaf[:n_trees] for leaf in grown))]
+        return n_kept, stop
+
+    def _call_back(self, grown: Tree, iteration: int, loss_value: float) -> bool:
+        """Every callback on the model of the first ``iteration`` rounds of
+        ``grown``; whether any asked to stop (all run either way)."""
+        n_trees = iteration * self.trees_per_round
+        model = self.model_at(Tree(*(leaf[:n_trees] for leaf in grown)), list(self._train_loss))
+        env = CallbackEnv(model, iteration, loss_value, self.evals_result)
+        stop = False
+        for callback in self.callbacks:
+            stop = bool(callback(env)) or stop
+        return stop
 
     def _early_stop(self, iteration: int) -> bool:
         watched = self.watched
@@ -146,3 +182,8 @@ class Monitor:
         left = elapsed / iteration * (self.n_rounds - iteration)
         parts.append(f"elapsed {elapsed:.1f}s, left ~{left:.1f}s")
         print("  ".join(parts), flush=True)
+
+
+def _joined(chunks: list[Tree]) -> Tree:
+    """One forest of the trees of ``chunks`` (numpy arrays), in order."""
+    return Tree(*(np.concatenate([np.asarray(leaf) for leaf in leaves]) for leaves in zip(*chunks)))

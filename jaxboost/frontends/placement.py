@@ -19,7 +19,7 @@ from ..engine.groups import GroupBucket
 from ..engine.init_score import initial_score_on_host
 from ..engine.metrics import Metric
 from ..engine.packed_split import packed_bins
-from ..engine.round_checks import float64_message
+from ..engine.round_checks import float64_message, not_finite_init_error, scaled_message
 from ..engine.round_programs import slope_sums_program
 from ..engine.training import (
     ShardData,
@@ -44,7 +44,7 @@ from ..runtime.distributed import (
     replicated,
     row_layout,
 )
-from ..runtime.precision import loss_in
+from ..runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .grouping import GroupedRows, GroupPlacement, place_groups
@@ -79,6 +79,8 @@ class PlacedRows(NamedTuple):
     loss_dtype: str  # "float32" or "float64", as the loss is evaluated
     # the columns trained on (ShardData.columns: the splittable ones), or None: all
     columns: np.ndarray | None
+    # the power of two the engine's loss values carry (precision.Float64Loss)
+    loss_scale: float = 1.0
 
     @property
     def training_edges(self) -> np.ndarray:
@@ -151,7 +153,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         memory_per_device(mesh.local_devices),
     )
     # fetched before the binning program is queued behind it
-    init_score, init_loss, loss_dtype = finite_init_score(
+    init_score, init_loss, loss_dtype, loss_scale = finite_init_score(
         inputs.loss,
         inputs.n_outputs,
         mesh,
@@ -161,6 +163,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         booster.loss_dtype,
         pending_init,
         group_tables,
+        rows=(inputs.targets, inputs.weight),
     )
     data = shard_rows(
         mesh,
@@ -173,7 +176,9 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         group_tables or (),
         columns,
     )
-    return PlacedRows(mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, columns)
+    return PlacedRows(
+        mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, columns, loss_scale
+    )
 
 
 def target_rows(
@@ -254,29 +259,75 @@ def start_init_score(
     return init_score, loss_at(y, weight, replicated(mesh, init_score))
 
 
-def finite_init_score(loss, n_outputs, mesh, y, weight, given, setting: str, pending, groups=None):
-    """The initial score, its training loss and the loss's dtype
-    (``"float32"``, or ``"float64"`` where ``setting``, the Booster's
-    ``loss_dtype``, asks for it or, ``"auto"``, where the loss is finite at
-    the initial score only in float64); ``given``, ``groups`` as for
+def finite_init_score(
+    loss, n_outputs, mesh, y, weight, given, setting: str, pending, groups=None, rows=None
+):
+    """The initial score, its training loss, the loss's dtype and scale:
+    ``"float32"``, or ``"float64"`` where ``setting`` (the Booster's
+    ``loss_dtype``) asks for it or, ``"auto"``, where the loss is finite at
+    the initial score only in float64; there the loss is scaled by a power of
+    two (:class:`jaxboost.runtime.precision.Float64Loss`) where its values or
+    gradients are beyond float32 even so.  ``given``, ``groups`` as for
     :func:`start_init_score`, ``pending`` its result, in float64 where
-    ``setting`` asks for it, else in float32."""
+    ``setting`` asks for it, else in float32; ``rows``: this process's
+    ``(targets, weight)`` on the host, for the scale and the error."""
     init_score, init_loss = fetch(pending)
-    finite = bool(np.all(np.isfinite(init_score)) and np.isfinite(init_loss))
-    dtype = "float64" if setting == "float64" else "float32"
-    if not finite and setting == "auto":
-        wide = loss_in(loss, "float64")
+    finite = _finite(init_score, init_loss)
+    dtype, scale = ("float64" if setting == "float64" else "float32"), 1.0
+    tries = ([1.0] if setting == "auto" else []) + ([None] if setting != "float32" else [])
+    for wide_scale in tries:
+        if finite or (wide_scale is None and (groups is not None or rows is None)):
+            break
+        if wide_scale is None:  # a power of two that brings the sums within float32
+            wide_scale = _float32_scale(loss, rows, _scale_score(rows, given, n_outputs))
+            if wide_scale is None or wide_scale == 1.0:
+                break
+        wide = loss_in(loss, "float64", wide_scale)
         wide_score, wide_loss = fetch(
             start_init_score(wide, n_outputs, mesh, y, weight, given, groups)
         )
-        if np.all(np.isfinite(wide_score)) and np.isfinite(wide_loss):
-            warn(float64_message("the training loss is", "at the initial score"))
-            init_score, init_loss, finite, dtype = wide_score, wide_loss, True, "float64"
+        if _finite(wide_score, wide_loss):
+            scaled = "" if wide_scale == 1.0 else scaled_message(wide_scale)
+            if setting == "auto":
+                widened = float64_message("the training loss is", "at the initial score")
+                warn(widened + (f"; {scaled}" if scaled else ""))
+            elif scaled:
+                warn(f"loss: {scaled}")
+            init_score, init_loss = wide_score, float(wide_loss) / wide_scale
+            finite, dtype, scale = True, "float64", wide_scale
     if not finite:
         tried = "float32 and float64" if setting == "auto" else setting
-        raise ValueError(
-            f"loss: the training loss at the initial score {init_score} is "
-            f"{float(init_loss)} (not finite, in {tried}); check the loss for overflow, e.g. "
-            "write log(cosh(d)) as logaddexp(d, -d) - log(2)"
-        )
-    return init_score, init_loss, dtype
+        rows = rows if groups is None else None  # (a group loss has no row's loss)
+        score = init_score if rows is None else _scale_score(rows, given, n_outputs)
+        raise not_finite_init_error(loss, rows, score, float(init_loss), tried)
+    return init_score, init_loss, dtype, scale
+
+
+def _finite(score, loss) -> bool:
+    return bool(np.all(np.isfinite(score)) and np.isfinite(loss))
+
+
+def _scale_score(rows, given, n_outputs: int) -> np.ndarray:
+    """``(K,)`` float64: where a loss's scale is measured: the given initial
+    score, else the targets' weighted median (one output), else 0."""
+    if given is not None:
+        return np.asarray(given, np.float64)
+    y, weight = rows
+    if n_outputs == 1 and y.ndim == 1:
+        order = np.argsort(y)
+        reached = np.cumsum(weight[order], dtype=np.float64)
+        return np.array([y[order][np.searchsorted(reached, 0.5 * reached[-1])]], np.float64)
+    return np.zeros(n_outputs, np.float64)
+
+
+def _float32_scale(loss, rows, score: np.ndarray) -> float | None:
+    """:func:`jaxboost.runtime.precision.float32_scale` of ``loss`` at
+    ``score`` over every process's rows, or None where some row's loss or
+    gradient is not finite in float64 there."""
+    y, weight = rows
+    exponent = peak_exponent(*rows_in_float64(loss, y, score), weight)
+    # exponents, not sums, cross processes (gathered 64-bit values may be cut to 32)
+    no_scale = np.iinfo(np.int32).max
+    gathered = gather(np.array([no_scale if exponent is None else exponent], np.int32))
+    largest = int(np.max(gathered))
+    return None if largest == no_scale else float32_scale(largest)

@@ -28,7 +28,7 @@ from ..engine.round_checks import (
 )
 from ..engine.training import NumericSettings, ShardData, StaticSettings
 from ..runtime.distributed import first_process_value
-from ..runtime.precision import Float64Loss, loss_in
+from ..runtime.precision import Float64Loss, loss_in, loss_scale
 from ..runtime.user_warning import warn
 from .monitor import Monitor
 from .round_by_round import chunk_program, fused_chunk_program
@@ -55,13 +55,33 @@ def dtype_of(loss: Callable) -> str:
     return "float64" if isinstance(loss, Float64Loss) else "float32"
 
 
-def metric_in(metric: Metric, loss: Callable, dtype: str) -> Metric:
-    """``metric``, the training loss's (``eval_metric="loss"``) evaluated in ``dtype``."""
+def metric_in(metric: Metric, loss: Callable, dtype: str, scale: float = 1.0) -> Metric:
+    """``metric``, the training loss's (``eval_metric="loss"``) evaluated in
+    ``dtype`` and times ``scale`` (the monitor divides its values by it)."""
     inner = metric.per_sample
     inner = inner.loss if isinstance(inner, Float64Loss) else inner
     if inner is None or inner is not loss:
         return metric
-    return per_sample(metric.name, loss_in(loss, dtype))
+    return per_sample(metric.name, loss_in(loss, dtype, scale))
+
+
+def scaled_settings(hyper: NumericSettings, scale: float, split_criterion: str) -> NumericSettings:
+    """``hyper`` for the loss times ``scale`` (a power of two): the settings in
+    the loss's units scaled with it, so that the trees are those of the
+    loss itself.  Hessian sums, Newton leaves' ``reg_lambda`` and second-order
+    gains scale by ``scale``; first-order gains (squared gradient sums over
+    weights) by ``scale^2``, and their ``min_child_weight`` counts weights."""
+    if scale == 1.0:
+        return hyper
+    first_order = split_criterion == "first_order"
+    return hyper._replace(
+        reg_lambda=np.float32(hyper.reg_lambda * scale),
+        min_child_weight=hyper.min_child_weight
+        if first_order
+        else np.float32(hyper.min_child_weight * scale),
+        min_split_gain=np.float32(hyper.min_split_gain * scale * (scale if first_order else 1.0)),
+        hessian_floor=np.float32(hyper.hessian_floor * scale),
+    )
 
 
 def run_rounds(
@@ -127,7 +147,9 @@ class _Rounds:
             self.data, self.edges, raw, first_round, n_active, self.seed, self.hyper
         )
         n_stuck = None if n_stuck is None else n_stuck[:n_active]
-        return raw, trees, chunk_loss[:n_active], n_not_finite[:n_active], n_stuck
+        # the loss's own values, where the engine's carry a scale
+        chunk_loss = np.asarray(chunk_loss[:n_active], np.float64) / loss_scale(self.cfg.loss)
+        return raw, trees, chunk_loss, n_not_finite[:n_active], n_stuck
 
     def _chunk(self, raw, first_round: int, n_active: int, train_loss: list[float]):
         """``(raw, trees, chunk_loss, n_kept)``: the chunk's rounds up to the

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.binning import SMALLEST_NORMAL, one_process
+from ..runtime.user_warning import warn
 
 
 def feature_names(X: Any) -> list[str] | None:
@@ -210,14 +211,52 @@ def check_columns(
     got: int,
     name: str = "X",
 ) -> None:
-    """The columns at predict time match those seen in fit."""
+    """The columns of ``name`` (``names``: its DataFrame's, or None) match
+    those seen in fit (``fitted_names``, ``n_features``).
+
+    The trees read columns by position, so a DataFrame's columns must be
+    the fitted ones in the fitted order: other names, or the same in
+    another order, raise a ValueError naming them and the fix.  Names on
+    one side only warn, as scikit-learn does: the columns are then taken by
+    position.
+    """
     if got != n_features:
         raise ValueError(f"{name}: expected {n_features} features as in fit, got {got}")
-    if names is not None and fitted_names is not None and names != fitted_names:
+    if names is None or fitted_names is None:
+        if names is not None:
+            warn(
+                f"{name} has feature names, but the model was fitted on an array without "
+                "them: its columns are taken by position"
+            )
+        elif fitted_names is not None:
+            warn(
+                f"{name} does not have feature names, but the model was fitted on a DataFrame "
+                f"with them: its columns are taken by position as {_shown(fitted_names)}"
+            )
+        return
+    if list(names) == list(fitted_names):
+        return
+    missing = [column for column in fitted_names if column not in names]
+    unexpected = [column for column in names if column not in fitted_names]
+    if not missing and not unexpected and sorted(names) == sorted(fitted_names):
+        reordered = "X[model.feature_names_in_]" if name == "X" else "X_eval[X.columns]"
         raise ValueError(
-            f"{name}: feature names differ from those seen in fit: expected {fitted_names}, "
-            f"got {names}"
+            f"{name}: the columns seen in fit, in another order ({_shown(names)}, fitted "
+            f"on {_shown(fitted_names)}); the trees read columns by position: select them "
+            f"in the fitted order, e.g. {reordered}"
         )
+    raise ValueError(
+        f"{name}: feature names differ from those seen in fit: missing {_shown(missing)}, "
+        f"unexpected {_shown(unexpected)} (fitted on {_shown(fitted_names)}); rename or "
+        "select the columns as in fit"
+    )
+
+
+def _shown(names: list[str], limit: int = 10) -> str:
+    """``names`` as a list, cut after ``limit`` entries."""
+    shown = ", ".join(repr(column) for column in names[:limit])
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return f"[{shown}{more}]"
 
 
 def _any_feature_varies(X: np.ndarray) -> bool:
