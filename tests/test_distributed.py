@@ -12,6 +12,7 @@ import numpy as np
 from run_script import run_script
 
 import jaxboost as jb
+from jaxboost.engine.binning import DEFAULT_SAMPLE_SIZE
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "distributed_training.py"
 
@@ -45,10 +46,48 @@ def test_two_processes_train_the_single_process_model(tmp_path):
 CHECKS = Path(__file__).resolve().parent / "scripts" / "distributed_checks.py"
 
 
-def _two_processes(case: str) -> list[dict]:
-    result = run_script(CHECKS, args=("--case", case, "--timeout", "120"), timeout=300)
+def _two_processes(case: str, *args: str) -> list[dict]:
+    result = run_script(CHECKS, args=("--case", case, "--timeout", "120", *args), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _checks_module():
+    spec = importlib.util.spec_from_file_location("distributed_checks", CHECKS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_64bit_values_cross_processes_bit_for_bit():
+    # process_allgather alone cuts them to 32 bits: 2**40 arrives as 0
+    for worker in _two_processes("gather-64bit"):
+        assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
+        exchanged = json.loads(worker["last"][3:])
+        assert exchanged["uint64"] == [2**40, 2**64 - 1, 2**40 + 1, 2**64 - 2]
+        assert exchanged["int64"] == [[-(2**40)], [-(2**40) - 1]]
+        assert exchanged["float64"] == [(1 / 3).hex(), (1 / 3 + 1).hex()]
+        assert exchanged["first"] == [2**33, (0.1).hex()]
+        assert exchanged["dtypes"] == ["int64", "float64"]
+
+
+def test_two_processes_above_the_edge_sample_train_the_single_process_model(tmp_path):
+    # 2 x 110,000 rows: the edges come from a 200,000-row sample chosen by
+    # global row number, the same rows as in one process, so the same model
+    checks = _checks_module()
+    assert checks.ABOVE_SAMPLE_ROWS > DEFAULT_SAMPLE_SIZE
+    for worker in _two_processes("above-sample", "--output", str(tmp_path)):
+        assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
+    distributed = jb.load(tmp_path / "model_process0.json")
+    X, y = checks.all_rows()
+    single = checks.make_model().fit(X, y)
+    np.testing.assert_array_equal(distributed.bin_edges_, single.bin_edges_)
+    np.testing.assert_array_equal(distributed.forest_.feature, single.forest_.feature)
+    np.testing.assert_array_equal(distributed.forest_.threshold_bin, single.forest_.threshold_bin)
+    # float32 histograms summed in another order: scores equal to rounding
+    np.testing.assert_allclose(
+        distributed.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_bad_rows_in_one_process_stop_every_process_with_the_reason():
