@@ -46,8 +46,10 @@ def test_two_processes_train_the_single_process_model(tmp_path):
 CHECKS = Path(__file__).resolve().parent / "scripts" / "distributed_checks.py"
 
 
-def _two_processes(case: str, *args: str) -> list[dict]:
-    result = run_script(CHECKS, args=("--case", case, "--timeout", "120", *args), timeout=300)
+def _two_processes(case: str, *args: str, timeout: int = 120) -> list[dict]:
+    result = run_script(
+        CHECKS, args=("--case", case, "--timeout", str(timeout), *args), timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -109,3 +111,21 @@ def test_features_constant_everywhere_are_rejected_on_every_process():
     for worker in _two_processes("constant-all"):
         assert worker["code"] == 3, worker
         assert "every feature is constant" in worker["last"]
+
+
+def test_a_process_that_leaves_mid_fit_stops_the_other_with_the_reason():
+    # without the check: Gloo's "Connection reset by peer" from deep in JAX
+    first, second = _two_processes("peer-leaves")
+    assert second["code"] == -9, second  # killed after round 2
+    assert first["code"] == 3, first
+    assert first["last"].startswith("error RuntimeError: fit: process 0 lost process 1 in a")
+    assert "Connection reset by peer" in first["last"]
+    assert "cannot continue" in first["last"] and "Restart all processes" in first["last"]
+
+
+def test_an_evaluation_set_on_process_0_alone_trains():
+    # the processes must run the same programs: one round per program on all
+    # (they aborted in Gloo, "collective mismatch", when only process 0 watched)
+    first, second = _two_processes("watched-on-0")
+    assert first["code"] == 0 and second["code"] == 0, (first, second)
+    assert first["last"] == second["last"]

@@ -14,6 +14,7 @@ the single-process path is the same code.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -27,6 +28,19 @@ from .devices import ROWS
 from .padding import bucket_size, in_place_on, pad_rows, padded_slice
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable)
+
+# what the collectives' errors say when a peer process is gone (gloo on CPU,
+# NCCL on GPU; the transport's own words where the library's name is absent)
+_LOST_PEER_WORDS = (
+    "gloo",
+    "nccl",
+    "connection reset",
+    "connection closed",
+    "connection refused",
+    "broken pipe",
+    "socket closed",
+)
 
 
 def initialize(
@@ -125,6 +139,52 @@ def on_every_process(check: Callable[[], T]) -> T:
             failures.append(f"process {process}: {text}")
         start += max(int(length), 1)
     raise ValueError("fit: the input of another process failed its checks; " + "; ".join(failures))
+
+
+def lost_process_error(error: BaseException) -> RuntimeError | None:
+    """The error to raise for ``error`` when it is a collective exchange that
+    failed because another process is gone (ended, killed, or its connection
+    broke), else None; with one process always None."""
+    if jax.process_count() == 1:
+        return None
+    said = str(error)
+    if not any(word in said.lower() for word in _LOST_PEER_WORDS):
+        return None
+    this, count = jax.process_index(), jax.process_count()
+    # the collective names the peer's address only, not its process number
+    lost = f"process {1 - this}" if count == 2 else f"one of the other {count - 1} processes"
+    first_line = said.strip().splitlines()[0] if said.strip() else type(error).__name__
+    return RuntimeError(
+        f"fit: process {this} lost {lost} in a collective exchange ({first_line}); the fit "
+        "cannot continue without every process. Restart all processes; this one cannot "
+        "leave jax.distributed cleanly: JAX's coordination service aborts it once the lost "
+        "process misses its heartbeats (jaxboost.distributed.initialize(..., "
+        "heartbeat_timeout_seconds=...), 100 s by default), or end it now with os._exit"
+    )
+
+
+def stops_when_a_process_leaves(function: F) -> F:
+    """``function``, raising :func:`lost_process_error`'s RuntimeError
+    instead of a failed collective's own error when another process is gone."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            lost = lost_process_error(error)
+            if lost is None:
+                raise
+            raise lost from None  # (the JAX trace would bury the reason)
+
+    return wrapper
+
+
+def on_any_process(flag: bool) -> bool:
+    """Whether ``flag`` is true on any process (``flag`` itself with one)."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    return bool(np.any(gather(np.array([bool(flag)]))))
 
 
 def first_process_value(value: Any) -> Any:

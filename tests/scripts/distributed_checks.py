@@ -13,6 +13,9 @@ Cases:
   constant-all       every row of every process is the same;
   above-sample       each process holds half of :func:`all_rows`, together
                      more rows than the bin-edge sample;
+  watched-on-0       only process 0 has an evaluation set (and early stopping);
+  peer-leaves        process 1 kills itself (SIGKILL) after round 2 (process 0
+                     has no callback);
   gather-64bit       no fit: prints ``ok`` and, as JSON, what
                      :func:`exchanged_64bit_values` gives.
 """
@@ -20,6 +23,7 @@ Cases:
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +45,21 @@ def all_rows() -> tuple[np.ndarray, np.ndarray]:
 
 def make_model() -> jb.Booster:
     return jb.Booster(n_estimators=3, max_depth=2)
+
+
+def watchers(case: str, process_id: int) -> dict:
+    """``fit``'s evaluation set or callbacks for ``case`` in this process."""
+
+    def leave(env) -> None:
+        if env.iteration == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    if case == "watched-on-0" and process_id == 0:
+        X, y = rows(case, process_id)
+        return {"eval_set": [(X[:50], y[:50])], "early_stopping_rounds": 2}
+    if case == "peer-leaves" and process_id == 1:
+        return {"callbacks": [leave]}
+    return {}
 
 
 def exchanged_64bit_values(process_id: int) -> dict:
@@ -85,10 +104,13 @@ def worker(args: argparse.Namespace) -> None:
         return
     X, y = rows(args.case, args.process_id)
     try:
-        model = make_model().fit(X, y)
+        model = make_model().fit(X, y, **watchers(args.case, args.process_id))
     except (ValueError, TypeError) as error:
         print(f"error {type(error).__name__}: {error}", flush=True)
         sys.exit(3)
+    except RuntimeError as error:  # another process is gone
+        print(f"error {type(error).__name__}: {error}", flush=True)
+        os._exit(3)  # (sys.exit would wait for the coordination service's abort)
     if args.output:
         model.save(os.path.join(args.output, f"model_process{args.process_id}.json"))
     print(f"ok {model.train_loss_[-1]:.6f}", flush=True)
