@@ -94,7 +94,7 @@ def gather_same_shape(array: np.ndarray) -> np.ndarray:
 
 def gather(array: np.ndarray) -> np.ndarray:
     """Every process's ``array`` concatenated on the first axis, in process
-    order, bit for bit (64-bit values included: see :func:`gather_same_shape`).
+    order, bit for bit (64-bit values included: see `gather_same_shape`).
 
     The arrays may differ in length along the first axis only.
     """
@@ -164,7 +164,7 @@ def lost_process_error(error: BaseException) -> RuntimeError | None:
 
 
 def stops_when_a_process_leaves(function: F) -> F:
-    """``function``, raising :func:`lost_process_error`'s RuntimeError
+    """``function``, raising `lost_process_error`'s RuntimeError
     instead of a failed collective's own error when another process is gone."""
 
     @functools.wraps(function)

@@ -11,13 +11,13 @@ Cases:
   nan-target         process 1 has a NaN target;
   constant-each      each process's rows are constant, with different values;
   constant-all       every row of every process is the same;
-  above-sample       each process holds half of :func:`all_rows`, together
+  above-sample       each process holds half of `all_rows`, together
                      more rows than the bin-edge sample;
   watched-on-0       only process 0 has an evaluation set (and early stopping);
   peer-leaves        process 1 kills itself (SIGKILL) after round 2 (process 0
                      has no callback);
   gather-64bit       no fit: prints ``ok`` and, as JSON, what
-                     :func:`exchanged_64bit_values` gives.
+                     `exchanged_64bit_values` gives.
 """
 
 import argparse
