@@ -7,7 +7,8 @@ its own slice of the rows (60% / 40%), calls
 ``jaxboost.distributed.initialize`` and fits; histograms and leaf sums are
 combined across the processes by ``psum`` (gloo collectives on CPU).  The
 launcher then fits the same model in one process on all rows and compares:
-same splits, and raw scores within 1e-5.  ``--rows 500000`` tries it above
+same splits, and raw scores within 1e-5 of their largest magnitude (float32
+sums of the same rows in another order: each process's, then across them).  ``--rows 500000`` tries it above
 the 200,000-row sample the bin edges come from.
 
 On real hosts, run the worker command on every host with the coordinator's
@@ -115,9 +116,11 @@ def launch(args: argparse.Namespace) -> None:
     same_splits = np.array_equal(
         distributed.forest_.feature, single.forest_.feature
     ) and np.array_equal(distributed.forest_.threshold_bin, single.forest_.threshold_bin)
-    close = np.allclose(distributed.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5)
+    expected = single.predict_raw(X)
+    gap = np.max(np.abs(distributed.predict_raw(X) - expected))
+    close = bool(gap <= 1e-5 * np.max(np.abs(expected)))
     print(f"{args.num_processes} processes vs one process: same splits {same_splits}, "
-          f"raw scores within 1e-5: {close}")  # fmt: skip
+          f"raw scores within 1e-5 of their largest: {close} (largest gap {gap:.2g})")  # fmt: skip
     if not (same_splits and close):
         raise SystemExit(1)
 
