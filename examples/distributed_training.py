@@ -7,7 +7,9 @@ its own slice of the rows (60% / 40%), calls
 ``jaxboost.distributed.initialize`` and fits; histograms and leaf sums are
 combined across the processes by ``psum`` (gloo collectives on CPU).  The
 launcher then fits the same model in one process on all rows and compares:
-same splits, and raw scores within 1e-5.
+same splits, and raw scores within 1e-5 of their largest magnitude (float32
+sums of the same rows in another order: each process's, then across them).  ``--rows 500000`` tries it above
+the 200,000-row sample the bin edges come from.
 
 On real hosts, run the worker command on every host with the coordinator's
 address (``--coordinator host0:12345``), ``--num-processes`` and each host's
@@ -50,30 +52,30 @@ def make_model() -> jb.Booster:
     )
 
 
-def all_rows() -> tuple[np.ndarray, np.ndarray]:
+def all_rows(n_rows: int = N_ROWS) -> tuple[np.ndarray, np.ndarray]:
     """The full data set; every process can make it, but keeps only its rows."""
-    X, y = make_friedman1(n_samples=N_ROWS, n_features=8, noise=1.0, random_state=0)
+    X, y = make_friedman1(n_samples=n_rows, n_features=8, noise=1.0, random_state=0)
     return X.astype(np.float32), y.astype(np.float32)
 
 
-def rows_of_process(process_id: int, num_processes: int) -> slice:
+def rows_of_process(process_id: int, num_processes: int, n_rows: int = N_ROWS) -> slice:
     """Process 0 gets 60% of the rows, the others share the rest."""
-    first = int(N_ROWS * SHARE_OF_PROCESS_0)
+    first = int(n_rows * SHARE_OF_PROCESS_0)
     if process_id == 0:
         return slice(0, first)
-    bounds = np.linspace(first, N_ROWS, num_processes).astype(int)
+    bounds = np.linspace(first, n_rows, num_processes).astype(int)
     return slice(bounds[process_id - 1], bounds[process_id])
 
 
 def worker(args: argparse.Namespace) -> None:
     """One process: initialise jax.distributed, fit on its own rows, save."""
     jb.distributed.initialize(args.coordinator, args.num_processes, args.process_id, cpu_devices=1)
-    X, y = all_rows()
-    mine = rows_of_process(args.process_id, args.num_processes)
+    X, y = all_rows(args.rows)
+    mine = rows_of_process(args.process_id, args.num_processes, args.rows)
     model = make_model().fit(X[mine], y[mine])
     model.save(Path(args.output) / f"model_process{args.process_id}.json")
     print(
-        f"process {args.process_id}: {mine.stop - mine.start} of {N_ROWS} rows, "
+        f"process {args.process_id}: {mine.stop - mine.start} of {args.rows} rows, "
         f"training loss {model.train_loss_[0]:.4f} -> {model.train_loss_[-1]:.4f}"
     )
 
@@ -98,6 +100,7 @@ def launch(args: argparse.Namespace) -> None:
                 "--num-processes", str(args.num_processes),
                 "--coordinator", coordinator,
                 "--output", str(output),
+                "--rows", str(args.rows),
             ],
             env={**os.environ, "JAXBOOST_CPU_DEVICES": "1"},
         )
@@ -108,14 +111,16 @@ def launch(args: argparse.Namespace) -> None:
         raise SystemExit(f"a worker failed: exit codes {codes}")
 
     distributed = jb.load(output / "model_process0.json")
-    X, y = all_rows()
+    X, y = all_rows(args.rows)
     single = make_model().fit(X, y)
     same_splits = np.array_equal(
         distributed.forest_.feature, single.forest_.feature
     ) and np.array_equal(distributed.forest_.threshold_bin, single.forest_.threshold_bin)
-    close = np.allclose(distributed.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5)
+    expected = single.predict_raw(X)
+    gap = np.max(np.abs(distributed.predict_raw(X) - expected))
+    close = bool(gap <= 1e-5 * np.max(np.abs(expected)))
     print(f"{args.num_processes} processes vs one process: same splits {same_splits}, "
-          f"raw scores within 1e-5: {close}")  # fmt: skip
+          f"raw scores within 1e-5 of their largest: {close} (largest gap {gap:.2g})")  # fmt: skip
     if not (same_splits and close):
         raise SystemExit(1)
 
@@ -126,6 +131,7 @@ def main() -> None:
     parser.add_argument("--process-id", type=int, help="worker mode: this process's number")
     parser.add_argument("--coordinator", help="worker mode: host:port of process 0")
     parser.add_argument("--output", default=str(OUTPUT), help="folder for the saved models")
+    parser.add_argument("--rows", type=int, default=N_ROWS, help="rows of all processes together")
     args = parser.parse_args()
     if args.process_id is None:
         launch(args)

@@ -12,6 +12,7 @@ import numpy as np
 from run_script import run_script
 
 import jaxboost as jb
+from jaxboost.engine.binning import DEFAULT_SAMPLE_SIZE
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "distributed_training.py"
 
@@ -26,7 +27,7 @@ def _example_module():
 def test_two_processes_train_the_single_process_model(tmp_path):
     result = run_script(EXAMPLE, args=("--output", str(tmp_path)), timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    assert "same splits True, raw scores within 1e-5: True" in result.stdout
+    assert "same splits True, raw scores within 1e-5 of their largest: True" in result.stdout
 
     example = _example_module()
     first, second = (jb.load(tmp_path / f"model_process{i}.json") for i in (0, 1))
@@ -45,10 +46,50 @@ def test_two_processes_train_the_single_process_model(tmp_path):
 CHECKS = Path(__file__).resolve().parent / "scripts" / "distributed_checks.py"
 
 
-def _two_processes(case: str) -> list[dict]:
-    result = run_script(CHECKS, args=("--case", case, "--timeout", "120"), timeout=300)
+def _two_processes(case: str, *args: str, timeout: int = 120) -> list[dict]:
+    result = run_script(
+        CHECKS, args=("--case", case, "--timeout", str(timeout), *args), timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _checks_module():
+    spec = importlib.util.spec_from_file_location("distributed_checks", CHECKS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_64bit_values_cross_processes_bit_for_bit():
+    # process_allgather alone cuts them to 32 bits: 2**40 arrives as 0
+    for worker in _two_processes("gather-64bit"):
+        assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
+        exchanged = json.loads(worker["last"][3:])
+        assert exchanged["uint64"] == [2**40, 2**64 - 1, 2**40 + 1, 2**64 - 2]
+        assert exchanged["int64"] == [[-(2**40)], [-(2**40) - 1]]
+        assert exchanged["float64"] == [(1 / 3).hex(), (1 / 3 + 1).hex()]
+        assert exchanged["first"] == [2**33, (0.1).hex()]
+        assert exchanged["dtypes"] == ["int64", "float64"]
+
+
+def test_two_processes_above_the_edge_sample_train_the_single_process_model(tmp_path):
+    # 2 x 110,000 rows: the edges come from a 200,000-row sample chosen by
+    # global row number, the same rows as in one process, so the same model
+    checks = _checks_module()
+    assert checks.ABOVE_SAMPLE_ROWS > DEFAULT_SAMPLE_SIZE
+    for worker in _two_processes("above-sample", "--output", str(tmp_path)):
+        assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
+    distributed = jb.load(tmp_path / "model_process0.json")
+    X, y = checks.all_rows()
+    single = checks.make_model().fit(X, y)
+    np.testing.assert_array_equal(distributed.bin_edges_, single.bin_edges_)
+    np.testing.assert_array_equal(distributed.forest_.feature, single.forest_.feature)
+    np.testing.assert_array_equal(distributed.forest_.threshold_bin, single.forest_.threshold_bin)
+    # float32 histograms summed in another order: scores equal to rounding
+    np.testing.assert_allclose(
+        distributed.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_bad_rows_in_one_process_stop_every_process_with_the_reason():
@@ -70,3 +111,21 @@ def test_features_constant_everywhere_are_rejected_on_every_process():
     for worker in _two_processes("constant-all"):
         assert worker["code"] == 3, worker
         assert "every feature is constant" in worker["last"]
+
+
+def test_a_process_that_leaves_mid_fit_stops_the_other_with_the_reason():
+    # without the check: Gloo's "Connection reset by peer" from deep in JAX
+    first, second = _two_processes("peer-leaves")
+    assert second["code"] == -9, second  # killed after round 2
+    assert first["code"] == 3, first
+    assert first["last"].startswith("error RuntimeError: fit: process 0 lost process 1 in a")
+    assert "Connection reset by peer" in first["last"]
+    assert "cannot continue" in first["last"] and "Restart all processes" in first["last"]
+
+
+def test_an_evaluation_set_on_process_0_alone_trains():
+    # the processes must run the same programs: one round per program on all
+    # (they aborted in Gloo, "collective mismatch", when only process 0 watched)
+    first, second = _two_processes("watched-on-0")
+    assert first["code"] == 0 and second["code"] == 0, (first, second)
+    assert first["last"] == second["last"]

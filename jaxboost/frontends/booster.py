@@ -44,8 +44,10 @@ from ..runtime.distributed import (
     first_process_value,
     gather,
     global_rows,
+    on_any_process,
     on_every_process,
     replicated,
+    stops_when_a_process_leaves,
 )
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
@@ -448,6 +450,7 @@ class Booster:
 
     # -- training ------------------------------------------------------------
     @in_float32
+    @stops_when_a_process_leaves
     def fit(
         self,
         X: Any,
@@ -514,9 +517,10 @@ class Booster:
             )
         )
         placed = place_rows(self, inputs)
-        cfg, hyper = self._fit_settings(
-            inputs, placed, monitored=bool(inputs.eval_sets or callbacks or verbose)
-        )
+        # the watched chunk on every process if any watches the rounds
+        # (processes running different programs abort in the collectives)
+        monitored = on_any_process(bool(inputs.eval_sets or callbacks or verbose))
+        cfg, hyper = self._fit_settings(inputs, placed, monitored=monitored)
         eval_sets = inputs.eval_sets
         if placed.columns is not None:  # the trees' features number the columns trained on
             eval_sets = [s._replace(X=s.X[:, placed.columns]) for s in eval_sets]

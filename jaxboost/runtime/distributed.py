@@ -14,6 +14,7 @@ the single-process path is the same code.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -27,6 +28,19 @@ from .devices import ROWS
 from .padding import bucket_size, in_place_on, pad_rows, padded_slice
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable)
+
+# what the collectives' errors say when a peer process is gone (gloo on CPU,
+# NCCL on GPU; the transport's own words where the library's name is absent)
+_LOST_PEER_WORDS = (
+    "gloo",
+    "nccl",
+    "connection reset",
+    "connection closed",
+    "connection refused",
+    "broken pipe",
+    "socket closed",
+)
 
 
 def initialize(
@@ -60,19 +74,38 @@ def initialize(
     )
 
 
+def gather_same_shape(array: np.ndarray) -> np.ndarray:
+    """``(processes, *array.shape)``: every process's ``array`` (the same shape
+    and dtype on all), bit for bit, in process order.
+
+    Sent as bytes: ``process_allgather`` puts its input on the devices, where
+    with JAX's 64-bit mode off 64-bit values are cut to 32 bits (``[2**40,
+    3]`` arrives as ``[0, 3]``, a float64 as the nearest float32).
+    """
+    array = np.asarray(array)
+    if jax.process_count() == 1:
+        return array[None]
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.nbytes == 0:  # (a device array of no bytes: nothing to send)
+        return np.empty((jax.process_count(), *array.shape), array.dtype)
+    stacked = multihost_utils.process_allgather(flat.view(np.uint8))  # (processes, nbytes)
+    return np.ascontiguousarray(stacked).view(array.dtype).reshape(-1, *array.shape)
+
+
 def gather(array: np.ndarray) -> np.ndarray:
-    """Every process's ``array`` concatenated on the first axis, in process order.
+    """Every process's ``array`` concatenated on the first axis, in process
+    order, bit for bit (64-bit values included: see `gather_same_shape`).
 
     The arrays may differ in length along the first axis only.
     """
     array = np.asarray(array)
     if jax.process_count() == 1:
         return array
-    lengths = multihost_utils.process_allgather(np.int64(array.shape[0]))
+    lengths = gather_same_shape(np.int64(array.shape[0]))
     longest = int(np.max(lengths))
     padded = np.zeros((longest, *array.shape[1:]), array.dtype)
     padded[: array.shape[0]] = array
-    stacked = multihost_utils.process_allgather(padded)  # (processes, longest, ...)
+    stacked = gather_same_shape(padded)  # (processes, longest, ...)
     return np.concatenate([part[:n] for part, n in zip(stacked, lengths)], axis=0)
 
 
@@ -93,7 +126,7 @@ def on_every_process(check: Callable[[], T]) -> T:
     except (ValueError, TypeError) as caught:
         result, error = None, caught
     message = b"" if error is None else f"{type(error).__name__}: {error}".encode()
-    lengths = multihost_utils.process_allgather(np.int64(len(message)))
+    lengths = gather_same_shape(np.int64(len(message)))
     if not np.any(lengths):
         return result
     texts = gather(np.frombuffer(message.ljust(1), np.uint8))  # 1 byte at least each
@@ -108,11 +141,72 @@ def on_every_process(check: Callable[[], T]) -> T:
     raise ValueError("fit: the input of another process failed its checks; " + "; ".join(failures))
 
 
+def lost_process_error(error: BaseException) -> RuntimeError | None:
+    """The error to raise for ``error`` when it is a collective exchange that
+    failed because another process is gone (ended, killed, or its connection
+    broke), else None; with one process always None."""
+    if jax.process_count() == 1:
+        return None
+    said = str(error)
+    if not any(word in said.lower() for word in _LOST_PEER_WORDS):
+        return None
+    this, count = jax.process_index(), jax.process_count()
+    # the collective names the peer's address only, not its process number
+    lost = f"process {1 - this}" if count == 2 else f"one of the other {count - 1} processes"
+    first_line = said.strip().splitlines()[0] if said.strip() else type(error).__name__
+    return RuntimeError(
+        f"fit: process {this} lost {lost} in a collective exchange ({first_line}); the fit "
+        "cannot continue without every process. Restart all processes; this one cannot "
+        "leave jax.distributed cleanly: JAX's coordination service aborts it once the lost "
+        "process misses its heartbeats (jaxboost.distributed.initialize(..., "
+        "heartbeat_timeout_seconds=...), 100 s by default), or end it now with os._exit"
+    )
+
+
+def stops_when_a_process_leaves(function: F) -> F:
+    """``function``, raising `lost_process_error`'s RuntimeError
+    instead of a failed collective's own error when another process is gone."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            lost = lost_process_error(error)
+            if lost is None:
+                raise
+            raise lost from None  # (the JAX trace would bury the reason)
+
+    return wrapper
+
+
+def on_any_process(flag: bool) -> bool:
+    """Whether ``flag`` is true on any process (``flag`` itself with one)."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    return bool(np.any(gather(np.array([bool(flag)]))))
+
+
 def first_process_value(value: Any) -> Any:
-    """Process 0's ``value`` (a pytree of numbers), on every process."""
+    """Process 0's ``value`` (a pytree of numbers or numpy arrays, each the
+    same shape and dtype on every process), on every process, as numpy
+    arrays of the leaves' own dtypes (64-bit ones bit for bit)."""
     if jax.process_count() == 1:
         return value
-    return jax.tree.map(np.asarray, multihost_utils.broadcast_one_to_all(value))
+    leaves, structure = jax.tree.flatten(value)
+    leaves = [np.asarray(leaf) for leaf in leaves]
+    # one exchange for all leaves, as bytes (see gather_same_shape)
+    sent = np.concatenate(
+        [np.empty(0, np.uint8)]
+        + [np.ascontiguousarray(leaf).reshape(-1).view(np.uint8) for leaf in leaves]
+    )
+    first = gather_same_shape(sent)[0]
+    received, start = [], 0
+    for leaf in leaves:
+        part = first[start : start + leaf.nbytes]
+        received.append(part.view(leaf.dtype).reshape(leaf.shape))
+        start += leaf.nbytes
+    return jax.tree.unflatten(structure, received)
 
 
 class RowLayout(NamedTuple):

@@ -1,19 +1,29 @@
-"""Two processes on loopback where the inputs of one are bad, or odd.
+"""Two processes on loopback where the inputs of one are bad, or odd, or
+more than the bin-edge sample.
 
 Launcher (no ``--process-id``): starts the two workers for ``--case``, waits
 at most ``--timeout`` seconds, and prints one JSON line: each worker's exit
-code and its last output line.  Worker: fits on its own rows and prints
-``ok <train loss>`` or ``error <type>: <message>``.
+code and its last output line.  Worker: fits on its own rows, saves the model
+to ``--output`` if given, and prints ``ok <train loss>`` or
+``error <type>: <message>``.
 
 Cases:
   nan-target         process 1 has a NaN target;
   constant-each      each process's rows are constant, with different values;
-  constant-all       every row of every process is the same.
+  constant-all       every row of every process is the same;
+  above-sample       each process holds half of `all_rows`, together
+                     more rows than the bin-edge sample;
+  watched-on-0       only process 0 has an evaluation set (and early stopping);
+  peer-leaves        process 1 kills itself (SIGKILL) after round 2 (process 0
+                     has no callback);
+  gather-64bit       no fit: prints ``ok`` and, as JSON, what
+                     `exchanged_64bit_values` gives.
 """
 
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,8 +32,59 @@ import numpy as np
 
 import jaxboost as jb  # before any JAX operation
 
+ABOVE_SAMPLE_ROWS = 220_000  # 2 x 110,000: more than the 200,000-row edge sample
+
+
+def all_rows() -> tuple[np.ndarray, np.ndarray]:
+    """The ``above-sample`` case's rows: ``(220000, 4)`` features, a target."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(ABOVE_SAMPLE_ROWS, 4)).astype(np.float32)
+    y = X[:, 0] - 2.0 * X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=ABOVE_SAMPLE_ROWS)
+    return X, y.astype(np.float32)
+
+
+def make_model() -> jb.Booster:
+    return jb.Booster(n_estimators=3, max_depth=2)
+
+
+def watchers(case: str, process_id: int) -> dict:
+    """``fit``'s evaluation set or callbacks for ``case`` in this process."""
+
+    def leave(env) -> None:
+        if env.iteration == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    if case == "watched-on-0" and process_id == 0:
+        X, y = rows(case, process_id)
+        return {"eval_set": [(X[:50], y[:50])], "early_stopping_rounds": 2}
+    if case == "peer-leaves" and process_id == 1:
+        return {"callbacks": [leave]}
+    return {}
+
+
+def exchanged_64bit_values(process_id: int) -> dict:
+    """64-bit values that 32 bits would change, through ``gather`` and
+    ``first_process_value``; floats as ``float.hex`` (exact)."""
+    from jaxboost.runtime.distributed import first_process_value, gather
+
+    big = np.array([2**40 + process_id, 2**64 - 1 - process_id], np.uint64)
+    negative = np.array([[-(2**40) - process_id]], np.int64)
+    third = np.array([1 / 3 + process_id], np.float64)  # not a float32
+    first = first_process_value((np.int64(2**33 + process_id), np.float64(0.1 + process_id)))
+    return {
+        "uint64": [int(value) for value in gather(big)],
+        "int64": gather(negative).tolist(),
+        "float64": [float(value).hex() for value in gather(third)],
+        "first": [int(first[0]), float(first[1]).hex()],
+        "dtypes": [str(first[0].dtype), str(first[1].dtype)],
+    }
+
 
 def rows(case: str, process_id: int) -> tuple[np.ndarray, np.ndarray]:
+    if case == "above-sample":
+        half = slice(process_id * ABOVE_SAMPLE_ROWS // 2, (process_id + 1) * ABOVE_SAMPLE_ROWS // 2)
+        X, y = all_rows()
+        return X[half], y[half]
     rng = np.random.default_rng(process_id)
     X = rng.normal(size=(200, 3)).astype(np.float32)
     y = (X[:, 0] + 0.1 * rng.normal(size=200)).astype(np.float32)
@@ -38,12 +99,20 @@ def rows(case: str, process_id: int) -> tuple[np.ndarray, np.ndarray]:
 
 def worker(args: argparse.Namespace) -> None:
     jb.distributed.initialize(args.coordinator, 2, args.process_id, cpu_devices=1)
+    if args.case == "gather-64bit":
+        print("ok " + json.dumps(exchanged_64bit_values(args.process_id)), flush=True)
+        return
     X, y = rows(args.case, args.process_id)
     try:
-        model = jb.Booster(n_estimators=3, max_depth=2).fit(X, y)
+        model = make_model().fit(X, y, **watchers(args.case, args.process_id))
     except (ValueError, TypeError) as error:
         print(f"error {type(error).__name__}: {error}", flush=True)
         sys.exit(3)
+    except RuntimeError as error:  # another process is gone
+        print(f"error {type(error).__name__}: {error}", flush=True)
+        os._exit(3)  # (sys.exit would wait for the coordination service's abort)
+    if args.output:
+        model.save(os.path.join(args.output, f"model_process{args.process_id}.json"))
     print(f"ok {model.train_loss_[-1]:.6f}", flush=True)
 
 
@@ -51,10 +120,11 @@ def launch(args: argparse.Namespace) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    output = ("--output", args.output) if args.output else ()
     workers = [
         subprocess.Popen(
             [sys.executable, __file__, "--case", args.case, "--process-id", str(process_id),
-             "--coordinator", f"127.0.0.1:{port}"],
+             "--coordinator", f"127.0.0.1:{port}", *output],
             env={**os.environ, "JAXBOOST_CPU_DEVICES": "1"},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -80,6 +150,7 @@ def main() -> None:
     parser.add_argument("--case", required=True)
     parser.add_argument("--process-id", type=int)
     parser.add_argument("--coordinator")
+    parser.add_argument("--output", help="folder for the workers' models")
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args()
     if args.process_id is None:
