@@ -292,3 +292,25 @@ def test_a_search_that_stops_before_converging_warns_naming_the_loss():
     with pytest.warns(UserWarning, match=match):
         model = jb.Booster(loss=losses.gaussian_nll, n_estimators=1, max_depth=1).fit(X, y)
     assert model.init_score_[0] == 5.0
+
+
+def test_the_vector_search_over_two_shards_is_the_one_device_search():
+    """Its sums (the median's histogram among them) run over every shard."""
+    from jaxboost.engine.training import init_score_program
+    from jaxboost.runtime.devices import make_mesh
+    from jaxboost.runtime.distributed import global_rows
+
+    if len(jax.devices()) < 2:
+        pytest.skip("needs two devices")
+    rng = np.random.default_rng(9)
+    y = (1e6 + 1e4 * rng.standard_t(4.0, size=1000)).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, 1000).astype(np.float32)
+    found = []
+    for n_devices in (1, 2):
+        mesh = make_mesh(jax.devices()[:n_devices])
+        program = init_score_program(student_t_nll, 2, mesh)
+        found.append(program(global_rows(mesh, y), global_rows(mesh, weight)))
+    (one, one_loss, one_converged), (two, two_loss, two_converged) = found
+    assert one_converged and two_converged
+    np.testing.assert_allclose(two, one, rtol=1e-6)
+    np.testing.assert_allclose(two_loss, one_loss, rtol=1e-6)

@@ -2,8 +2,11 @@
 
 A jitted minimisation, not a closed form per loss: one output uses the same
 safeguarded scalar minimiser as line-search leaves (so absolute and pinball
-losses get the exact weighted median / quantile); vector outputs take Newton
-directions (full hessian, pseudo-inverse) each followed by a line search.
+losses get the exact weighted median / quantile); vector outputs take a line
+search along each output, then Newton directions in coordinates scaled by
+the hessian's diagonal, each followed by a line search, until a scale-free
+test says they converged (:func:`vector_initial_score`; where they do not,
+the fit warns).
 
 A scalar search started at 0 stops at the first stationary point it finds.
 For a redescending loss (Tukey's biweight, Welsch) whose targets lie far from
@@ -175,9 +178,9 @@ def vector_initial_score(
     the quadratic model predicts) is below ``_DECREMENT_TOLERANCE`` of the
     rows' spread of losses, ``sum_i w_i |loss_i - mean loss|`` (both in the
     loss's units, so the test means the same at any target location and
-    scale), or when a step no longer changes the float32 score; it stops
+    scale), or when a Newton step cannot change the float32 score; it stops
     there, after ``_MAX_NEWTON_ROUNDS`` rounds, or where a line search would
-    raise the loss.  Coordinate steps and Newton rounds share one loop and
+    raise the loss or finds no step.  Coordinate steps and Newton rounds share one loop and
     one line search: one compiled copy of each.
 
     Args:
