@@ -1,5 +1,8 @@
 """The initial score: a jitted minimisation that lands on the closed forms."""
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -188,3 +191,126 @@ def test_a_bad_base_score_is_refused(base_score, message):
         jb.Booster(n_estimators=2, base_score=base_score).fit(X, X[:, 0])
     with pytest.raises(ValueError, match=message):
         jb.Booster(n_estimators=2, base_score=base_score).fit(X, X[:, 0])
+
+
+# locations and scales of the targets for the two-output searches: every pair
+# but a scale of 1e-3 at 1e6, which float32 targets cannot hold (their spacing
+# there is 0.0625)
+_LOCATIONS_AND_SCALES = [
+    (location, scale)
+    for location in (0.0, 150.0, 1e6)
+    for scale in (1e-3, 1.0, 1e4)
+    if scale >= 1e-5 * location
+]
+
+
+def student_t_nll(y, f, nu=4.0):
+    """A user's Student-t negative log-likelihood, ``f = (location, log scale)``."""
+    z = (y - f[..., 0]) * jnp.exp(-f[..., 1])
+    return f[..., 1] + 0.5 * (nu + 1) * jnp.log1p(z * z / nu)
+
+
+def _student_t_minimiser(y, weight):
+    """``(location, log scale)`` minimising the weighted mean
+    :func:`student_t_nll` of ``y``, in float64 by scipy from the median and
+    the log of the MAD."""
+    from scipy import optimize
+
+    y = np.asarray(y, np.float64)
+    center, spread = np.median(y), np.median(np.abs(y - np.median(y)))
+
+    def mean_loss(p):  # in units of the MAD about the median: well conditioned
+        z = (y - center - p[0] * spread) * np.exp(-p[1]) / spread
+        return np.average(p[1] + 2.5 * np.log1p(z * z / 4.0), weights=weight)
+
+    found = optimize.minimize(mean_loss, [0.0, 0.0], method="BFGS", options={"gtol": 1e-10})
+    return np.array([center + found.x[0] * spread, found.x[1] + np.log(spread)])
+
+
+@functools.cache
+def _two_output_search(loss):
+    return jax.jit(lambda y, weight: initial_score(loss, y, weight, 2))
+
+
+def _assert_near_minimiser(score, expected, scale, location):
+    """``score (2,)`` within 1e-3 of ``scale`` (and the float32 rounding of
+    ``location``) of ``expected (2,)``'s location, within 1e-3 of its log scale."""
+    resolution = 1e-3 * scale + 4 * np.spacing(np.float32(abs(location)))
+    assert abs(score[0] - expected[0]) <= resolution, (score, expected)
+    assert abs(score[1] - expected[1]) <= 1e-3, (score, expected)
+
+
+@pytest.mark.parametrize(("location", "scale"), _LOCATIONS_AND_SCALES)
+def test_gaussian_nll_starts_at_the_mean_and_log_std_at_any_location_and_scale(location, scale):
+    """Searched from 0 by Newton steps alone, the mean stayed near 0 for
+    targets far from it (the log std absorbed their spread)."""
+    rng = np.random.default_rng(7)
+    y = (location + scale * rng.normal(size=500)).astype(np.float32)
+    score = np.asarray(_two_output_search(losses.gaussian_nll)(y, np.ones(500, np.float32)))
+    y64 = y.astype(np.float64)
+    _assert_near_minimiser(score, [y64.mean(), np.log(y64.std())], scale, location)
+
+
+@pytest.mark.parametrize(("location", "scale"), _LOCATIONS_AND_SCALES)
+def test_a_student_t_loss_starts_at_its_minimiser_at_any_location_and_scale(location, scale):
+    """A redescending location: flat and concave at 0 for targets far from it."""
+    rng = np.random.default_rng(8)
+    y = (location + scale * rng.standard_t(4.0, size=500)).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, 500).astype(np.float32)
+    weight[::7] = 0.0  # rows of weight 0 count for nothing
+    score = np.asarray(_two_output_search(student_t_nll)(y, weight))
+    kept = weight > 0
+    expected = _student_t_minimiser(y[kept], weight[kept])
+    _assert_near_minimiser(score, expected, scale, location)
+
+
+def test_gaussian_nll_on_diabetes_starts_at_the_mean_and_log_std():
+    """Raw diabetes targets (mean 152): the search from 0 stopped at a mean of
+    0.03, and 300 rounds left the predicted means at 38 on average."""
+    import jaxboost as jb
+
+    datasets = pytest.importorskip("sklearn.datasets")
+    X, y = datasets.load_diabetes(return_X_y=True)
+    X, y = X.astype(np.float32), y.astype(np.float32)
+    train, test = np.arange(len(y)) % 4 != 0, np.arange(len(y)) % 4 == 0
+    model = jb.Booster(loss=losses.gaussian_nll, n_estimators=100, max_depth=3)
+    model.fit(X[train], y[train])
+    y64 = y[train].astype(np.float64)
+    np.testing.assert_allclose(model.init_score_, [y64.mean(), np.log(y64.std())], rtol=1e-4)
+    rmse = np.sqrt(np.mean(np.square(model.predict(X[test])[:, 0] - y[test])))
+    constant_rmse = np.sqrt(np.mean(np.square(y64.mean() - y[test])))
+    assert rmse < constant_rmse, (rmse, constant_rmse)
+
+
+def test_a_search_that_stops_before_converging_warns_naming_the_loss():
+    """Constant targets: the Gaussian's log scale falls without bound."""
+    import jaxboost as jb
+
+    X = np.random.default_rng(3).normal(size=(200, 2)).astype(np.float32)
+    y = np.full(200, 5.0, np.float32)
+    match = "loss 'gaussian_nll': the search for the initial score stopped before it converged"
+    with pytest.warns(UserWarning, match=match):
+        model = jb.Booster(loss=losses.gaussian_nll, n_estimators=1, max_depth=1).fit(X, y)
+    assert model.init_score_[0] == 5.0
+
+
+def test_the_vector_search_over_two_shards_is_the_one_device_search():
+    """Its sums (the median's histogram among them) run over every shard."""
+    from jaxboost.engine.training import init_score_program
+    from jaxboost.runtime.devices import make_mesh
+    from jaxboost.runtime.distributed import global_rows
+
+    if len(jax.devices()) < 2:
+        pytest.skip("needs two devices")
+    rng = np.random.default_rng(9)
+    y = (1e6 + 1e4 * rng.standard_t(4.0, size=1000)).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, 1000).astype(np.float32)
+    found = []
+    for n_devices in (1, 2):
+        mesh = make_mesh(jax.devices()[:n_devices])
+        program = init_score_program(student_t_nll, 2, mesh)
+        found.append(program(global_rows(mesh, y), global_rows(mesh, weight)))
+    (one, one_loss, one_converged), (two, two_loss, two_converged) = found
+    assert one_converged and two_converged
+    np.testing.assert_allclose(two, one, rtol=1e-6)
+    np.testing.assert_allclose(two_loss, one_loss, rtol=1e-6)

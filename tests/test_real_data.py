@@ -293,7 +293,6 @@ def gaussian_fit(diabetes):
     return model.fit(X_train, y_train)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 39 part 2: the initial score of vector losses")
 def test_gaussian_nll_starts_at_the_maximum_likelihood_constant(diabetes, gaussian_fit):
     """The initial score of the Gaussian on raw diabetes targets (mean 152) is
     the constant Gaussian's maximum likelihood: the mean and the log of the
@@ -303,7 +302,6 @@ def test_gaussian_nll_starts_at_the_maximum_likelihood_constant(diabetes, gaussi
     np.testing.assert_allclose(gaussian_fit.init_score_, expected, rtol=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 39 part 2: the initial score of vector losses")
 def test_gaussian_nll_on_diabetes_near_lightgbm_on_two_outputs(diabetes, gaussian_fit):
     """Held-out Gaussian NLL against LightGBM's trees on the same likelihood's
     closed-form derivatives (one tree per output, the same raw hessian,

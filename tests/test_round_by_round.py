@@ -157,7 +157,8 @@ def test_the_host_initial_score_is_the_programs(name, loss, targets):
     y = jnp.asarray(targets(rng, n), jnp.float32)
     weight = jnp.asarray(rng.uniform(size=n) * (rng.random(n) < 0.8), jnp.float32)
     mesh = make_mesh(jax.devices()[:1])
-    expected, expected_loss = init_score_program(loss, 1, mesh)(y, weight)
+    expected, expected_loss, converged = init_score_program(loss, 1, mesh)(y, weight)
+    assert converged
     sums = slope_sums_program(loss, mesh)
     score, mean_loss = initial_score_on_host(
         lambda scores: np.asarray(sums(y, weight, scores)),

@@ -30,7 +30,7 @@ from ..runtime.workarounds import fast_compile_options, vector_output_compiler_o
 from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
 from .groups import GroupBucket, group_grad_hess, loss_sum, mean_group_loss
-from .init_score import initial_score
+from .init_score import searched_initial_score
 from .joint_newton import leaf_hessian, solve_joint
 from .leaves import (
     LeafTotals,
@@ -607,18 +607,19 @@ def init_score_program(
     leaf_kernels: str = "reference",
     fast_compile: bool = False,
 ) -> Callable:
-    """``(y, weight) -> (F0 (K,), train_loss at F0)``, jitted and sharded
-    (``y``, ``weight``: the rows of :class:`ShardData`); ``leaf_kernels``
-    and ``fast_compile`` as in :class:`StaticSettings`."""
+    """``(y, weight) -> (F0 (K,), train_loss at F0, converged)``, jitted and
+    sharded (``y``, ``weight``: the rows of :class:`ShardData`; ``converged``
+    as in :func:`jaxboost.engine.init_score.searched_initial_score`);
+    ``leaf_kernels`` and ``fast_compile`` as in :class:`StaticSettings`."""
     axis_name = collective_axis(mesh)
 
     def local(y, weight):
         kernels = LEAF_KERNELS[leaf_kernels]
-        score = initial_score(loss, y, weight, n_outputs, axis_name, kernels)
-        return score, _mean_loss_at(loss, y, weight, score, axis_name)
+        score, converged = searched_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
+        return score, _mean_loss_at(loss, y, weight, score, axis_name), converged
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P()), check_vma=False
+        local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P(), P()), check_vma=False
     )
     platform = mesh.devices.flat[0].platform
     options = vector_output_compiler_options(platform) if n_outputs > 1 else {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ..engine.groups import GroupBucket
-from ..engine.init_score import initial_score_on_host
+from ..engine.init_score import initial_score_on_host, not_converged_message
 from ..engine.metrics import Metric
 from ..engine.packed_split import packed_bins
 from ..engine.round_checks import float64_message, not_finite_init_error, scaled_message
@@ -232,31 +232,36 @@ def start_init_score(
     loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, given, groups=None
 ):
     """Dispatches the initial score's program (the ``given`` one's, ``(K,)``
-    or None, training loss): ``(init_score, init_loss)``, arrays to fetch.  A group
+    or None, training loss): ``(init_score, init_loss, converged)``, arrays
+    to fetch, ``converged`` False where a vector search stopped at its
+    budget (:func:`jaxboost.engine.init_score.vector_initial_score`).  A group
     loss (``groups``: its tables on the devices) starts
     from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
-    and Cox losses do not change when every score moves by one number)."""
+    and Cox losses do not change when every score moves by one number).
+    One output on at most ``FAST_COMPILE_ROWS`` rows searches from the host;
+    more rows, or vector outputs, in one program."""
     init_score = given
     if groups is not None:
         score = np.zeros(1, np.float32) if init_score is None else init_score
         loss_at = group_loss_at_score_program(loss, len(groups), mesh)
-        return score, loss_at(y, groups, replicated(mesh, score))
+        return score, loss_at(y, groups, replicated(mesh, score)), True
     if init_score is None:
         small = y.shape[0] <= FAST_COMPILE_ROWS
         if small and n_outputs == 1 and jax.process_count() == 1:
             # a small program of the loss's sums, the search on the host
             sums = slope_sums_program(loss, mesh, small)
-            return initial_score_on_host(
+            found = initial_score_on_host(
                 lambda scores: np.asarray(sums(y, weight, scores)),
                 np.asarray(fetch(y)),
                 np.asarray(fetch(weight)),
                 bool(getattr(loss, "convex", False)),
             )
+            return *found, True
         platform = mesh.devices.flat[0].platform
         program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf, small)
         return program(y, weight)
     loss_at = loss_at_score_program(loss, mesh)
-    return init_score, loss_at(y, weight, replicated(mesh, init_score))
+    return init_score, loss_at(y, weight, replicated(mesh, init_score)), True
 
 
 def finite_init_score(
@@ -270,8 +275,9 @@ def finite_init_score(
     gradients are beyond float32 even so.  ``given``, ``groups`` as for
     :func:`start_init_score`, ``pending`` its result, in float64 where
     ``setting`` asks for it, else in float32; ``rows``: this process's
-    ``(targets, weight)`` on the host, for the scale and the error."""
-    init_score, init_loss = fetch(pending)
+    ``(targets, weight)`` on the host, for the scale and the error.  Warns,
+    naming the loss, where the search for the initial score did not converge."""
+    init_score, init_loss, converged = fetch(pending)
     finite = _finite(init_score, init_loss)
     dtype, scale = ("float64" if setting == "float64" else "float32"), 1.0
     tries = ([1.0] if setting == "auto" else []) + ([None] if setting != "float32" else [])
@@ -283,7 +289,7 @@ def finite_init_score(
             if wide_scale is None or wide_scale == 1.0:
                 break
         wide = loss_in(loss, "float64", wide_scale)
-        wide_score, wide_loss = fetch(
+        wide_score, wide_loss, wide_converged = fetch(
             start_init_score(wide, n_outputs, mesh, y, weight, given, groups)
         )
         if _finite(wide_score, wide_loss):
@@ -295,6 +301,10 @@ def finite_init_score(
                 warn(f"loss: {scaled}")
             init_score, init_loss = wide_score, float(wide_loss) / wide_scale
             finite, dtype, scale = True, "float64", wide_scale
+            converged = wide_converged
+    if finite and not converged:
+        name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+        warn(not_converged_message(name, init_score, float(init_loss)))
     if not finite:
         tried = "float32 and float64" if setting == "auto" else setting
         rows = rows if groups is None else None  # (a group loss has no row's loss)
