@@ -216,9 +216,11 @@ def _module_global(module: str, qualname: str) -> Any:
 
 
 def declare(
+    fn: Callable[..., jax.Array] | None = None,
+    /,
     *,
-    name: str,
-    link: str,
+    name: str | None = None,
+    link: str = "identity",
     n_outputs: int | str = 1,
     hessian_informative: bool | None = True,
     convex: bool = False,
@@ -228,11 +230,14 @@ def declare(
     per: str = "sample",
     row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
     row_order: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> Callable[[Callable[..., jax.Array]], Loss]:
-    """Decorator attaching catalogue metadata to a loss function.
+) -> Any:
+    """Attach catalogue metadata to a loss function.
 
-    Returns a decorator that wraps the function in a :class:`DeclaredLoss`
-    carrying these attributes (the function itself is left unchanged).
+    ``declare(fn, per="group")`` returns ``fn`` wrapped in a
+    :class:`DeclaredLoss` carrying these attributes (the function itself is
+    left unchanged); without ``fn`` it returns a decorator that does so
+    (``@declare(link="exp")``).  ``name`` defaults to the function's
+    ``__name__``, ``link`` to ``"identity"``.
     Raises a ValueError for an unknown ``link`` or ``target_domain``, a bad
     ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``), a
     ``per`` other than ``"sample"`` or ``"group"``, or ``row_derivatives``
@@ -259,9 +264,11 @@ def declare(
         )
 
     def attach(fn: Callable[..., jax.Array]) -> Loss:
+        if not callable(fn):
+            raise TypeError(f"declare: expected a loss function, got {fn!r:.80}")
         return DeclaredLoss(
             fn,
-            name=name,
+            name=name if name is not None else getattr(fn, "__name__", type(fn).__name__),
             params=dict(params or {}),
             link=link,
             n_outputs=n_outputs,
@@ -274,7 +281,7 @@ def declare(
             row_order=row_order,
         )
 
-    return attach
+    return attach if fn is None else attach(fn)
 
 
 def loss_factory(make: Callable[..., Loss]) -> Callable[..., Loss]:

@@ -5,6 +5,7 @@ against what the loss declares; every error names the argument and the fix."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +54,7 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
     indexed when ``n_outputs`` is 1, a non-scalar result per sample, an
     integer result, or a failure on the given target and score shapes.
     """
+    check_not_a_group_loss(loss)
     declared = getattr(loss, "n_outputs", None)
     name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
     fix = "leave n_outputs unset (None) or set it to"
@@ -79,6 +81,38 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
                 f"{row}: {y[row]}; {fix} at least {int(np.max(y)) + 1} (max(y) + 1)"
             )
     check_per_sample(loss, y, n_outputs, "loss", "loss", differentiate=True, n_rows=n_rows)
+
+
+def required_positional(fn) -> tuple[str, ...] | None:
+    """The names of ``fn``'s positional parameters without a default; None
+    where its signature is unknown or takes ``*args``."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C function: no signature
+        return None
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(
+        p.name for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty
+    )
+
+
+def check_not_a_group_loss(loss) -> None:
+    """Raises a ValueError when a loss trained per sample, ``loss(y, f)``,
+    needs a third argument: a group loss ``loss(y, f, mask)`` that was not
+    declared one (the engine never guesses that from the argument count)."""
+    required = required_positional(loss)
+    if required is None or len(required) < 3:
+        return
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    raise ValueError(
+        f"loss: {name!r} takes {len(required)} arguments ({', '.join(required)}), but a loss "
+        "of one sample is called as loss(y, f). If it is a group loss loss(y, f, mask) of a "
+        f'query or stratum, declare it: losses.declare({name}, per="group") (or add '
+        'per="group" to its losses.declare); else give the extra arguments defaults or bind '
+        "them with functools.partial"
+    )
 
 
 def check_per_sample(
