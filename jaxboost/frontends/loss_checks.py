@@ -11,23 +11,73 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import losses as loss_catalogue
 from ..engine.metrics import Metric
-from ..losses import TARGET_DOMAINS
+from ..losses import TARGET_DOMAINS, TargetDomain
 
 
 def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
     """Raises a ValueError if a declared loss's ``target_domain``
-    (:data:`losses._declare.TARGET_DOMAINS`) excludes some of ``y``."""
-    description, holds = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
-    if holds is None:
-        return
-    outside = ~holds(y)
-    if np.any(outside):
-        row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
-        raise ValueError(
-            f"{name}: the loss {loss.name!r} needs targets {description}; "
-            f"{int(outside.sum())} are not, the first at row {row}: {y[row]}"
+    (:data:`losses._declare.TARGET_DOMAINS`) excludes ``y`` (``(n_rows,)`` or
+    ``(n_rows, k)``): its shape, a column's rule, or a value; the message
+    names the column, the row and the fix."""
+    domain = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
+    problem = target_problem(domain, y)
+    if problem is not None:
+        raise ValueError(f"{name}: the loss {loss.name!r} needs targets {problem}")
+
+
+def target_problem(domain: TargetDomain, y: np.ndarray) -> str | None:
+    """What in ``y`` falls outside ``domain``, in words following "targets"
+    (the domain, then what ``y`` holds instead); None if nothing does."""
+    columns = domain.columns
+    if columns == () and y.ndim != 1:
+        ravel = "; pass y.ravel()" if y.ndim == 2 and y.shape[1] == 1 else ""
+        return (
+            f"{domain.description}, one per row: y of shape (n_rows,), got shape {y.shape}{ravel}"
         )
+    if columns:
+        return _column_problem(domain, columns, y)
+    if domain.holds is None:
+        return None
+    outside = ~domain.holds(y)
+    if not np.any(outside):
+        return None
+    row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
+    problem = (
+        f"{domain.description}; {int(outside.sum())} are not, the first at row {row}: {y[row]}"
+    )
+    if domain.fix:
+        problem += f"; the largest is {np.max(y):g}: {domain.fix}"
+    return problem
+
+
+def _column_problem(domain: TargetDomain, columns: tuple, y: np.ndarray) -> str | None:
+    """:func:`target_problem` for targets of one column per rule: the shape,
+    then the first column and row breaking its rule, or the columns swapped."""
+    names = ", ".join(column.name for column in columns)
+    rules = ", ".join(f"y[:, {i}] {column.description}" for i, column in enumerate(columns))
+    wanted = f"{domain.description}: {rules}"
+    if y.ndim != 2 or y.shape[1] != len(columns):
+        return (
+            f"{wanted}; got y of shape {y.shape}, where ({y.shape[0]}, {len(columns)}) is "
+            f"needed: np.column_stack([{names}])"
+        )
+    broken = [~column.holds(y[:, i]) for i, column in enumerate(columns)]
+    if not any(rows.any() for rows in broken):
+        return None
+    reversed_holds = all(column.holds(y[:, -1 - i]).all() for i, column in enumerate(columns))
+    if len(columns) == 2 and reversed_holds:
+        return (
+            f"{wanted}; the columns look swapped: y[:, 0] looks like the {columns[1].name}, "
+            f"y[:, 1] like the {columns[0].name}; pass np.column_stack([{names}]) (y[:, ::-1])"
+        )
+    i = next(i for i, rows in enumerate(broken) if rows.any())
+    row, count = int(np.argmax(broken[i])), int(broken[i].sum())
+    return (
+        f"{wanted}; got {columns[i].name} {y[row, i]:g} at row {row} "
+        f"({count} row{'s' if count > 1 else ''} in all)"
+    )
 
 
 _CONTROL_FLOW_ERRORS = tuple(
@@ -238,7 +288,7 @@ def check_metric_targets(
     name its declared domain); class labels (``"mlogloss"``, ``"merror"``)
     must also be below ``n_outputs``."""
     domain = metric.target_domain or getattr(metric.per_sample, "target_domain", "any")
-    description, holds = TARGET_DOMAINS[domain]
+    description, holds = TARGET_DOMAINS[domain].description, TARGET_DOMAINS[domain].holds
     if holds is None:
         return
     outside = ~holds(y)
@@ -256,9 +306,9 @@ def check_metric_targets(
 
 def check_group_loss(loss, y: np.ndarray) -> None:
     """Call a group loss ``loss(y, f, mask)`` and its gradient on the shapes
-    of one group of eight rows of targets like ``y`` before training; raises
-    a ValueError naming the problem, as :func:`check_loss` does for
-    per-sample losses."""
+    of one group of eight rows of targets like ``y`` before training, then on
+    one padded group (:func:`check_mask_respected`); raises a ValueError
+    naming the problem, as :func:`check_loss` does for per-sample losses."""
     width = 8
     y_group = jax.ShapeDtypeStruct((width, *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype))
     f_group = jax.ShapeDtypeStruct((width,), jnp.float32)
@@ -289,3 +339,97 @@ def check_group_loss(loss, y: np.ndarray) -> None:
         if str(error).startswith(where):
             raise
         raise ValueError(f"{where} failed: {str(error).splitlines()[0]}") from None
+    check_mask_respected(loss, y)
+
+
+# the probe group of check_mask_respected: real rows, padded to a power of two
+_PROBE_ROWS, _PROBE_WIDTH = 5, 8
+
+
+def check_mask_respected(loss, y: np.ndarray) -> None:
+    """Raises a ValueError when a group loss's value, or its gradient on the
+    real rows, changes with what its padding rows (``mask`` False) hold.
+
+    One group of up to five rows of ``y`` (``(n_rows,)`` or ``(n_rows, k)``,
+    spread over the targets' range) with scores in ``[-0.5, 0.5]`` is padded
+    to eight rows twice: with copies of its first row and score 0 (as the
+    engine pads), and with another row of ``y`` and scores far apart.  The
+    value, the gradient and any declared ``row_derivatives`` on the real rows
+    must agree (to float32 rounding).  Cached per loss and rows: a loss that
+    passed is not evaluated again on the same targets; the catalogue's losses
+    are not probed."""
+    if _in_catalogue(loss):  # tested to ignore padding (tests/test_group_losses.py)
+        return
+    key = np.asarray(y if y.ndim == 1 else y[:, 0])
+    spread = np.argsort(key, kind="stable")[
+        np.linspace(0, y.shape[0] - 1, min(_PROBE_ROWS, y.shape[0])).astype(int)
+    ]
+    rows = np.ascontiguousarray(y[spread])
+    far = np.ascontiguousarray(y[spread[-1] if key[spread[-1]] != key[spread[0]] else -1])
+    probe = (rows.tobytes(), rows.shape, str(rows.dtype), far.tobytes())
+    try:
+        hash(loss)
+    except TypeError:  # an unhashable callable: probed every time
+        _probe_mask.__wrapped__(loss, *probe)
+        return
+    _probe_mask(loss, *probe)
+
+
+def _in_catalogue(loss) -> bool:
+    """Whether ``loss`` is the catalogue's loss of its name and parameters."""
+    try:
+        return loss_catalogue.get(loss.name, **loss.params) is loss
+    except (AttributeError, ValueError, TypeError, ImportError):
+        return False
+
+
+@functools.lru_cache(maxsize=64)
+def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None:
+    """:func:`check_mask_respected` on the probe rows (bytes of a numpy array
+    of ``shape`` and ``dtype``) and the far row (cached on success)."""
+    real = np.frombuffer(rows, dtype).reshape(shape)
+    n_real, pad = shape[0], _PROBE_WIDTH - shape[0]
+    far_row = np.frombuffer(far, dtype).reshape(shape[1:])
+    y_pairs = np.stack(
+        [
+            np.concatenate([real, np.repeat(real[:1], pad, axis=0)]),
+            np.concatenate([real, np.repeat(far_row[None], pad, axis=0)]),
+        ]
+    )
+    f_real = np.linspace(-0.5, 0.5, n_real, dtype=np.float32)
+    f_pairs = np.stack(
+        [
+            np.concatenate([f_real, np.zeros(pad, np.float32)]),
+            np.concatenate([f_real, np.linspace(5.0, -3.0, pad, dtype=np.float32)]),
+        ]
+    )
+    mask = np.arange(_PROBE_WIDTH) < n_real
+
+    def one_group(y_group, f_group):
+        value, grad = jax.value_and_grad(loss, argnums=1)(y_group, f_group, mask)
+        parts = [grad[:n_real]]
+        row_derivatives = getattr(loss, "row_derivatives", None)
+        if row_derivatives is not None:
+            parts += [part[:n_real] for part in row_derivatives(y_group, f_group, mask)]
+        return value, jnp.concatenate(parts)
+
+    values, derivatives = jax.jit(jax.vmap(one_group))(y_pairs, f_pairs)
+    values, derivatives = np.asarray(values, np.float64), np.asarray(derivatives, np.float64)
+    scale = max(1.0, float(np.nanmax(np.abs(values), initial=0.0)))
+    same_value = np.allclose(values[0], values[1], rtol=1e-4, atol=1e-6 * scale, equal_nan=True)
+    gap = np.abs(derivatives[0] - derivatives[1])
+    derivative_scale = max(1.0, float(np.nanmax(np.abs(derivatives), initial=0.0)))
+    same_derivatives = not np.any(gap > 1e-4 * derivative_scale)
+    if same_value and same_derivatives:
+        return
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    changed = [] if same_value else [f"the value went from {values[0]:.6g} to {values[1]:.6g}"]
+    if not same_derivatives:
+        changed.append(f"the real rows' gradients moved by up to {np.nanmax(gap):.3g}")
+    raise ValueError(
+        f"loss {name!r}: loss(y, f, mask) reads its padding rows: on one group of {n_real} "
+        f"rows padded to {_PROBE_WIDTH}, {' and '.join(changed)} when only the rows where "
+        "mask is False changed. Groups are padded to a power of two, so the loss must ignore "
+        "rows where mask is False: sum with jnp.where(mask, terms, 0.0), and mask scores "
+        "before exp, log or a softmax (jnp.where(mask, f, -jnp.inf))"
+    )
