@@ -296,11 +296,16 @@ def test_ranking_losses_refuse_labels_outside_their_domain(case):
 
 
 def test_lambdarank_takes_grades_up_to_thirty():
-    X, y, sizes = _ranking_data(10)
-    y = np.where(y == y.max(), 30.0, y).astype(np.float32)
-    model = jb.Booster(loss=losses.lambdarank(), n_estimators=3, max_depth=2)
-    model.fit(X, y, group=sizes)
-    assert np.all(np.isfinite(model.predict(X)))
+    from jaxboost.frontends.loss_checks import check_target_domain
+
+    loss = losses.lambdarank()
+    grades = np.array([30.0, 0.0, 29.0, 5.0, 30.0], np.float32)
+    check_target_domain(loss, grades)
+    with pytest.raises(ValueError, match="row 0: 31.0; the largest is 31"):
+        check_target_domain(loss, grades + 1)
+    f = jnp.asarray([0.3, -0.2, 1.0, 0.5, 0.1])
+    grad, hess = loss.row_derivatives(jnp.asarray(grades), f, jnp.ones(5, bool))
+    assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and np.any(grad != 0)
 
 
 @losses.declare(name="unmasked_squares", per="group")

@@ -88,10 +88,11 @@ def _reference_ndcg(y, scores, sizes, query_weight):
 
 def test_score_is_the_mean_ndcg_over_queries():
     X, y, sizes = _queries()
-    y[: sizes[0]] = 0.0  # a query without relevant rows scores 1
-    sizes = np.concatenate([[1], sizes])  # a query of one row
-    X, y = np.vstack([X[:1], X]), np.concatenate([[2.0], y]).astype(np.float32)
-    ranker = jb.Ranker(n_estimators=5, max_depth=3).fit(X, y, group=sizes)
+    ranker = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)  # as above: cached
+    # scored on other labels and queries: one without relevant rows (it scores 1), one of one row
+    y = y.copy()
+    y[sizes[0] : sizes[0] + sizes[1]] = 0.0
+    sizes = np.concatenate([[1, sizes[0] - 1], sizes[1:]])
     scores = ranker.predict(X)
     expected = _reference_ndcg(y, scores, sizes, np.ones(sizes.size))
     assert ranker.score(X, y, group=sizes) == pytest.approx(expected, rel=1e-5)
@@ -108,8 +109,8 @@ def test_score_is_the_mean_ndcg_over_queries():
 
 
 def test_score_refuses_missing_queries_and_bad_labels_and_weights():
-    X, y, sizes = _queries(8)
-    ranker = jb.Ranker(n_estimators=2, max_depth=2).fit(X, y, group=sizes)
+    X, y, sizes = _queries()
+    ranker = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)  # as above: cached
     with pytest.raises(ValueError, match="group, qid: score needs the queries.*set_score_request"):
         ranker.score(X, y)
     with pytest.raises(ValueError, match=r"y: score \(NDCG\) needs targets .* >= 0.*row 4: -1.0"):
@@ -122,14 +123,18 @@ def test_grid_search_scores_rankers_by_ndcg_with_qid_routed_to_each_split():
     X, y, sizes = _queries(30)
     qid = np.repeat(np.arange(sizes.size), sizes)
     folds = GroupKFold(n_splits=2)
+    # a numeric setting in the grid: the folds' fits share their compiled programs
+    grid = {"learning_rate": [0.05, 0.5]}
     with sklearn.config_context(enable_metadata_routing=True):
-        ranker = jb.Ranker(n_estimators=3).set_fit_request(qid=True).set_score_request(qid=True)
-        search = GridSearchCV(ranker, {"max_depth": [1, 3]}, cv=folds, error_score="raise")
+        ranker = jb.Ranker(n_estimators=3, max_depth=2)
+        ranker.set_fit_request(qid=True).set_score_request(qid=True)
+        search = GridSearchCV(ranker, grid, cv=folds, refit=False, error_score="raise")
         search.fit(X, y, qid=qid, groups=qid)
         cross = cross_val_score(ranker, X, y, cv=folds, params={"qid": qid, "groups": qid})
     train, test = next(folds.split(X, y, qid))
-    by_hand = jb.Ranker(n_estimators=3, max_depth=1).fit(X[train], y[train], qid=qid[train])
+    by_hand = jb.Ranker(n_estimators=3, max_depth=2, learning_rate=0.05)
+    by_hand.fit(X[train], y[train], qid=qid[train])
     expected = by_hand.score(X[test], y[test], qid=qid[test])
     assert search.cv_results_["split0_test_score"][0] == pytest.approx(expected, rel=1e-6)
-    assert 0.5 < expected < 1.0 and search.best_params_["max_depth"] in (1, 3)
+    assert 0.5 < expected < 1.0 and search.best_params_["learning_rate"] in (0.05, 0.5)
     assert cross.shape == (2,) and np.all((0.5 < cross) & (cross <= 1.0))
