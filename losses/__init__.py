@@ -16,7 +16,7 @@ stratum) are ``loss(y, f, mask) -> scalar`` on one padded group of rows.
 """
 
 from . import links
-from ._declare import DATA_OUTPUTS, TARGET_DOMAINS, DeclaredLoss, Loss, declare
+from ._declare import DATA_OUTPUTS, TARGET_DOMAINS, DeclaredLoss, Loss, TargetDomain, declare
 from .adapters import from_optax
 from .catalogue import ALIASES, CATALOGUE, available, get, resolve
 from .classification import binary_logloss, exponential, focal, softmax_cross_entropy
@@ -32,6 +32,7 @@ __all__ = [
     "TARGET_DOMAINS",
     "DeclaredLoss",
     "Loss",
+    "TargetDomain",
     "absolute_error",
     "available",
     "binary_logloss",

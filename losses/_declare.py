@@ -24,7 +24,8 @@ shows) and carries eight attributes that the engine and the model files read:
   targets' median (``jaxboost.init_score``) and probe the hessian for
   negative curvature (``jaxboost.derivatives.probe_hessian``).
 - ``target_domain``: a key of :data:`TARGET_DOMAINS`, the values the targets
-  may take (``"probability"`` for log loss: in ``[0, 1]``); ``fit`` refuses
+  may take (``"probability"`` for log loss: in ``[0, 1]``) and their shape
+  (``"time_event"``: two columns, each with its rule); ``fit`` refuses
   others, as XGBoost and LightGBM do, rather than fit a meaningless model.
 - ``smooth``: True when the loss's gradient in ``f`` is continuous (no kink
   such as ``|y - f|`` at ``f = y``), so that the engine takes JAX's gradient
@@ -59,7 +60,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import numpy as np
@@ -67,22 +68,66 @@ from jax.typing import ArrayLike
 
 from . import links
 
-# target_domain: (what the targets must be, in words that follow "targets";
-# the test of every value, on a numpy array; None where any finite one is fine)
-TARGET_DOMAINS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray] | None]] = {
-    "any": ("that are finite", None),
-    "probability": (
-        "in [0, 1] (labels 0 and 1, or probabilities)",
-        lambda y: (y >= 0) & (y <= 1),
+
+class TargetColumn(NamedTuple):
+    """One column of structured targets (Cox's time or event)."""
+
+    name: str  # what the column holds, as a user names it: "time"
+    description: str  # its rule, after "y[:, i] ": "the time, > 0"
+    holds: Callable[[np.ndarray], np.ndarray]  # the rule on the column (n,) -> (n,) bool
+
+
+class TargetDomain(NamedTuple):
+    """The targets a loss takes: ``fit`` refuses others (as XGBoost and
+    LightGBM do) rather than fit a meaningless model."""
+
+    description: str  # what the targets must be, in words that follow "targets"
+    # the test of every value, on a numpy array; None where any finite one is fine
+    holds: Callable[[np.ndarray], np.ndarray] | None = None
+    # the shape: None, y (n,) or (n, k) alike; (), one target per row, y (n,);
+    # else y (n, len(columns)), each column with its own rule
+    columns: tuple[TargetColumn, ...] | None = None
+    fix: str = ""  # what to do with targets outside, where it is not obvious
+
+
+# LightGBM's default label_gain table holds the gains 2^g - 1 of grades 0 to 30
+MAX_GRADE = 30
+
+TARGET_DOMAINS: dict[str, TargetDomain] = {
+    "any": TargetDomain("that are finite"),
+    "probability": TargetDomain(
+        "in [0, 1] (labels 0 and 1, or probabilities)", lambda y: (y >= 0) & (y <= 1)
     ),
-    "binary": ("that are 0 or 1", lambda y: (y == 0) | (y == 1)),
-    "sign": ("that are -1 or 1", lambda y: (y == -1) | (y == 1)),
-    "class": (
+    "binary": TargetDomain("that are 0 or 1", lambda y: (y == 0) | (y == 1)),
+    "sign": TargetDomain("that are -1 or 1", lambda y: (y == -1) | (y == 1)),
+    "class": TargetDomain(
         "that are class labels 0, 1, 2, ... (whole numbers)",
         lambda y: (y >= 0) & (y == np.floor(y)),
     ),
-    "non_negative": ("that are >= 0", lambda y: y >= 0),
-    "positive": ("that are > 0", lambda y: y > 0),
+    "non_negative": TargetDomain("that are >= 0", lambda y: y >= 0),
+    "positive": TargetDomain("that are > 0", lambda y: y > 0),
+    "relevance": TargetDomain("that are relevance labels >= 0", lambda y: y >= 0, columns=()),
+    "grade": TargetDomain(
+        f"that are relevance grades 0, 1, ..., {MAX_GRADE} (whole numbers)",
+        lambda y: (y >= 0) & (y <= MAX_GRADE) & (y == np.floor(y)),
+        columns=(),
+        fix=(
+            f"lambdarank takes the gains 2^grade - 1 of grades 0 to {MAX_GRADE}, as LightGBM's "
+            f"default label_gain table; map the grades onto 0 to {MAX_GRADE} in their order, "
+            "e.g. np.unique(y, return_inverse=True)[1]"
+        ),
+    ),
+    "time_event": TargetDomain(
+        "of two columns (time, event)",
+        columns=(
+            TargetColumn("time", "the time > 0", lambda time: time > 0),
+            TargetColumn(
+                "event",
+                "the event indicator 0/1 (1 observed, 0 censored)",
+                lambda e: (e == 0) | (e == 1),
+            ),
+        ),
+    ),
 }
 
 # what a loss is a function of: one row ``loss(y, f)``, or one group of rows
@@ -216,9 +261,11 @@ def _module_global(module: str, qualname: str) -> Any:
 
 
 def declare(
+    fn: Callable[..., jax.Array] | None = None,
+    /,
     *,
-    name: str,
-    link: str,
+    name: str | None = None,
+    link: str = "identity",
     n_outputs: int | str = 1,
     hessian_informative: bool | None = True,
     convex: bool = False,
@@ -228,11 +275,14 @@ def declare(
     per: str = "sample",
     row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
     row_order: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> Callable[[Callable[..., jax.Array]], Loss]:
-    """Decorator attaching catalogue metadata to a loss function.
+) -> Any:
+    """Attach catalogue metadata to a loss function.
 
-    Returns a decorator that wraps the function in a :class:`DeclaredLoss`
-    carrying these attributes (the function itself is left unchanged).
+    ``declare(fn, per="group")`` returns ``fn`` wrapped in a
+    :class:`DeclaredLoss` carrying these attributes (the function itself is
+    left unchanged); without ``fn`` it returns a decorator that does so
+    (``@declare(link="exp")``).  ``name`` defaults to the function's
+    ``__name__``, ``link`` to ``"identity"``.
     Raises a ValueError for an unknown ``link`` or ``target_domain``, a bad
     ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``), a
     ``per`` other than ``"sample"`` or ``"group"``, or ``row_derivatives``
@@ -259,9 +309,11 @@ def declare(
         )
 
     def attach(fn: Callable[..., jax.Array]) -> Loss:
+        if not callable(fn):
+            raise TypeError(f"declare: expected a loss function, got {fn!r:.80}")
         return DeclaredLoss(
             fn,
-            name=name,
+            name=name if name is not None else getattr(fn, "__name__", type(fn).__name__),
             params=dict(params or {}),
             link=link,
             n_outputs=n_outputs,
@@ -274,7 +326,7 @@ def declare(
             row_order=row_order,
         )
 
-    return attach
+    return attach if fn is None else attach(fn)
 
 
 def loss_factory(make: Callable[..., Loss]) -> Callable[..., Loss]:

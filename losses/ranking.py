@@ -56,6 +56,7 @@ def _listnet_derivatives(
 @declare(
     name="listnet",
     link="identity",
+    target_domain="relevance",
     convex=True,
     smooth=True,
     per="group",
@@ -122,6 +123,7 @@ def ranknet(sigma: float = 1.0) -> Loss:
         name="ranknet",
         link="identity",
         params={"sigma": sigma},
+        target_domain="relevance",
         convex=True,
         smooth=True,
         per="group",
@@ -241,7 +243,7 @@ def lambdarank(k: int | None = LIGHTGBM_TRUNCATION, sigma: float = 1.0, norm: bo
         name="lambdarank",
         link="identity",
         params={"k": k, "sigma": sigma, "norm": norm},
-        target_domain="class",  # whole grades >= 0, as LightGBM requires
+        target_domain="grade",  # whole grades 0 to 30, as LightGBM's default label_gain
         convex=True,
         smooth=True,
         per="group",

@@ -112,6 +112,7 @@ def _time_of(y: np.ndarray) -> np.ndarray:
 @declare(
     name="cox",
     link="identity",
+    target_domain="time_event",
     convex=True,
     smooth=True,
     per="group",

@@ -234,3 +234,104 @@ def test_refit_leaves_refuses_a_group_loss_by_name():
     model = jb.Booster(loss=listnet, n_estimators=2, max_depth=2).fit(X, y, group=sizes)
     with pytest.raises(ValueError, match="refit_leaves minimises a per-sample loss"):
         jb.refit_leaves(model, X, y)
+
+
+def _survival_data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    time = rng.exponential(np.exp(-X[:, 0])).astype(np.float32) + 0.01
+    event = (rng.uniform(size=n) < 0.7).astype(np.float32)
+    event[0] = 0.0  # a censored row: swapped columns have a time of 0
+    return X, time, event
+
+
+def _with(column, row, value):
+    changed = column.copy()
+    changed[row] = value
+    return changed
+
+
+COX_TARGETS = {
+    "swapped": (lambda t, e: np.c_[e, t], r"columns look swapped.*y\[:, 0\] looks like the event"),
+    "event 2": (lambda t, e: np.c_[t, _with(e, 17, 2.0)], r"got event 2 at row 17 \(1 row in"),
+    "event -1": (lambda t, e: np.c_[t, _with(e, 3, -1.0)], "got event -1 at row 3"),
+    "event 0.5": (lambda t, e: np.c_[t, _with(e, 5, 0.5)], "got event 0.5 at row 5"),
+    "third column": (lambda t, e: np.c_[t, e, e], r"got y of shape \(40, 3\), where \(40, 2\)"),
+    "time 0": (lambda t, e: np.c_[_with(t, 9, 0.0), e], "got time 0 at row 9"),
+    "1-D": (lambda t, e: t, r"got y of shape \(40,\).*np.column_stack\(\[time, event\]\)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COX_TARGETS))
+def test_cox_refuses_targets_other_than_time_and_event(case):
+    X, time, event = _survival_data()
+    make, message = COX_TARGETS[case]
+    rules = r"y\[:, 0\] the time > 0, y\[:, 1\] the event indicator 0/1"
+    with pytest.raises(ValueError, match=rf"^y: the loss 'cox' needs targets .*{rules}.*{message}"):
+        jb.Booster(loss=losses.cox, n_estimators=2).fit(X, make(time, event))
+    good = np.c_[time, event]
+    with pytest.raises(ValueError, match=rf"^eval_set\[0\] y: the loss 'cox' .*{message}"):
+        jb.Booster(loss=losses.cox, n_estimators=2).fit(X, good, eval_set=[(X, make(time, event))])
+
+
+RANKING_TARGETS = {
+    "column": (losses.lambdarank(), lambda y: y[:, None], r"shape \(n_rows,\), got shape .*ravel"),
+    "grade 200": (
+        losses.lambdarank(),
+        lambda y: _with(y, 3, 200.0),
+        r"grades 0, 1, ..., 30.*row 3: 200.0; the largest is 200: .*label_gain.*np.unique",
+    ),
+    "grade 2.5": (losses.lambdarank(), lambda y: _with(y, 4, 2.5), "whole numbers.*row 4: 2.5"),
+    "listnet -1": (losses.listnet, lambda y: _with(y, 2, -1.0), ">= 0.*row 2: -1.0"),
+    "ranknet -1": (losses.ranknet(), lambda y: _with(y, 6, -1.0), ">= 0.*row 6: -1.0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RANKING_TARGETS))
+def test_ranking_losses_refuse_labels_outside_their_domain(case):
+    X, y, sizes = _ranking_data(10)
+    loss, make, message = RANKING_TARGETS[case]
+    with pytest.raises(ValueError, match=rf"^y: the loss '{loss.name}' needs targets .*{message}"):
+        jb.Booster(loss=loss, n_estimators=2).fit(X, make(y), group=sizes)
+
+
+def test_lambdarank_takes_grades_up_to_thirty():
+    from jaxboost.frontends.loss_checks import check_target_domain
+
+    loss = losses.lambdarank()
+    grades = np.array([30.0, 0.0, 29.0, 5.0, 30.0], np.float32)
+    check_target_domain(loss, grades)
+    with pytest.raises(ValueError, match="row 0: 31.0; the largest is 31"):
+        check_target_domain(loss, grades + 1)
+    f = jnp.asarray([0.3, -0.2, 1.0, 0.5, 0.1])
+    grad, hess = loss.row_derivatives(jnp.asarray(grades), f, jnp.ones(5, bool))
+    assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and np.any(grad != 0)
+
+
+@losses.declare(name="unmasked_squares", per="group")
+def unmasked_squares(y, f, mask):
+    return 0.5 * jnp.sum((f - y) ** 2)
+
+
+@losses.declare(name="unmasked_softmax", per="group")
+def unmasked_softmax(y, f, mask):  # masks the sum, not the softmax's normaliser
+    return -jnp.sum(jnp.where(mask, jax.nn.softmax(y) * jax.nn.log_softmax(f), 0.0))
+
+
+@pytest.mark.parametrize("loss", [unmasked_squares, unmasked_softmax])
+def test_a_group_loss_reading_its_padding_rows_is_refused_naming_mask(loss):
+    X, y, sizes = _ranking_data(10)
+    message = rf"loss '{loss.name}': loss\(y, f, mask\) reads its padding rows.*mask is False"
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=loss, n_estimators=2).fit(X, y, group=sizes)
+
+
+def test_a_group_loss_that_masks_and_the_catalogue_pass_the_padding_probe():
+    from jaxboost.frontends.padding_check import check_mask_respected
+
+    _, y, _ = _ranking_data(10)
+    _, time, event = _survival_data()
+    catalogue = [losses.listnet, losses.ranknet(), losses.lambdarank(), losses.lambdarank(k=2)]
+    for loss in [listnet, group_squares, *catalogue]:  # this file's mask with jnp.where
+        check_mask_respected(loss, y, skip_catalogue=False)
+    check_mask_respected(losses.cox, np.c_[time, event], skip_catalogue=False)

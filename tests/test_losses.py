@@ -501,3 +501,35 @@ def test_a_class_loss_with_one_class_in_the_labels_is_refused():
     X = np.arange(16, dtype=np.float32).reshape(8, 2)
     with pytest.raises(ValueError, match="softmax_cross_entropy' scores classes .* at least two"):
         jb.Booster(loss="softmax_cross_entropy", n_estimators=2).fit(X, np.zeros(8))
+
+
+def test_declare_defaults_the_name_and_link_and_takes_the_function():
+    def asymmetric(y, f):
+        return jnp.where(y > f, 2.0, 1.0) * (y - f) ** 2
+
+    bare = losses.declare()(asymmetric)
+    assert (bare.name, bare.link, bare.per) == ("asymmetric", "identity", "sample")
+    direct = losses.declare(asymmetric, convex=True)
+    assert (direct.name, direct.link, direct.convex) == ("asymmetric", "identity", True)
+    assert float(direct(3.0, 1.0)) == 8.0
+    named = losses.declare(asymmetric, name="mine", link="exp")
+    assert (named.name, named.link) == ("mine", "exp")
+    group = losses.declare(lambda y, f, mask: jnp.sum(jnp.where(mask, f - y, 0.0)), per="group")
+    assert (group.name, group.per) == ("<lambda>", "group")
+
+
+def test_a_three_argument_loss_not_declared_per_group_is_told_to_declare_it():
+    def group_squares(y, f, mask):
+        return jnp.sum(jnp.where(mask, (f - y) ** 2, 0.0))
+
+    X = np.arange(16, dtype=np.float32).reshape(8, 2)
+    y = np.arange(8, dtype=np.float32)
+    message = r"'group_squares' takes 3 arguments \(y, f, mask\).*losses.declare\(group_squares"
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=group_squares, n_estimators=2).fit(X, y)
+    declared = losses.declare(group_squares, per="sample")
+    with pytest.raises(ValueError, match='per="group"'):
+        jb.Booster(loss=declared, n_estimators=2).fit(X, y)
+    # declared per group it trains (all rows one group), and a default makes it per sample
+    jb.Booster(loss=losses.declare(group_squares, per="group"), n_estimators=2).fit(X, y)
+    jb.Booster(loss=lambda y, f, scale=2.0: scale * (f - y) ** 2, n_estimators=2).fit(X, y)

@@ -4,7 +4,10 @@ import pickle
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone
+from sklearn.metrics import ndcg_score
+from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 
 import jaxboost as jb
 from jaxboost import losses
@@ -66,3 +69,72 @@ def test_the_ranker_refuses_a_per_sample_loss_and_missing_queries():
         jb.Ranker(loss="squared_error").fit(X, y, group=sizes)
     with pytest.raises(ValueError, match="Ranker needs the queries"):
         jb.Ranker().fit(X, y)
+
+
+def _reference_ndcg(y, scores, sizes, query_weight):
+    """Mean NDCG over every row of each query by scikit-learn's ndcg_score on
+    the gains 2^y - 1 (a query without relevant rows, or of one row, scores 1)."""
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    per_query = []
+    for start, size in zip(starts, sizes):
+        gains, query_scores = 2.0 ** y[start : start + size] - 1, scores[start : start + size]
+        # tied scores rank in row order (LightGBM's stable sort): made distinct here
+        rank = np.empty(size)
+        rank[np.lexsort((np.arange(size), -query_scores))] = np.arange(size)
+        relevant = size > 1 and gains.max() > 0
+        per_query.append(ndcg_score([gains], [-rank]) if relevant else 1.0)
+    return np.average(per_query, weights=query_weight)
+
+
+def test_score_is_the_mean_ndcg_over_queries():
+    X, y, sizes = _queries()
+    ranker = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)  # as above: cached
+    # scored on other labels and queries: one without relevant rows (it scores 1), one of one row
+    y = y.copy()
+    y[sizes[0] : sizes[0] + sizes[1]] = 0.0
+    sizes = np.concatenate([[1, sizes[0] - 1], sizes[1:]])
+    scores = ranker.predict(X)
+    expected = _reference_ndcg(y, scores, sizes, np.ones(sizes.size))
+    assert ranker.score(X, y, group=sizes) == pytest.approx(expected, rel=1e-5)
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    order = np.random.default_rng(3).permutation(y.size)  # rows in any order
+    grouped = order[np.argsort(qid[order], kind="stable")]  # ties: rows in their given order
+    by_qid = _reference_ndcg(y[grouped], scores[grouped], sizes, np.ones(sizes.size))
+    assert ranker.score(X[order], y[order], qid=qid[order]) == pytest.approx(by_qid, rel=1e-5)
+    query_weight = np.random.default_rng(4).uniform(0.5, 2.0, sizes.size)
+    weighted = _reference_ndcg(y, scores, sizes, query_weight)
+    row_weight = np.repeat(query_weight, sizes)
+    got = ranker.score(X, y[:, None], group=sizes, sample_weight=row_weight)  # a column is fine
+    assert got == pytest.approx(weighted, rel=1e-5) and weighted != pytest.approx(expected)
+
+
+def test_score_refuses_missing_queries_and_bad_labels_and_weights():
+    X, y, sizes = _queries()
+    ranker = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)  # as above: cached
+    with pytest.raises(ValueError, match="group, qid: score needs the queries.*set_score_request"):
+        ranker.score(X, y)
+    with pytest.raises(ValueError, match=r"y: score \(NDCG\) needs targets .* >= 0.*row 4: -1.0"):
+        ranker.score(X, np.where(np.arange(y.size) == 4, -1.0, y), group=sizes)
+    with pytest.raises(ValueError, match="sample_weight: a group loss weighs whole groups"):
+        ranker.score(X, y, group=sizes, sample_weight=np.arange(y.size) + 1.0)
+
+
+def test_grid_search_scores_rankers_by_ndcg_with_qid_routed_to_each_split():
+    X, y, sizes = _queries(30)
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    folds = GroupKFold(n_splits=2)
+    # a numeric setting in the grid: the folds' fits share their compiled programs
+    grid = {"learning_rate": [0.05, 0.5]}
+    with sklearn.config_context(enable_metadata_routing=True):
+        ranker = jb.Ranker(n_estimators=3, max_depth=2)
+        ranker.set_fit_request(qid=True).set_score_request(qid=True)
+        search = GridSearchCV(ranker, grid, cv=folds, refit=False, error_score="raise")
+        search.fit(X, y, qid=qid, groups=qid)
+        cross = cross_val_score(ranker, X, y, cv=folds, params={"qid": qid, "groups": qid})
+    train, test = next(folds.split(X, y, qid))
+    by_hand = jb.Ranker(n_estimators=3, max_depth=2, learning_rate=0.05)
+    by_hand.fit(X[train], y[train], qid=qid[train])
+    expected = by_hand.score(X[test], y[test], qid=qid[test])
+    assert search.cv_results_["split0_test_score"][0] == pytest.approx(expected, rel=1e-6)
+    assert 0.5 < expected < 1.0 and search.best_params_["learning_rate"] in (0.05, 0.5)
+    assert cross.shape == (2,) and np.all((0.5 < cross) & (cross <= 1.0))

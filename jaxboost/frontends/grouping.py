@@ -210,11 +210,11 @@ def fit_groups(
         raise ValueError("loss: group losses train in one process (jax.distributed) for now")
     groups = in_row_order(groups if groups is not None else one_group(n_rows), loss, y)
     if sample_weight is not None:
-        _check_group_weights(groups, sample_weight)
+        check_group_weights(groups, sample_weight)
     return groups
 
 
-def _check_group_weights(groups: GroupedRows, weight: np.ndarray) -> None:
+def check_group_weights(groups: GroupedRows, weight: np.ndarray) -> None:
     """A group loss weighs whole groups: every row of a group must carry the
     same ``weight`` (the group's; XGBoost's ranking weights are per group)."""
     in_order = np.asarray(weight, np.float32)[groups.order]

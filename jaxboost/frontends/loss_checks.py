@@ -5,28 +5,79 @@ against what the loss declares; every error names the argument and the fix."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..engine.metrics import Metric
-from ..losses import TARGET_DOMAINS
+from ..losses import TARGET_DOMAINS, TargetDomain
+from .padding_check import check_mask_respected
 
 
 def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
     """Raises a ValueError if a declared loss's ``target_domain``
-    (:data:`losses._declare.TARGET_DOMAINS`) excludes some of ``y``."""
-    description, holds = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
-    if holds is None:
-        return
-    outside = ~holds(y)
-    if np.any(outside):
-        row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
-        raise ValueError(
-            f"{name}: the loss {loss.name!r} needs targets {description}; "
-            f"{int(outside.sum())} are not, the first at row {row}: {y[row]}"
+    (:data:`losses._declare.TARGET_DOMAINS`) excludes ``y`` (``(n_rows,)`` or
+    ``(n_rows, k)``): its shape, a column's rule, or a value; the message
+    names the column, the row and the fix."""
+    domain = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
+    problem = target_problem(domain, y)
+    if problem is not None:
+        raise ValueError(f"{name}: the loss {loss.name!r} needs targets {problem}")
+
+
+def target_problem(domain: TargetDomain, y: np.ndarray) -> str | None:
+    """What in ``y`` falls outside ``domain``, in words following "targets"
+    (the domain, then what ``y`` holds instead); None if nothing does."""
+    columns = domain.columns
+    if columns == () and y.ndim != 1:
+        ravel = "; pass y.ravel()" if y.ndim == 2 and y.shape[1] == 1 else ""
+        return (
+            f"{domain.description}, one per row: y of shape (n_rows,), got shape {y.shape}{ravel}"
         )
+    if columns:
+        return _column_problem(domain, columns, y)
+    if domain.holds is None:
+        return None
+    outside = ~domain.holds(y)
+    if not np.any(outside):
+        return None
+    row = int(np.argmax(outside.reshape(y.shape[0], -1).any(axis=1)))
+    problem = (
+        f"{domain.description}; {int(outside.sum())} are not, the first at row {row}: {y[row]}"
+    )
+    if domain.fix:
+        problem += f"; the largest is {np.max(y):g}: {domain.fix}"
+    return problem
+
+
+def _column_problem(domain: TargetDomain, columns: tuple, y: np.ndarray) -> str | None:
+    """:func:`target_problem` for targets of one column per rule: the shape,
+    then the first column and row breaking its rule, or the columns swapped."""
+    names = ", ".join(column.name for column in columns)
+    rules = ", ".join(f"y[:, {i}] {column.description}" for i, column in enumerate(columns))
+    wanted = f"{domain.description}: {rules}"
+    if y.ndim != 2 or y.shape[1] != len(columns):
+        return (
+            f"{wanted}; got y of shape {y.shape}, where ({y.shape[0]}, {len(columns)}) is "
+            f"needed: np.column_stack([{names}])"
+        )
+    broken = [~column.holds(y[:, i]) for i, column in enumerate(columns)]
+    if not any(rows.any() for rows in broken):
+        return None
+    reversed_holds = all(column.holds(y[:, -1 - i]).all() for i, column in enumerate(columns))
+    if len(columns) == 2 and reversed_holds:
+        return (
+            f"{wanted}; the columns look swapped: y[:, 0] looks like the {columns[1].name}, "
+            f"y[:, 1] like the {columns[0].name}; pass np.column_stack([{names}]) (y[:, ::-1])"
+        )
+    i = next(i for i, rows in enumerate(broken) if rows.any())
+    row, count = int(np.argmax(broken[i])), int(broken[i].sum())
+    return (
+        f"{wanted}; got {columns[i].name} {y[row, i]:g} at row {row} "
+        f"({count} row{'s' if count > 1 else ''} in all)"
+    )
 
 
 _CONTROL_FLOW_ERRORS = tuple(
@@ -53,6 +104,7 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
     indexed when ``n_outputs`` is 1, a non-scalar result per sample, an
     integer result, or a failure on the given target and score shapes.
     """
+    check_not_a_group_loss(loss)
     declared = getattr(loss, "n_outputs", None)
     name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
     fix = "leave n_outputs unset (None) or set it to"
@@ -79,6 +131,38 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
                 f"{row}: {y[row]}; {fix} at least {int(np.max(y)) + 1} (max(y) + 1)"
             )
     check_per_sample(loss, y, n_outputs, "loss", "loss", differentiate=True, n_rows=n_rows)
+
+
+def required_positional(fn) -> tuple[str, ...] | None:
+    """The names of ``fn``'s positional parameters without a default; None
+    where its signature is unknown or takes ``*args``."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C function: no signature
+        return None
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(
+        p.name for p in parameters if p.kind in positional and p.default is inspect.Parameter.empty
+    )
+
+
+def check_not_a_group_loss(loss) -> None:
+    """Raises a ValueError when a loss trained per sample, ``loss(y, f)``,
+    needs a third argument: a group loss ``loss(y, f, mask)`` that was not
+    declared one (the engine never guesses that from the argument count)."""
+    required = required_positional(loss)
+    if required is None or len(required) < 3:
+        return
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    raise ValueError(
+        f"loss: {name!r} takes {len(required)} arguments ({', '.join(required)}), but a loss "
+        "of one sample is called as loss(y, f). If it is a group loss loss(y, f, mask) of a "
+        f'query or stratum, declare it: losses.declare({name}, per="group") (or add '
+        'per="group" to its losses.declare); else give the extra arguments defaults or bind '
+        "them with functools.partial"
+    )
 
 
 def check_per_sample(
@@ -204,7 +288,7 @@ def check_metric_targets(
     name its declared domain); class labels (``"mlogloss"``, ``"merror"``)
     must also be below ``n_outputs``."""
     domain = metric.target_domain or getattr(metric.per_sample, "target_domain", "any")
-    description, holds = TARGET_DOMAINS[domain]
+    description, holds = TARGET_DOMAINS[domain].description, TARGET_DOMAINS[domain].holds
     if holds is None:
         return
     outside = ~holds(y)
@@ -222,9 +306,9 @@ def check_metric_targets(
 
 def check_group_loss(loss, y: np.ndarray) -> None:
     """Call a group loss ``loss(y, f, mask)`` and its gradient on the shapes
-    of one group of eight rows of targets like ``y`` before training; raises
-    a ValueError naming the problem, as :func:`check_loss` does for
-    per-sample losses."""
+    of one group of eight rows of targets like ``y`` before training, then on
+    one padded group (:func:`check_mask_respected`); raises a ValueError
+    naming the problem, as :func:`check_loss` does for per-sample losses."""
     width = 8
     y_group = jax.ShapeDtypeStruct((width, *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype))
     f_group = jax.ShapeDtypeStruct((width,), jnp.float32)
@@ -255,3 +339,4 @@ def check_group_loss(loss, y: np.ndarray) -> None:
         if str(error).startswith(where):
             raise
         raise ValueError(f"{where} failed: {str(error).splitlines()[0]}") from None
+    check_mask_respected(loss, y)

@@ -10,11 +10,18 @@ from typing import Any
 import jax
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
 
 from .. import losses as loss_catalogue
+from ..engine.group_metrics import ndcg_at
+from ..engine.groups import GroupBucket, group_count, loss_sum
 from .estimators import _BoosterEstimator
-from .grouping import is_group_loss
+from .grouping import check_group_weights, grouped_rows, is_group_loss, place_groups
+from .loss_checks import target_problem
+from .validation import as_weights
+
+# NDCG over every row of a query (LightGBM's "ndcg" without @k): Ranker.score
+_NDCG = ndcg_at(None)
 
 
 class Ranker(_BoosterEstimator, BaseEstimator):
@@ -28,6 +35,11 @@ class Ranker(_BoosterEstimator, BaseEstimator):
     Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
     ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
     take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.
+
+    ``score(X, y, group=..., qid=...)`` is the mean NDCG over the queries (every
+    row of each), so that scikit-learn's searches need no scorer: with
+    metadata routing on, ``set_fit_request(qid=True)`` and
+    ``set_score_request(qid=True)`` pass each split's ``qid`` to both.
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
     (DataFrame input), ``n_estimators_``, ``feature_importances_``,
@@ -110,3 +122,47 @@ class Ranker(_BoosterEstimator, BaseEstimator):
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """:meth:`predict` after each boosting round."""
         yield from self._staged_raw(X)
+
+    def score(
+        self, X: Any, y: Any, group: Any = None, qid: Any = None, sample_weight: Any = None
+    ) -> float:
+        """Mean NDCG of :meth:`predict` over the queries, every row of each
+        (LightGBM's ``ndcg`` without ``@k``: gain ``2^y - 1``, a query whose
+        labels are all 0 scores 1), each query weighted by ``sample_weight``
+        ``(n_rows,)`` (the same on every row of a query; default 1).
+
+        ``X (n_rows, n_features)``, relevance labels ``y (n_rows,)`` (>= 0),
+        and the queries as ``group`` sizes or ``qid`` ids, as in :meth:`fit`.
+        Raises a ValueError naming the argument for missing queries or bad
+        labels or weights."""
+        raw = self.predict(X)
+        labels = column_or_1d(np.asarray(y, np.float32))
+        if labels.shape != raw.shape or not np.all(np.isfinite(labels)):
+            raise ValueError(
+                f"y: expected {raw.shape[0]} finite relevance labels, one per row of X, got "
+                f"shape {labels.shape}"
+            )
+        problem = target_problem(loss_catalogue.TARGET_DOMAINS["relevance"], labels)
+        if problem is not None:
+            raise ValueError(f"y: score (NDCG) needs targets {problem}")
+        groups = grouped_rows(group, qid, labels.shape[0])
+        if groups is None:
+            raise ValueError(
+                "group, qid: score needs the queries (NDCG is measured within each); in a "
+                "scikit-learn search turn metadata routing on "
+                "(sklearn.set_config(enable_metadata_routing=True)) and request qid: "
+                "Ranker().set_fit_request(qid=True).set_score_request(qid=True), then "
+                "search.fit(X, y, qid=qid, groups=qid) with a GroupKFold"
+            )
+        weight = as_weights(sample_weight, labels.shape[0])
+        check_group_weights(groups, weight)
+        placement = place_groups(groups, 1, weight)
+        order = placement.gather
+        return float(_mean_ndcg(labels[order], raw[order, None], placement.buckets))
+
+
+@jax.jit
+def _mean_ndcg(y: jax.Array, raw: jax.Array, buckets: tuple[GroupBucket, ...]) -> jax.Array:
+    """The weighted mean NDCG over the groups of ``buckets``; ``y (n,)`` and
+    ``raw (n, 1)`` in the placement's row order."""
+    return loss_sum(_NDCG, y, raw.astype(np.float32), buckets) / group_count(buckets)

@@ -1,0 +1,110 @@
+"""The check that a group loss ignores its padding rows.
+
+Every group is padded to a power of two (``mask`` False on the padding), and
+what padding rows hold is arbitrary (the shard's first row), so a group
+loss's value and its real rows' gradients must not depend on them.  A loss
+that reads them trains on rows that are not there; it is refused before
+training, once per loss and targets.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import losses as loss_catalogue
+
+# the probe group of check_mask_respected: real rows, padded to a power of two
+_PROBE_ROWS, _PROBE_WIDTH = 5, 8
+
+
+def check_mask_respected(loss, y: np.ndarray, skip_catalogue: bool = True) -> None:
+    """Raises a ValueError when a group loss's value, or its gradient on the
+    real rows, changes with what its padding rows (``mask`` False) hold.
+
+    One group of up to five rows of ``y`` (``(n_rows,)`` or ``(n_rows, k)``,
+    spread over the targets' range) with scores in ``[-0.5, 0.5]`` is padded
+    to eight rows twice: with copies of its first row and score 0 (as the
+    engine pads), and with another row of ``y`` and scores far apart.  The
+    value, the gradient and any declared ``row_derivatives`` on the real rows
+    must agree (to float32 rounding).  Cached per loss and rows: a loss that
+    passed is not evaluated again on the same targets; the catalogue's losses
+    are not probed unless ``skip_catalogue`` is False (its tests do)."""
+    if skip_catalogue and _in_catalogue(loss):  # tested to ignore padding
+        return
+    key = np.asarray(y if y.ndim == 1 else y[:, 0])
+    spread = np.argsort(key, kind="stable")[
+        np.linspace(0, y.shape[0] - 1, min(_PROBE_ROWS, y.shape[0])).astype(int)
+    ]
+    rows = np.ascontiguousarray(y[spread])
+    far = np.ascontiguousarray(y[spread[-1] if key[spread[-1]] != key[spread[0]] else -1])
+    probe = (rows.tobytes(), rows.shape, str(rows.dtype), far.tobytes())
+    try:
+        hash(loss)
+    except TypeError:  # an unhashable callable: probed every time
+        _probe_mask.__wrapped__(loss, *probe)
+        return
+    _probe_mask(loss, *probe)
+
+
+def _in_catalogue(loss) -> bool:
+    """Whether ``loss`` is the catalogue's loss of its name and parameters."""
+    try:
+        return loss_catalogue.get(loss.name, **loss.params) is loss
+    except (AttributeError, ValueError, TypeError, ImportError):
+        return False
+
+
+@functools.lru_cache(maxsize=64)
+def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None:
+    """:func:`check_mask_respected` on the probe rows (bytes of a numpy array
+    of ``shape`` and ``dtype``) and the far row (cached on success)."""
+    real = np.frombuffer(rows, dtype).reshape(shape)
+    n_real, pad = shape[0], _PROBE_WIDTH - shape[0]
+    far_row = np.frombuffer(far, dtype).reshape(shape[1:])
+    y_pairs = np.stack(
+        [
+            np.concatenate([real, np.repeat(real[:1], pad, axis=0)]),
+            np.concatenate([real, np.repeat(far_row[None], pad, axis=0)]),
+        ]
+    )
+    f_real = np.linspace(-0.5, 0.5, n_real, dtype=np.float32)
+    f_pairs = np.stack(
+        [
+            np.concatenate([f_real, np.zeros(pad, np.float32)]),
+            np.concatenate([f_real, np.linspace(5.0, -3.0, pad, dtype=np.float32)]),
+        ]
+    )
+    mask = np.arange(_PROBE_WIDTH) < n_real
+
+    def one_group(y_group, f_group):
+        value, grad = jax.value_and_grad(loss, argnums=1)(y_group, f_group, mask)
+        parts = [grad[:n_real]]
+        row_derivatives = getattr(loss, "row_derivatives", None)
+        if row_derivatives is not None:
+            parts += [part[:n_real] for part in row_derivatives(y_group, f_group, mask)]
+        return value, jnp.concatenate(parts)
+
+    values, derivatives = jax.jit(jax.vmap(one_group))(y_pairs, f_pairs)
+    values, derivatives = np.asarray(values, np.float64), np.asarray(derivatives, np.float64)
+    scale = max(1.0, float(np.nanmax(np.abs(values), initial=0.0)))
+    same_value = np.allclose(values[0], values[1], rtol=1e-4, atol=1e-6 * scale, equal_nan=True)
+    gap = np.abs(derivatives[0] - derivatives[1])
+    derivative_scale = max(1.0, float(np.nanmax(np.abs(derivatives), initial=0.0)))
+    same_derivatives = not np.any(gap > 1e-4 * derivative_scale)
+    if same_value and same_derivatives:
+        return
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    changed = [] if same_value else [f"the value went from {values[0]:.6g} to {values[1]:.6g}"]
+    if not same_derivatives:
+        changed.append(f"the real rows' gradients moved by up to {np.nanmax(gap):.3g}")
+    raise ValueError(
+        f"loss {name!r}: loss(y, f, mask) reads its padding rows: on one group of {n_real} "
+        f"rows padded to {_PROBE_WIDTH}, {' and '.join(changed)} when only the rows where "
+        "mask is False changed. Groups are padded to a power of two, so the loss must ignore "
+        "rows where mask is False: sum with jnp.where(mask, terms, 0.0), and mask scores "
+        "before exp, log or a softmax (jnp.where(mask, f, -jnp.inf))"
+    )
