@@ -1,7 +1,7 @@
 """jaxboost: gradient-boosted trees for any per-sample JAX loss.
 
 Importing jaxboost exposes the CPU cores as JAX devices (see
-:mod:`jaxboost.runtime.devices`), so import it before running any JAX operation.
+`jaxboost.runtime.devices`), so import it before running any JAX operation.
 """
 
 from .runtime.compilation_cache import enable_by_default, enable_compilation_cache
@@ -36,6 +36,7 @@ __all__ = [
     "losses",
     "metric",
     "plotting",
+    "ranking_metrics",
     "refit_leaves",
 ]
 __version__ = "0.1.0"
@@ -52,8 +53,8 @@ def __getattr__(name: str):
         from .frontends.ranker import Ranker
 
         return Ranker
-    if name == "plotting":  # needs matplotlib (the `plot` extra)
-        from .frontends import plotting
+    if name in ("plotting", "ranking_metrics"):  # (plots need matplotlib: the `plot` extra)
+        import importlib
 
-        return plotting
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'jaxboost' has no attribute {name!r}")

@@ -2,11 +2,11 @@
 
 A loss is ``loss(y, f) -> scalar`` for one sample, written in plain
 ``jax.numpy``; the boosting engine differentiates it with ``jax.grad`` and
-``jax.hessian``.  Catalogue losses are :class:`DeclaredLoss` objects carrying
+``jax.hessian``.  Catalogue losses are `DeclaredLoss` objects carrying
 metadata (``name``, ``params``, ``link``, ``n_outputs``,
 ``hessian_informative``, ``convex``, ``target_domain``; see
 ``losses._declare``); they pickle, and ``get(name, **params)`` rebuilds one.
-:func:`resolve` turns a ``loss`` argument (a name, a declared loss, an optax
+`resolve` turns a ``loss`` argument (a name, a declared loss, an optax
 function, any callable) into what the engine trains on.
 Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
 ``tweedie(power)``, ``focal(gamma)``, ``ranknet(sigma)``,

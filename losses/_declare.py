@@ -1,6 +1,6 @@
 """Catalogue metadata attached to a per-sample loss.
 
-A declared loss is a :class:`DeclaredLoss`: a callable ``loss(y, f) -> scalar``
+A declared loss is a `DeclaredLoss`: a callable ``loss(y, f) -> scalar``
 that calls the function it wraps (whose name, docstring and signature it
 shows) and carries eight attributes that the engine and the model files read:
 
@@ -23,7 +23,7 @@ shows) and carries eight attributes that the engine and the model files read:
   need no check; False (unknown) has the engine also search from the
   targets' median (``jaxboost.init_score``) and probe the hessian for
   negative curvature (``jaxboost.derivatives.probe_hessian``).
-- ``target_domain``: a key of :data:`TARGET_DOMAINS`, the values the targets
+- ``target_domain``: a key of `TARGET_DOMAINS`, the values the targets
   may take (``"probability"`` for log loss: in ``[0, 1]``) and their shape
   (``"time_event"``: two columns, each with its rule); ``fit`` refuses
   others, as XGBoost and LightGBM do, rather than fit a meaningless model.
@@ -46,11 +46,12 @@ shows) and carries eight attributes that the engine and the model files read:
   in the stable order of these keys (Cox: by time, so that its loss need not
   sort them every round); the loss's value must not depend on row order.
 
-Declared losses are hashed by identity (jaxboost caches compiled programs on
-the loss object), copy to themselves, and pickle (so do the models holding
+Declared losses are hashed by identity (a fit keys its compiled programs on
+what the loss computes, traced, not on the object: see
+``jaxboost.runtime.same_function``), copy to themselves, and pickle (so do the models holding
 them): a catalogue or optax loss as ``(name, params)``, rebuilt through
 ``losses.get`` into the very same object; a loss built by a
-:func:`loss_factory` as that call; any other as its wrapped function, by
+`loss_factory` as that call; any other as its wrapped function, by
 reference, with the metadata.
 """
 
@@ -157,7 +158,7 @@ class Loss(Protocol):
 class DeclaredLoss:
     """A loss function with catalogue metadata: calls go to ``fn``.
 
-    Built by :func:`declare`; see the module docstring for the attributes,
+    Built by `declare`; see the module docstring for the attributes,
     identity, copying and pickling.
     """
 
@@ -200,7 +201,7 @@ class DeclaredLoss:
         return f"<declared loss {self.name}({params}), link {self.link!r}>"
 
     def metadata(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`declare` that gave this loss."""
+        """The keyword arguments of `declare` that gave this loss."""
         return {
             "name": self.name,
             "params": self.params,
@@ -279,7 +280,7 @@ def declare(
     """Attach catalogue metadata to a loss function.
 
     ``declare(fn, per="group")`` returns ``fn`` wrapped in a
-    :class:`DeclaredLoss` carrying these attributes (the function itself is
+    `DeclaredLoss` carrying these attributes (the function itself is
     left unchanged); without ``fn`` it returns a decorator that does so
     (``@declare(link="exp")``).  ``name`` defaults to the function's
     ``__name__``, ``link`` to ``"identity"``.

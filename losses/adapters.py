@@ -2,7 +2,7 @@
 
 optax's losses take ``(predictions, targets)``, jaxboost's ``(y, f)``: every
 function of optax is adapted (never called with its arguments swapped), with
-the link, raw scores per row and target domain of :data:`OPTAX_LOSSES`.
+the link, raw scores per row and target domain of `OPTAX_LOSSES`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ OPTAX_PREFIX = "optax:"
 
 
 class OptaxLoss(NamedTuple):
-    """What an optax loss needs to boost (the defaults of :func:`from_optax`)."""
+    """What an optax loss needs to boost (the defaults of `from_optax`)."""
 
     link: str
     n_outputs: int | str = 1
@@ -97,10 +97,10 @@ def is_optax(fn: Any) -> bool:
 
 
 def adapt_optax(fn: Callable[..., jax.Array]) -> Loss:
-    """An optax function passed as the loss itself, adapted by :func:`from_optax`.
+    """An optax function passed as the loss itself, adapted by `from_optax`.
 
     A ``functools.partial`` with keyword arguments passes them on.  A function
-    missing from :data:`OPTAX_LOSSES` gets the identity link and a warning
+    missing from `OPTAX_LOSSES` gets the identity link and a warning
     (once per function) saying how to set it.
     """
     kwargs: dict[str, Any] = {}
@@ -125,7 +125,7 @@ def adapt_optax(fn: Callable[..., jax.Array]) -> Loss:
 
 
 def _listed(fn: Callable[..., Any]) -> OptaxLoss:
-    """``fn``'s entry in :data:`OPTAX_LOSSES` (identity, one output for others)."""
+    """``fn``'s entry in `OPTAX_LOSSES` (identity, one output for others)."""
     if not is_optax(fn):  # a function of one's own may share an optax name
         return _UNKNOWN
     return OPTAX_LOSSES.get(getattr(fn, "__name__", ""), _UNKNOWN)
@@ -154,7 +154,7 @@ def from_optax(
 
     For example ``from_optax(optax.losses.huber_loss, delta=2.0)`` or
     ``from_optax(optax.sigmoid_binary_cross_entropy)``.  Settings left at None
-    come from :data:`OPTAX_LOSSES` for a function listed there (the identity
+    come from `OPTAX_LOSSES` for a function listed there (the identity
     link, one output, any targets otherwise).  The result of ``fn`` is summed,
     so an elementwise optax loss on a vector score still gives a scalar.  The
     same arguments give the same loss object.
@@ -206,7 +206,7 @@ def _adapted(
     integer_targets: bool,
     kwargs: dict[str, Any],
 ) -> Loss:
-    """:func:`from_optax` with every setting resolved (cached on them)."""
+    """`from_optax` with every setting resolved (cached on them)."""
     listed = _listed(fn)
     params = {"link": link, "n_outputs": n_outputs, "hessian_informative": hessian_informative}
     params.update(kwargs)

@@ -81,7 +81,7 @@ def get(name: str, **params: Any) -> Loss:
 def resolve(loss: str | Callable) -> Callable:
     """What ``fit`` trains on for a given ``loss`` argument.
 
-    A name goes through :func:`get`; a function of optax (or a
+    A name goes through `get`; a function of optax (or a
     ``functools.partial`` of one with keyword options) is adapted by
     ``from_optax``, since optax takes ``(predictions, targets)``; a declared
     loss or any other callable ``loss(y, f)`` is returned as it is.

@@ -1,7 +1,7 @@
 """Classification losses on raw scores (log-odds or per-class logits).
 
 Binary losses take a label ``y`` in ``{0, 1}`` and a scalar log-odds ``f``;
-:func:`softmax_cross_entropy` takes an integer class label ``y`` (stored as a
+`softmax_cross_entropy` takes an integer class label ``y`` (stored as a
 float) and a vector ``f`` of ``K`` logits.
 """
 
@@ -73,7 +73,7 @@ def focal(gamma: float = 2.0) -> Loss:
     """Binary focal loss on the log-odds.
 
     ``-(y (1 - p)^gamma log p + (1 - y) p^gamma log(1 - p))`` with
-    ``p = sigmoid(f)``; ``gamma = 0`` gives :func:`binary_logloss`.  The powers
+    ``p = sigmoid(f)``; ``gamma = 0`` gives `binary_logloss`.  The powers
     are taken as ``exp(gamma log_sigmoid(.))`` so the loss stays finite and
     twice differentiable for any log-odds.
 

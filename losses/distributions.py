@@ -1,7 +1,7 @@
 """Negative log-likelihoods of distributions, up to terms free of the score.
 
 Count and positive-valued targets use a log link (``mean = exp(f)``);
-:func:`gaussian_nll` takes two raw scores per row, the mean and the log of the
+`gaussian_nll` takes two raw scores per row, the mean and the log of the
 standard deviation.
 """
 

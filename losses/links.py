@@ -2,7 +2,7 @@
 
 Every link takes the raw scores of a model, ``(n_rows,)`` for one output or
 ``(n_rows, n_outputs)`` for several, and returns an array of the same shape.
-A loss names its link in its ``link`` attribute; :func:`get` turns the name
+A loss names its link in its ``link`` attribute; `get` turns the name
 back into the function, e.g. when a saved model is loaded.
 """
 

@@ -48,7 +48,7 @@ class _Order(NamedTuple):
 
 
 def _time_order(time: jax.Array) -> _Order:
-    """:class:`_Order` of the times ``(m,)`` (``+inf`` on padding); a sort only
+    """`_Order` of the times ``(m,)`` (``+inf`` on padding); a sort only
     where they are not in order already."""
     m = time.shape[0]
     positions = jnp.arange(m, dtype=jnp.int32)

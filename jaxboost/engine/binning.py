@@ -157,7 +157,7 @@ def fit_bin_edges(
 
     A feature with at most ``max_bins`` distinct values gets one bin per value
     (edges at midpoints); otherwise edges are quantiles.  Both are computed on
-    :func:`edge_sample`'s rows (all rows up to ``sample_size``), so with
+    `edge_sample`'s rows (all rows up to ``sample_size``), so with
     several processes (``first_row``, ``gather``: see there) every process
     gets the edges one process holding all rows would.
 
@@ -203,7 +203,7 @@ def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
     and comes after it); only the missing bin's index moves, to ``k``.
 
     Args:
-      edges: ``(n_features, max_bins)`` float32 from :func:`fit_bin_edges`.
+      edges: ``(n_features, max_bins)`` float32 from `fit_bin_edges`.
     Returns:
       ``(n_features, k)`` float32 with ``2 <= k <= max_bins``: the same bin
       of every value, and ``+inf`` as the last edge.
@@ -228,7 +228,7 @@ def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
 
     Args:
       X: ``(n_rows, n_features)`` float32, NaN for missing.
-      edges: ``(n_features, max_bins)`` float32 from :func:`fit_bin_edges`.
+      edges: ``(n_features, max_bins)`` float32 from `fit_bin_edges`.
     Returns:
       ``(n_features, n_rows)`` uint8; missing values get bin ``max_bins``.
     """
@@ -245,7 +245,7 @@ def apply_bins(X: jax.Array, edges: jax.Array) -> jax.Array:
 @jax.jit
 def tile_bins(bins: jax.Array) -> jax.Array:
     """``(n_features, n_rows)`` bins stored as the native kernels read them:
-    by tiles of :data:`TILE_ROWS` rows, each tile feature after feature.
+    by tiles of `TILE_ROWS` rows, each tile feature after feature.
 
     Tile ``t`` holds rows ``[t T, t T + pitch)`` of every feature (``pitch``
     is ``T``, or the rows left in the last tile), so the bin of ``(f, r)`` is
@@ -268,7 +268,7 @@ def tile_bins(bins: jax.Array) -> jax.Array:
 
 @jax.jit
 def apply_bins_native(X: jax.Array, edges: jax.Array) -> jax.Array:
-    """:func:`apply_bins` by the native CPU kernel (``native/binning.cc``, a
+    """`apply_bins` by the native CPU kernel (``native/binning.cc``, a
     branchless binary search per value), stored as the native kernels read
     it: ``tile_bins(apply_bins(X, edges))``."""
     load()
@@ -283,7 +283,7 @@ def splittable_columns(edges: np.ndarray, features: np.ndarray) -> np.ndarray | 
     trees on fewer histograms.
 
     Args:
-      edges: ``(n_features, k)`` bin edges (:func:`trim_unused_bins`'s).
+      edges: ``(n_features, k)`` bin edges (`trim_unused_bins`'s).
       features: ``(n_rows, n_features)`` float32, NaN for missing.
     """
     splittable = np.isfinite(edges).any(axis=1) | np.isnan(features).any(axis=0)

@@ -3,7 +3,7 @@ loss and its per-row derivatives.
 
 A group loss is ``loss(y, f, mask) -> scalar`` on one group's rows padded to
 a width ``m`` (see ``losses._declare``).  A shard holds its groups in
-buckets of one width each (powers of two), as :class:`GroupBucket` index
+buckets of one width each (powers of two), as `GroupBucket` index
 tables into the shard's rows; a group never spans two shards.  The loss of
 the shard is the sum over its groups; a row's gradient and hessian are those
 of that sum, so that every per-row program downstream (histograms, splits,

@@ -5,7 +5,7 @@ safeguarded scalar minimiser as line-search leaves (so absolute and pinball
 losses get the exact weighted median / quantile); vector outputs take a line
 search along each output, then Newton directions in coordinates scaled by
 the hessian's diagonal, each followed by a line search, until a scale-free
-test says they converged (:func:`vector_initial_score`; where they do not,
+test says they converged (`vector_initial_score`; where they do not,
 the fit warns).
 
 A scalar search started at 0 stops at the first stationary point it finds.
@@ -18,10 +18,10 @@ result of lower loss.  A convex loss is lowest at the first result: for it F0
 is that result and the second search does not run; one declared convex (the
 catalogue's, ``losses._declare``) compiles neither the median nor the loop.
 
-:func:`initial_score_on_host` runs the same search for one output from the
+`initial_score_on_host` runs the same search for one output from the
 host, on a small compiled program of the loss's sums
-(:func:`jaxboost.engine.round_programs.slope_sums_program`): the program a
-new loss compiles is then a fraction of :func:`initial_score`'s.
+(`jaxboost.engine.round_programs.slope_sums_program`): the program a
+new loss compiles is then a fraction of `initial_score`'s.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def initial_score(
     Args:
       y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets (one shard).
       weight: ``(n_rows,)`` sample weights, 0 for padding rows.
-      kernels: the line search's (:data:`jaxboost.kernels.leaf_sums.LEAF_KERNELS`).
+      kernels: the line search's (`jaxboost.kernels.leaf_sums.LEAF_KERNELS`).
     Returns:
       ``(n_outputs,)`` float32.
     """
@@ -92,7 +92,7 @@ def searched_initial_score(
     axis_name: str | None = None,
     kernels: LeafKernels = LEAF_KERNELS["reference"],
 ) -> tuple[jax.Array, jax.Array]:
-    """:func:`initial_score` and whether its search converged (a scalar bool;
+    """`initial_score` and whether its search converged (a scalar bool;
     always True for one output, whose scalar search ends at its tolerance)."""
     if n_outputs > 1:
         found = vector_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
@@ -101,7 +101,7 @@ def searched_initial_score(
 
 
 def _scalar_initial_score(loss, y, weight, axis_name, kernels) -> jax.Array:
-    """:func:`initial_score` for one output: ``(1,)`` float32."""
+    """`initial_score` for one output: ``(1,)`` float32."""
     n_rows = weight.shape[0]
     all_in_one_leaf = jnp.zeros(n_rows, jnp.int32)
     zeros = jnp.zeros((n_rows, 1), jnp.float32)
@@ -143,7 +143,7 @@ def _scalar_initial_score(loss, y, weight, axis_name, kernels) -> jax.Array:
 
 
 class VectorSearch(NamedTuple):
-    """The state and result of :func:`vector_initial_score`."""
+    """The state and result of `vector_initial_score`."""
 
     score: jax.Array  # (K,) float32
     # scalar bool: a Newton round's decrement was below its tolerance, or
@@ -163,16 +163,16 @@ def vector_initial_score(
     kernels: LeafKernels = LEAF_KERNELS["reference"],
     start: jax.Array | None = None,
 ) -> VectorSearch:
-    """:func:`initial_score` for ``n_outputs >= 2``: a start, then Newton rounds.
+    """`initial_score` for ``n_outputs >= 2``: a start, then Newton rounds.
 
     The start is ``start (K,)`` where given, else 0; for a loss not declared
     convex, one coordinate step per output follows, each a line search along
     that output from the current score or, where the loss is lower there,
-    from it with that output at the targets' median (:func:`_target_medians`):
+    from it with that output at the targets' median (`_target_medians`):
     a redescending loss (a Student-t location) far from its targets is flat
     and concave at 0, where Newton steps go astray.  A Newton round takes the
     full-hessian step in coordinates scaled by the hessian's diagonal
-    (:func:`_scaled_newton`), so that outputs of unlike scale (a mean of 1e6
+    (`_scaled_newton`), so that outputs of unlike scale (a mean of 1e6
     and the log of a standard deviation) weigh alike, then a line search.
     The search has converged when the Newton decrement (twice the decrease
     the quadratic model predicts) is below ``_DECREMENT_TOLERANCE`` of the
@@ -184,7 +184,7 @@ def vector_initial_score(
     one line search: one compiled copy of each.
 
     Args:
-      y, weight, axis_name, kernels: as :func:`initial_score`.
+      y, weight, axis_name, kernels: as `initial_score`.
       start: ``(K,)`` float32 the search starts from, or None (0).
     """
     n_rows = weight.shape[0]
@@ -240,7 +240,7 @@ def vector_initial_score(
 
 def _newton_step(loss, y, weight, score, axis_name, kernels):
     """At every row's score ``score (K,)``: ``(direction (K,), loss_sum,
-    decrement, spread)``, :func:`_scaled_newton`'s direction and decrement,
+    decrement, spread)``, `_scaled_newton`'s direction and decrement,
     the weighted loss sum and the rows' spread of losses ``sum_i w_i |loss_i -
     mean loss|``, over all shards."""
     n_rows = weight.shape[0]
@@ -274,7 +274,7 @@ def _sum_rows(kernels: LeafKernels, values: jax.Array, axis_name) -> jax.Array:
 
 def _target_medians(y, weight, n_outputs, axis_name, kernels) -> jax.Array | None:
     """``(K,)`` a start per output read from the targets: their rough median
-    (:func:`_rough_median`) for 1-D targets, column ``k``'s for output ``k``
+    (`_rough_median`) for 1-D targets, column ``k``'s for output ``k``
     where ``y`` has one column per output; else None."""
     if y.ndim == 1:
         return jnp.broadcast_to(_rough_median(y, weight, axis_name, kernels), (n_outputs,))
@@ -318,7 +318,7 @@ def _finite_or_inf(value: jax.Array) -> jax.Array:
 
 
 def not_converged_message(loss_name: str, score: np.ndarray, mean_loss: float) -> str:
-    """The warning for a vector search (:func:`vector_initial_score`) that
+    """The warning for a vector search (`vector_initial_score`) that
     stopped without converging at ``score (K,)``, of weighted mean training
     loss ``mean_loss``, for the loss called ``loss_name``."""
     values = ", ".join(f"{value:.6g}" for value in np.asarray(score, np.float64))
@@ -368,7 +368,7 @@ _HOST_POINTS = 2
 def initial_score_on_host(
     sums_at: Callable[[np.ndarray], np.ndarray], y: np.ndarray, weight: np.ndarray, convex: bool
 ) -> tuple[np.ndarray, np.float32]:
-    """:func:`initial_score` for one output, its search driven from the host.
+    """`initial_score` for one output, its search driven from the host.
 
     Args:
       sums_at: ``scores (2,) float32 -> (2, 5) float32``: at every row's score
@@ -427,7 +427,7 @@ def _initial_score_on_host(sums_at, y, weight, convex) -> tuple[np.ndarray, np.f
 
 
 def _rough_median_on_host(y: np.ndarray, weight: np.ndarray) -> np.float32:
-    """:func:`_rough_median` of all rows, on the host."""
+    """`_rough_median` of all rows, on the host."""
     kept = weight > 0
     low, high = np.min(y[kept]), np.max(y[kept])
     width = (high - low) / np.float32(_MEDIAN_BINS) if high > low else np.float32(1.0)

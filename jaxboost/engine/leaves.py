@@ -51,7 +51,7 @@ def _sum_rows(
     kernels: LeafKernels, values: jax.Array, leaf_of_row: jax.Array, n_leaves: int, axis_name
 ) -> jax.Array:
     """``values (n_rows, ...)`` -> ``(n_leaves, ...)`` sums over the rows of every
-    leaf and every shard (rows first: :func:`_sum_by_leaf` for row-major values)."""
+    leaf and every shard (rows first: `_sum_by_leaf` for row-major values)."""
     columns = values.reshape(values.shape[0], -1).T  # (V, n_rows)
     total = _sum_by_leaf(kernels, columns, leaf_of_row, n_leaves, axis_name)
     return total.reshape(n_leaves, *values.shape[1:])
@@ -79,7 +79,7 @@ class LeafTotals(NamedTuple):
 
 
 class LeafColumns(NamedTuple):
-    """The per-row values whose sums by leaf make :class:`LeafTotals`: each
+    """The per-row values whose sums by leaf make `LeafTotals`: each
     entry ``(c, n_rows)`` float32, rows last, as the leaf kernels read them
     (for one output a transpose is free)."""
 
@@ -97,7 +97,7 @@ def leaf_columns(
     row_loss: jax.Array | None = None,
     raw: jax.Array | None = None,
 ) -> LeafColumns:
-    """The columns of :func:`leaf_totals`: ``[grad, hess, weight]`` and the
+    """The columns of `leaf_totals`: ``[grad, hess, weight]`` and the
     weighted ``row_loss`` and score magnitude where given.
 
     Args:
@@ -114,7 +114,7 @@ def leaf_columns(
 
 
 def totals_from_sums(total: jax.Array, layout: LeafColumns) -> LeafTotals:
-    """:class:`LeafTotals` from ``total (n_leaves, V)``, the sums over every
+    """`LeafTotals` from ``total (n_leaves, V)``, the sums over every
     shard of the ``V`` rows of ``layout.columns``, in their order."""
     n_leaves = total.shape[0]
     n_outputs, hess_width = layout.columns[0].shape[0], layout.columns[1].shape[0]
@@ -143,7 +143,7 @@ def leaf_totals(
     rows and one ``psum`` (with the native kernels: summed in float64).
 
     Args:
-      grad, hess, weight, row_loss, raw: as :func:`leaf_columns`;
+      grad, hess, weight, row_loss, raw: as `leaf_columns`;
       leaf_of_row: ``(n_rows,)`` int32.
     """
     layout = leaf_columns(grad, hess, weight, row_loss, raw)
@@ -198,7 +198,7 @@ def newton_leaf_values(
       grad: ``(n_rows, K)`` weighted gradients.
       hess: ``(n_rows, K)`` or ``(n_rows, K, K)`` weighted hessians.
       leaf_of_row: ``(n_rows,)`` int32.
-      kernels: how rows are summed by leaf (:data:`jaxboost.kernels.leaf_sums.LEAF_KERNELS`).
+      kernels: how rows are summed by leaf (`jaxboost.kernels.leaf_sums.LEAF_KERNELS`).
     Returns:
       ``(n_leaves, K)`` float32.
     """
@@ -208,7 +208,7 @@ def newton_leaf_values(
 
 
 class _SearchState(NamedTuple):
-    """The shrinking search of :func:`minimise_scalar`, each ``(m,)`` but ``step``."""
+    """The shrinking search of `minimise_scalar`, each ``(m,)`` but ``step``."""
 
     lower: jax.Array  # the bracket's ends
     upper: jax.Array
@@ -332,7 +332,7 @@ def minimise_scalar(
     ``narrow(lower, upper)`` for ``(fits, derivatives)``: where ``fits`` (a
     scalar bool, the same on every shard), the rest of the search uses the
     returned ``derivatives``, which must agree with ``derivatives`` inside the
-    brackets (see :func:`line_search_leaf_values`: the rows whose slope cannot
+    brackets (see `line_search_leaf_values`: the rows whose slope cannot
     change there are summed once).
 
     Args:
@@ -350,7 +350,7 @@ def minimise_scalar(
         needs it.
       xp, loop: the array module and while loop the search runs on:
         ``jax.numpy`` and ``lax.while_loop`` inside a program, or ``numpy``
-        and :func:`host_while_loop` on the host, where ``derivatives`` is then
+        and `host_while_loop` on the host, where ``derivatives`` is then
         a compiled program's call (float32 arrays in and out; no ``narrow``).
     Returns:
       ``(m,)`` float32 minimisers; 0 where inactive or where no bracket was
@@ -421,7 +421,7 @@ def line_search_leaf_values(
     the first few over all rows it sums only the rows whose slope still
     changes inside their leaf's bracket (gathered from every shard, so the
     rest of the search runs without collectives) plus a constant for the
-    others (:func:`_rows_changing_in_brackets`).  That is more code to
+    others (`_rows_changing_in_brackets`).  That is more code to
     compile, and pays only for losses without curvature.
 
     Args:
@@ -431,12 +431,12 @@ def line_search_leaf_values(
       leaf_of_row: ``(n_rows,)`` int32.
       direction: ``(n_leaves, K)`` search direction of each leaf.
       kernels: how values go from leaves to rows and are summed back
-        (:data:`jaxboost.kernels.leaf_sums.LEAF_KERNELS`).
+        (`jaxboost.kernels.leaf_sums.LEAF_KERNELS`).
       leaf_weight: ``(n_leaves,)`` each leaf's summed ``weight`` where the
-        caller has it (:class:`LeafTotals`); else summed here (one more pass
+        caller has it (`LeafTotals`); else summed here (one more pass
         over the rows and one more collective).
       score_sum: ``(n_leaves,)`` each leaf's summed ``weight * mean_k |raw|``
-        where the caller has it (:class:`LeafTotals` ``score``); else summed
+        where the caller has it (`LeafTotals` ``score``); else summed
         here, with ``leaf_weight``.  The search resolves each leaf's step at
         least to ``_STEP_RESOLUTION`` of its rows' mean score magnitude, so
         that targets of scale 1e-9 get leaf values about as exact, relatively,
@@ -448,7 +448,7 @@ def line_search_leaf_values(
         totals' gradient and hessian along ``direction``); they only set the
         first bracket.  Else computed here (one more pass and collective).
       reg_lambda: the L2 penalty on each leaf's value (XGBoost's lambda, as
-        in :func:`solve_newton`): a loss that falls without bound in a leaf
+        in `solve_newton`): a loss that falls without bound in a leaf
         (log loss on a leaf of one class) then has a finite minimiser, of size about
         ``log(leaf weight / reg_lambda)`` there, instead of the step at which
         float32 slopes underflow (17 to 90).  0: the leaf's loss alone.
@@ -492,10 +492,10 @@ def line_search_leaf_values(
 
 
 def searched_derivatives(sums, penalty, steps, xp=jnp):
-    """What :func:`minimise_scalar` asks of a line search at ``steps (n_leaves,
+    """What `minimise_scalar` asks of a line search at ``steps (n_leaves,
     P)``: slope, curvature, rising, settled, each ``(n_leaves, P)``, from the
     leaves' ``sums (n_leaves, 3, P)`` of slope, curvature and absolute slope
-    and the L2 ``penalty (n_leaves, 1)`` (see :func:`line_search_leaf_values`)."""
+    and the L2 ``penalty (n_leaves, 1)`` (see `line_search_leaf_values`)."""
     slope_sum = sums[:, 0] + penalty * steps
     curvature_sum = sums[:, 1] + penalty
     abs_slope_sum = sums[:, 2] + xp.abs(penalty * steps)
@@ -509,7 +509,7 @@ def searched_derivatives(sums, penalty, steps, xp=jnp):
 
 def search_start(slope, curvature, leaf_weight, score_sum, direction, xp=jnp):
     """``(active, initial_scale, resolution)`` of the leaves' line searches
-    (:func:`minimise_scalar`'s, each ``(n_leaves,)``) from their slope and
+    (`minimise_scalar`'s, each ``(n_leaves,)``) from their slope and
     curvature at step 0, weight and score sums (``(n_leaves,)`` each) and
     ``direction (n_leaves, K)``."""
     newton = xp.abs(slope) / xp.where(curvature > 0, curvature, 1.0)
@@ -635,7 +635,7 @@ def armijo_backtrack(
       raw: ``(n_rows, K)``; step: ``(n_leaves, K)`` proposed leaf values;
       grad_sum: ``(n_leaves, K)`` weighted gradient sums at ``raw``.
       base: ``(n_leaves,)`` each leaf's weighted loss at ``raw`` where the
-        caller has it (:class:`LeafTotals`); else summed here.
+        caller has it (`LeafTotals`); else summed here.
     Returns:
       ``(n_leaves, K)`` accepted leaf values.
     """

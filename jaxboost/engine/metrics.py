@@ -143,7 +143,7 @@ def _rank_metric(name: str) -> Metric:
 
 
 def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> Metric:
-    """A :class:`Metric` from a name (``"loss"`` is the training loss; other
+    """A `Metric` from a name (``"loss"`` is the training loss; other
     names: the metrics above, then the loss catalogue), a plain per-sample
     function, or a Metric."""
     if isinstance(metric, Metric):
@@ -177,7 +177,7 @@ def metric_per_round(
 
     Args:
       staged_raw: ``(n_rounds, n_rows, K)`` raw scores after each round.
-      groups: the set's group tables (:class:`jaxboost.engine.groups.GroupBucket`),
+      groups: the set's group tables (`jaxboost.engine.groups.GroupBucket`),
         which a group metric needs.
     Returns:
       ``(n_rounds,)`` float32.
@@ -197,10 +197,10 @@ def _metric_per_round(metric: Metric, y, staged_raw, weight, groups):
 
 @functools.cache
 def _metric_program(vector: bool, platform: str) -> Callable:
-    """The jitted :func:`_metric_per_round` for rows of vector outputs or not,
+    """The jitted `_metric_per_round` for rows of vector outputs or not,
     on devices of ``platform`` (the default ones, where the monitor evaluates):
     vector outputs' metrics (a softmax's sum over classes) compile with the
-    options of :mod:`jaxboost.runtime.workarounds` (a 10-class log loss over 100
+    options of `jaxboost.runtime.workarounds` (a 10-class log loss over 100
     rounds of 20k rows: 82 -> 15 ms)."""
     options = vector_output_compiler_options(platform) if vector else None
     return jax.jit(_metric_per_round, static_argnames="metric", compiler_options=options)

@@ -5,13 +5,13 @@ padded to the bins of the feature with the most.  Data with many features of
 few distinct values (flags, counts, one-hot columns, LightGBM's ranking data:
 300 features, half of them with at most 9 values) then spends most of a
 level's sums and split search on empty bins.  Packed, the kernels sum every
-feature into its own bins only (:class:`jaxboost.kernels.interfaces.SlotLayout`:
+feature into its own bins only (`jaxboost.kernels.interfaces.SlotLayout`:
 ``(n_slots, n_nodes, C)``, feature after feature, each one's value bins and
 then its missing bin), and the search reads every ``(feature, threshold)``
 candidate in order from there: the same candidates in the same order (a
 threshold at or past a feature's last used bin gains what its last used bin
 gains, and comes after it) with the same sums, so the same splits as
-:func:`jaxboost.engine.split.find_best_splits`.
+`jaxboost.engine.split.find_best_splits`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class PackedBins(NamedTuple):
     """The candidate splits of packed bins, ``(n_candidates,)`` each, in
     ``(feature, threshold)`` order; the tail past the real candidates is
     padding (``valid`` False); and where each feature's bins lie in a node's
-    histograms (:func:`slot_layout`)."""
+    histograms (`slot_layout`)."""
 
     feature: jax.Array  # int32
     threshold: jax.Array  # int32: value bins <= threshold go left
@@ -90,7 +90,7 @@ def find_best_packed_splits(
     min_split_gain: float,
     feature_mask: jax.Array | None = None,
 ) -> SplitChoice:
-    """:func:`jaxboost.engine.split.find_best_splits` of every node of a
+    """`jaxboost.engine.split.find_best_splits` of every node of a
     level over the ``packed`` candidates (one slice of features: all).
 
     Where no node of the level has missing values (every missing bin 0, as
@@ -144,7 +144,7 @@ def _first_best(
 ) -> SplitChoice:
     """Every node's first candidate within float32 noise of its best ``gain``
     ``(P, N, directions)`` (lowest candidate, then missing values right), as
-    :func:`jaxboost.engine.split.find_best_splits` chooses."""
+    `jaxboost.engine.split.find_best_splits` chooses."""
     n_nodes = gain.shape[1]
     top_gain = jnp.max(gain, axis=(0, 2))
     tie_tolerance = _GAIN_NOISE * (jnp.abs(top_gain) + parent_score)

@@ -1,6 +1,6 @@
 """Apply a padded forest to raw float features: a jitted ``vmap`` over trees.
 
-On CPUs the native kernel (:func:`predict_forest_native`) walks the trees
+On CPUs the native kernel (`predict_forest_native`) walks the trees
 instead, about 4x faster; this module's XLA program is its reference.
 """
 
@@ -93,7 +93,7 @@ def predict_forest(
 
 @jax.jit
 def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> jax.Array:
-    """:func:`predict_forest` by the native CPU kernel (``native/predict.cc``):
+    """`predict_forest` by the native CPU kernel (``native/predict.cc``):
     the same arguments and ``(n_rows, K)`` raw scores (summed over trees in
     float64, so they agree with the reference to float32 rounding)."""
     load()

@@ -7,7 +7,7 @@ divided by a scale that maps its largest magnitude (over all shards: a
 and rounded stochastically: ``floor(x / scale + u)`` with ``u`` uniform in
 ``[0, 1)``, so every quantised value is an unbiased estimate of ``x / scale``.
 ``u`` is a hash of the global row number, the column, the round and the seed
-(:func:`jaxboost.engine.sampling.hash_bits`), so the quantised values, and the
+(`jaxboost.engine.sampling.hash_bits`), so the quantised values, and the
 model, do not depend on how the rows are sharded.
 
 Only the split search sees them: histograms sum the integers exactly (the
@@ -57,7 +57,7 @@ def quantise_split_stats(
     """The gradient unit and the stochastically rounded split statistics.
 
     One reduction per column and one ``pmax`` give both the unit
-    (:func:`jaxboost.engine.split.gradient_unit` of ``grad``) and the scales: as a
+    (`jaxboost.engine.split.gradient_unit` of ``grad``) and the scales: as a
     power of two, the unit scales the gradients' peak exactly.  Each column is
     rounded on its own, with no ``(n_rows, 2K)`` float array in between, so
     XLA fuses the derivatives, the noise and the rounding into one pass.

@@ -2,8 +2,8 @@
 
 A chunk reports, per round, the training loss after the round and the number
 of rows whose gradient or hessian was not finite at its start
-(:func:`jaxboost.engine.training._train_chunk`).  The first round where something went
-wrong is an :class:`Event`; the fit keeps the rounds before it and either
+(`jaxboost.engine.training._train_chunk`).  The first round where something went
+wrong is an `Event`; the fit keeps the rounds before it and either
 runs that round again with a remedy (the loss evaluated in float64, Armijo's
 safeguard switched on) or stops with an error naming the round.  A model is
 never built from a round whose derivatives were NaN.
@@ -52,7 +52,7 @@ def first_event(
         the start of each round.
       loss_before: the training loss before the chunk's first round.
       n_stuck: ``(n_rounds,)`` such leaves per round (a loss-free tree
-        program's, :mod:`jaxboost.engine.round_programs`), or None.
+        program's, `jaxboost.engine.round_programs`), or None.
     """
     before = float(loss_before)
     stuck = [0] * len(chunk_loss) if n_stuck is None else n_stuck.tolist()

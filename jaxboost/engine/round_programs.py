@@ -1,22 +1,22 @@
 """The programs of a fit run round by round: a small one per loss, a large
 one per shape that no loss is part of.
 
-:func:`jaxboost.engine.training.train_chunk_program` compiles a chunk of
+`jaxboost.engine.training.train_chunk_program` compiles a chunk of
 rounds, loss included, into one program: the fastest way to run many rounds,
 but a new loss means compiling all of it again (binning aside, almost
 nothing in it depends on the loss).  Here a round is two programs:
 
-- :func:`derivatives_program`: the loss's gradients, hessians and value at
+- `derivatives_program`: the loss's gradients, hessians and value at
   the current scores (the only program a new loss compiles), and
-- :func:`tree_round_program`: the trees from those derivatives and the
-  updated scores (:func:`jaxboost.engine.training.grow_round` with no loss),
+- `tree_round_program`: the trees from those derivatives and the
+  updated scores (`jaxboost.engine.training.grow_round` with no loss),
   compiled once per shape and setting for every loss.
 
 A round whose Newton leaves needed a line search (a leaf whose regularised
 hessian is not positive) is reported, not searched: that needs the loss, so
 its caller runs such a round with the fused program.  Only settings whose
 rounds need nothing else of the loss run this way
-(:func:`runs_round_by_round`).
+(`runs_round_by_round`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def loss_settings(cfg: StaticSettings) -> StaticSettings:
 
 
 def _compiler_options(cfg: StaticSettings, mesh: Mesh) -> dict | None:
-    """:func:`jax.jit`'s ``compiler_options`` for ``cfg``'s programs."""
+    """`jax.jit`'s ``compiler_options`` for ``cfg``'s programs."""
     platform = mesh.devices.flat[0].platform
     options = vector_output_compiler_options(platform) if cfg.vector_row_options else {}
     if cfg.fast_compile:
@@ -86,7 +86,7 @@ def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(y, weight, raw (n_rows, K)) -> (grad, hess, n_not_finite,
     train_loss)``, jitted and sharded on rows: every row's unweighted
     gradient ``(n_rows, K)`` and hessian ``(n_rows, K[, K])`` at ``raw``
-    (:func:`jaxboost.engine.training.round_derivatives`), the rows of
+    (`jaxboost.engine.training.round_derivatives`), the rows of
     positive weight whose derivatives are not finite, and the weighted mean
     loss (scalars, over all shards)."""
     axis_name = collective_axis(mesh)
@@ -119,7 +119,7 @@ class RoundRecord(NamedTuple):
 
 
 def empty_record(cfg: StaticSettings) -> RoundRecord:
-    """A :class:`RoundRecord` of ``cfg.rounds_per_chunk`` rounds of zeros (numpy)."""
+    """A `RoundRecord` of ``cfg.rounds_per_chunk`` rounds of zeros (numpy)."""
     rounds, n_trees, n_nodes = cfg.rounds_per_chunk, cfg.trees_per_round, 2**cfg.max_depth
     nodes = (rounds, n_trees, n_nodes - 1)
     trees = Tree(
@@ -140,10 +140,10 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, grad, hess, n_not_finite, loss_before, record,
     first_round, slot, seed, hyper) -> (raw, record)``, jitted and sharded:
     round ``first_round + slot``'s trees from the rows' derivatives and what
-    :func:`derivatives_program` said of them
-    (:func:`jaxboost.engine.training.grow_round`), written into slot ``slot``
-    of ``record`` (a :class:`RoundRecord`, replicated).  ``cfg.loss`` must be
-    None (:func:`loss_free`), so every loss shares the program."""
+    `derivatives_program` said of them
+    (`jaxboost.engine.training.grow_round`), written into slot ``slot``
+    of ``record`` (a `RoundRecord`, replicated).  ``cfg.loss`` must be
+    None (`loss_free`), so every loss shares the program."""
     if cfg.loss is not None:
         raise ValueError("tree_round_program: settings without a loss (loss_free(cfg))")
     axis_name = collective_axis(mesh)
@@ -179,9 +179,9 @@ def slope_sums_program(loss: Loss, mesh: Mesh, fast_compile: bool = False) -> Ca
     """``(y, weight, scores (P,)) -> (P, 5)``, jitted and sharded: at every
     row's raw score equal to each of ``scores``, the weighted sums over all
     rows of the loss's slope, curvature (the line search's,
-    :func:`jaxboost.engine.derivatives.directional_derivatives`), absolute
+    `jaxboost.engine.derivatives.directional_derivatives`), absolute
     slope, value and 1, for one output: what
-    :func:`jaxboost.engine.init_score.initial_score_on_host` asks for."""
+    `jaxboost.engine.init_score.initial_score_on_host` asks for."""
     axis_name = collective_axis(mesh)
 
     def local(y, weight, scores):

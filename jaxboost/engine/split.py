@@ -88,7 +88,7 @@ def gradient_unit(grad: jax.Array, axis_name: str | None) -> jax.Array:
 
 
 def unit_for_peak(peak: jax.Array) -> jax.Array:
-    """:func:`gradient_unit` of gradients whose largest ``|grad|`` over all
+    """`gradient_unit` of gradients whose largest ``|grad|`` over all
     shards is ``peak`` (a float32 scalar)."""
     _, exponent = jnp.frexp(peak)  # peak = m 2^exponent, m in [0.5, 1)
     exponent = jnp.clip(-exponent, -_UNIT_EXPONENT_LIMIT, _UNIT_EXPONENT_LIMIT)
@@ -105,7 +105,7 @@ def _first_of_one_slice(order: jax.Array, gain: jax.Array) -> tuple[jax.Array, j
 
 
 def first_across_shards(axis_name: str) -> Callable:
-    """``pick_first`` for :func:`find_best_splits` over the shards of
+    """``pick_first`` for `find_best_splits` over the shards of
     ``axis_name``: every shard's ``(order, gain)`` per node, gathered in one
     ``all_gather``; the lowest order wins, with the gain of the shard that
     holds it."""
@@ -121,7 +121,7 @@ def first_across_shards(axis_name: str) -> Callable:
 
 
 def gain_functions(n_outputs: int, reg_lambda, min_child_weight) -> tuple[Callable, Callable]:
-    """``score(stats) -> (...)`` (:func:`node_score` of a histogram cell's
+    """``score(stats) -> (...)`` (`node_score` of a histogram cell's
     ``[grad (K), hess (K)[, weight]]``) and ``split_gain(left, total) ->
     (...)``: half the score gained by splitting ``total`` into ``left`` and
     the rest, ``-inf`` where a child is lighter than ``min_child_weight`` (or
@@ -163,7 +163,7 @@ def find_best_splits(
     The histograms may hold a slice of the features (``first_feature ..``,
     out of ``n_features_total``) when the search is split between devices:
     ``reduce_max`` (``lax.pmax``) then combines per-node maxima across the
-    slices, and ``pick_first(order, gain)`` (:func:`first_across_shards`)
+    slices, and ``pick_first(order, gain)`` (`first_across_shards`)
     the slices' first tied candidates, each ``(n_nodes,)``, into the overall
     first and its gain; both are the identity for one slice, and every slice
     returns the same choice.
@@ -177,7 +177,7 @@ def find_best_splits(
         ``b``: bins ``0..b``), as the native kernel returns them; the missing
         bin is plain either way.
     Returns:
-      A :class:`SplitChoice` (``feature`` numbered among all features).  A
+      A `SplitChoice` (``feature`` numbered among all features).  A
       node splits when its best gain exceeds ``min_split_gain`` (and float32
       noise) and both children have hessian sum (summed over outputs) at least
       ``min_child_weight``, and positive weight when the histogram has the

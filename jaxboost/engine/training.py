@@ -178,16 +178,16 @@ def _second_split_stat(cfg: StaticSettings, hess_diag, weight) -> jax.Array:
 
 def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
     """Split gains ``(n_nodes,)`` of gradients times ``unit`` (see
-    :func:`jaxboost.engine.split.gradient_unit`) in the gradients' own units, clipped
+    `jaxboost.engine.split.gradient_unit`) in the gradients' own units, clipped
     to float32's positive range where a node splits: a gain > 0 is what marks
-    a split (:mod:`jaxboost.frontends.inspection`), even one that underflows unscaled."""
+    a split (`jaxboost.frontends.inspection`), even one that underflows unscaled."""
     finfo = jnp.finfo(jnp.float32)
     return jnp.where(gain > 0, jnp.clip(gain / unit / unit, finfo.tiny, finfo.max), 0.0)
 
 
 def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name):
     """``((2^D, K) leaf values, n_stuck)``: the values (learning rate not
-    applied) from the leaves' ``totals`` (:class:`jaxboost.engine.leaves.LeafTotals`
+    applied) from the leaves' ``totals`` (`jaxboost.engine.leaves.LeafTotals`
     of the masked outputs), and the number of leaves left at 0 for want of a
     line search (only in a loss-free program, ``cfg.loss`` None: Newton
     leaves whose regularised hessian is not positive; else 0).
@@ -246,7 +246,7 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
 
 def _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name) -> jax.Array:
     """``(2^D, 1)`` leaf values by one Newton step on all leaves at once
-    (:mod:`jaxboost.engine.joint_newton`), for one output."""
+    (`jaxboost.engine.joint_newton`), for one output."""
     if cfg.grouped:
 
         def objective(f):
@@ -296,7 +296,7 @@ def _grow_one(
     cfg, hyper, data, raw, grad, hess, output_mask, edges, features, round_index, seed, axis_name
 ):
     """One tree fitted to the outputs in ``output_mask``: ``(Tree, update
-    (n_rows, K), n_stuck)`` (see :func:`_leaf_values`)."""
+    (n_rows, K), n_stuck)`` (see `_leaf_values`)."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
     one_output = cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1
     if one_output:
@@ -379,7 +379,7 @@ def round_derivatives(
 ):
     """Every row's unweighted gradient ``(n_rows, K)`` and hessian
     ``(n_rows, K[, K])`` at the scores ``raw (n_rows, K)`` (a group loss's
-    over its ``groups``, :class:`ShardData`'s)."""
+    over its ``groups``, `ShardData`'s)."""
     if cfg.grouped:
         return group_grad_hess(cfg.loss, y, raw, groups)
     return grad_hess(cfg.loss, y, raw, full_hessian=cfg.hessian == "full")
@@ -428,12 +428,12 @@ def grow_round(
     axis_name,
 ):
     """A round's trees from the rows' unweighted ``grad (n_rows, K)`` and
-    ``hess (n_rows, K[, K])`` at ``raw``: :func:`boost_round` after the
+    ``hess (n_rows, K[, K])`` at ``raw``: `boost_round` after the
     derivatives.  With ``cfg.loss`` None the program needs no loss (Newton
     leaves only); it then counts the leaves that needed a line search.
 
     Returns:
-      ``(trees, raw, n_stuck)``: as :func:`boost_round`, and the leaves left
+      ``(trees, raw, n_stuck)``: as `boost_round`, and the leaves left
       at 0 for want of a line search (summed over the round's trees).
     """
     if cfg.subsampled:
@@ -504,7 +504,7 @@ def training_loss(cfg: StaticSettings, data: ShardData, raw: jax.Array, axis_nam
 
 
 def _mean_loss_at(loss: Loss, y, weight, score: jax.Array, axis_name) -> jax.Array:
-    """:func:`mean_loss` with every row's raw score ``score (K,)``."""
+    """`mean_loss` with every row's raw score ``score (K,)``."""
     raw = jnp.broadcast_to(score, (weight.shape[0], score.shape[0]))
     return mean_loss(loss, y, weight, raw, axis_name)
 
@@ -515,7 +515,7 @@ def _train_chunk(
     """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
     at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,),
     n_not_finite (rounds_per_chunk,))``, the last the rows whose derivatives
-    were not finite at the start of each round (:func:`boost_round`).
+    were not finite at the start of each round (`boost_round`).
 
     Each round's training loss is evaluated at the start of the next round,
     on the scores its gradients are taken at, so that XLA can share the
@@ -559,7 +559,7 @@ def _train_chunk(
 
 
 def _data_specs(cfg: StaticSettings) -> ShardData:
-    """How :class:`ShardData` is sharded: on rows, group tables on groups."""
+    """How `ShardData` is sharded: on rows, group tables on groups."""
     groups = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in cfg.group_widths)
     return ShardData(
         bins=P(None, ROWS),
@@ -575,7 +575,7 @@ def _data_specs(cfg: StaticSettings) -> ShardData:
 @one_program_per_shape()
 def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
-    train_loss, n_not_finite)`` (see :func:`_train_chunk`),
+    train_loss, n_not_finite)`` (see `_train_chunk`),
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
@@ -608,9 +608,9 @@ def init_score_program(
     fast_compile: bool = False,
 ) -> Callable:
     """``(y, weight) -> (F0 (K,), train_loss at F0, converged)``, jitted and
-    sharded (``y``, ``weight``: the rows of :class:`ShardData`; ``converged``
-    as in :func:`jaxboost.engine.init_score.searched_initial_score`);
-    ``leaf_kernels`` and ``fast_compile`` as in :class:`StaticSettings`."""
+    sharded (``y``, ``weight``: the rows of `ShardData`; ``converged``
+    as in `jaxboost.engine.init_score.searched_initial_score`);
+    ``leaf_kernels`` and ``fast_compile`` as in `StaticSettings`."""
     axis_name = collective_axis(mesh)
 
     def local(y, weight):
@@ -667,7 +667,7 @@ def bin_rows_program(mesh: Mesh, native: bool = False) -> Callable:
     n_rows)`` sharded on rows: every device bins its own rows (``native``:
     with the native CPU kernel, each shard stored by tiles of rows as the
     native histogram and routing kernels read it, see
-    :func:`jaxboost.engine.binning.tile_bins`)."""
+    `jaxboost.engine.binning.tile_bins`)."""
     sharded = jax.shard_map(
         apply_bins_native if native else apply_bins,
         mesh=mesh,

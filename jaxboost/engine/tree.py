@@ -49,7 +49,7 @@ class TreeParams(NamedTuple):
 
 
 class TreeStructure(NamedTuple):
-    """The internal nodes of a grown tree; fields as in :class:`Tree`."""
+    """The internal nodes of a grown tree; fields as in `Tree`."""
 
     feature: jax.Array
     threshold: jax.Array
@@ -140,19 +140,19 @@ def grow_tree(
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
       row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``, or
         ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, weight]`` when children
-        must also have positive weight (see :func:`find_best_splits`).
+        must also have positive weight (see `find_best_splits`).
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
       feature_mask: ``(n_features,)`` bool, the features the tree may split on.
       stats_scale: ``(n_stats,)`` float32 when ``row_stats`` are quantised
-        (int32, see :mod:`jaxboost.engine.quantise`): what one unit of each column
+        (int32, see `jaxboost.engine.quantise`): what one unit of each column
         is worth.
       leaf_columns: per-row values to sum by leaf, each ``(c_j, n_rows)``
-        float32 (:func:`jaxboost.engine.leaves.leaf_columns`); the last routing
+        float32 (`jaxboost.engine.leaves.leaf_columns`); the last routing
         sums them (the native kernel in the same pass).
       leaf_sums: how a kernel that routes and sums apart sums them
-        (:class:`jaxboost.kernels.leaf_sums.LeafKernels`).
-      packed: the features' used bins (:mod:`jaxboost.engine.packed_split`):
+        (`jaxboost.kernels.leaf_sums.LeafKernels`).
+      packed: the features' used bins (`jaxboost.engine.packed_split`):
         the histograms hold and the search reads only those; None: every
         feature's histograms padded to ``max_bins + 1`` bins.
     Returns:

@@ -3,7 +3,7 @@
 Validation, the programs' settings, dispatching chunks of rounds, watching
 them (evaluation, early stopping, callbacks), keeping the forest and
 predicting; the rows' placement on the devices, binning and the initial
-score are :mod:`jaxboost.frontends.placement`'s.  Nothing here loops over
+score are `jaxboost.frontends.placement`'s.  Nothing here loops over
 rows, nodes or features.
 """
 
@@ -470,7 +470,7 @@ class Booster:
     ) -> Booster:
         """Grow up to ``n_estimators`` rounds of trees.
 
-        With several processes (:func:`jaxboost.runtime.distributed.initialize`),
+        With several processes (`jaxboost.runtime.distributed.initialize`),
         ``X``, ``y`` and ``sample_weight`` are this process's rows, and every
         process ends with the model of all rows.
 
@@ -489,7 +489,7 @@ class Booster:
             evaluation set has not improved for this many rounds; the model
             keeps the best round (``best_iteration_``).
           callbacks: functions ``callback(env)`` called after every round with a
-            :class:`jaxboost.frontends.monitor.CallbackEnv`; returning True stops.
+            `jaxboost.frontends.monitor.CallbackEnv`; returning True stops.
           verbose: print progress every ``verbose`` rounds (True: every round).
           group: for a group loss (``losses.lambdarank()``, ``losses.cox``, a
             function declared ``per="group"``), the sizes of the groups of
@@ -658,7 +658,7 @@ class Booster:
         self, inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss: list[float]
     ) -> Booster:
         """A Booster of this one's settings holding the rounds grown so far
-        (``forest``, ``train_loss`` as for :meth:`_fitted_model`): what a
+        (``forest``, ``train_loss`` as for `_fitted_model`): what a
         callback sees as ``env.model``; this Booster keeps its own fit."""
         model = type(self).__new__(type(self))
         settings = {key: value for key, value in vars(self).items() if not key.endswith("_")}
@@ -725,7 +725,7 @@ class Booster:
         return grid, np.asarray(values)
 
     def save(self, path) -> None:
-        """Write the model to a versioned JSON file (see :func:`jaxboost.load`)."""
+        """Write the model to a versioned JSON file (see `jaxboost.load`)."""
         self._check_fitted()
         save_model(self, path)
 

@@ -1,8 +1,8 @@
 """A fit's loss and metrics keyed on what they compute, before any program runs.
 
 The training, initial-score, derivative and metric programs are cached on the
-loss and metric objects they call; :func:`keyed_loss` and
-:func:`keyed_metrics` hand them :class:`jaxboost.runtime.same_function.SameComputation`
+loss and metric objects they call; `keyed_loss` and
+`keyed_metrics` hand them `jaxboost.runtime.same_function.SameComputation`
 objects, traced at this fit's shapes, so that a program is reused exactly
 when the computation is the same (see that module).
 """

@@ -1,8 +1,8 @@
-"""scikit-learn estimators around :class:`~jaxboost.Booster`.
+"""scikit-learn estimators around `jaxboost.Booster`.
 
-:class:`Regressor` and :class:`Classifier` validate their input the
+`Regressor` and `Classifier` validate their input the
 scikit-learn way (``validate_data``: ``n_features_in_``, ``feature_names_in_``,
-NaN allowed in ``X``), build a :class:`Booster` from their own parameters and
+NaN allowed in ``X``), build a `Booster` from their own parameters and
 keep it in ``booster_``.  Every estimator parameter that the engine's
 constructor accepts is forwarded by name, so an engine argument only has to be
 listed in the estimators' ``__init__`` (scikit-learn needs them explicit) to
@@ -138,7 +138,7 @@ class _BoosterEstimator(BaseEstimator):
         return np.asarray(self.booster_.predict_raw(self._validate_X(X, reset=False)), np.float64)
 
     def _staged_raw(self, X: Any) -> Iterator[np.ndarray]:
-        """Raw scores after each boosting round, as in :meth:`_raw`."""
+        """Raw scores after each boosting round, as in `_raw`."""
         check_is_fitted(self)
         for raw in self.booster_.staged_predict_raw(self._validate_X(X, reset=False)):
             yield np.asarray(raw, np.float64)
@@ -184,7 +184,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
       n_outputs: raw scores per sample; None takes the loss's declared number
         (or the number of targets of a 2-D ``y``).
 
-    Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
+    Every other parameter is `jaxboost.Booster`'s, with its default.
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
     (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
@@ -303,7 +303,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         return self._response(self._raw(X))
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """:meth:`predict` after each boosting round."""
+        """`predict` after each boosting round."""
         for raw in self._staged_raw(X):
             yield self._response(raw)
 
@@ -327,10 +327,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         softmax link for more.  An optax function is adapted (see
         ``losses.resolve``).
 
-    Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
+    Every other parameter is `jaxboost.Booster`'s, with its default.
 
     Labels may be of any type (``classes_`` holds them sorted).  Fitted
-    attributes as for :class:`Regressor`, plus ``classes_``.
+    attributes as for `Regressor`, plus ``classes_``.
     """
 
     def __init__(
@@ -483,7 +483,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         return self._proba(self._raw(X))
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Logarithm of :meth:`predict_proba`."""
+        """Logarithm of `predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
@@ -493,16 +493,16 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
     def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
-        """:meth:`decision_function` after each boosting round."""
+        """`decision_function` after each boosting round."""
         for raw in self._staged_raw(X):
             yield self._decision(raw)
 
     def staged_predict_proba(self, X: Any) -> Iterator[np.ndarray]:
-        """:meth:`predict_proba` after each boosting round."""
+        """`predict_proba` after each boosting round."""
         for raw in self._staged_raw(X):
             yield self._proba(raw)
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """:meth:`predict` after each boosting round."""
+        """`predict` after each boosting round."""
         for proba in self.staged_predict_proba(X):
             yield self.classes_[np.argmax(proba, axis=1)]

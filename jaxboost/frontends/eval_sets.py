@@ -1,6 +1,6 @@
 """Evaluation sets for ``fit``: checked, padded to a bucket of rows (weight
 0 on padding), put in group order where they have groups, and placed on the
-default device, where :class:`jaxboost.frontends.monitor.Monitor` evaluates
+default device, where `jaxboost.frontends.monitor.Monitor` evaluates
 them."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def prepare_eval_sets(
     training data's ``n_features``, column ``names`` (a DataFrame's, else
     None) and ``loss``, padded to bucket sizes and
     placed on the default device; ``eval_groups``: per set, its ``(group,
-    qid)`` (:func:`jaxboost.frontends.grouping.eval_set_groups`), or None."""
+    qid)`` (`jaxboost.frontends.grouping.eval_set_groups`), or None."""
     if eval_set is None:
         return []
     eval_set = list(eval_set)

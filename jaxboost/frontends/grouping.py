@@ -1,6 +1,6 @@
 """Query groups (or strata) on the host: ``group=`` / ``qid=`` checked, rows
 put in group order, groups placed whole on the devices' shards, and the
-index tables of :class:`jaxboost.engine.groups.GroupBucket` built.
+index tables of `jaxboost.engine.groups.GroupBucket` built.
 
 Rows are taken in the order of a stable sort by ``qid`` (``group=`` sizes
 already give that order), so a model does not depend on how the groups'
@@ -234,7 +234,7 @@ def eval_set_groups(eval_group: Any, eval_qid: Any, eval_set: Any, loss: Any) ->
     """Per evaluation set, its ``(group, qid)`` arguments (one of them None;
     both None: the set is one group), or None when no set has groups (a
     per-sample loss given neither).  Checks the entries' count only; each
-    set's own are checked against its rows by :func:`grouped_eval_set`."""
+    set's own are checked against its rows by `grouped_eval_set`."""
     n_sets = 0 if eval_set is None else len(eval_set)
     if eval_group is None and eval_qid is None:
         return [(None, None)] * n_sets if is_group_loss(loss) else None
@@ -253,7 +253,7 @@ def grouped_eval_set(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[GroupBucket, ...]]:
     """An evaluation set's rows in group order, padded: ``(X, y, weight (1
     on rows, 0 on padding), group tables)``; ``given`` its ``(group, qid)``
-    (:func:`eval_set_groups`), ``loss`` the training loss (its ``row_order``)."""
+    (`eval_set_groups`), ``loss`` the training loss (its ``row_order``)."""
     names = (f"eval_group[{index}]", f"eval_qid[{index}]")
     groups = grouped_rows(*given, X.shape[0], names) or one_group(X.shape[0])
     if is_group_loss(loss):

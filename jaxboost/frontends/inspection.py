@@ -1,6 +1,6 @@
 """Inspecting a fitted forest: feature importances, node weights, partial dependence.
 
-Every function here is a pure function of a :class:`~jaxboost.engine.tree.Tree`
+Every function here is a pure function of a `jaxboost.engine.tree.Tree`
 forest (fields with a leading ``(n_trees,)`` axis).  A node *splits* when its
 ``split_gain > 0``: the grower records gain 0 exactly at the nodes that do not
 split (``threshold = +inf``, every row sent left), while a node that does split

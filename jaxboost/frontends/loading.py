@@ -1,5 +1,5 @@
 """``jaxboost.load``: a fitted ``Booster`` from a model file (the file's
-format and checks are :mod:`jaxboost.frontends.model_file`'s)."""
+format and checks are `jaxboost.frontends.model_file`'s)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from .padding_check import check_mask_respected
 
 def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
     """Raises a ValueError if a declared loss's ``target_domain``
-    (:data:`losses._declare.TARGET_DOMAINS`) excludes ``y`` (``(n_rows,)`` or
+    (`losses._declare.TARGET_DOMAINS`) excludes ``y`` (``(n_rows,)`` or
     ``(n_rows, k)``): its shape, a column's rule, or a value; the message
     names the column, the row and the fix."""
     domain = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
@@ -53,7 +53,7 @@ def target_problem(domain: TargetDomain, y: np.ndarray) -> str | None:
 
 
 def _column_problem(domain: TargetDomain, columns: tuple, y: np.ndarray) -> str | None:
-    """:func:`target_problem` for targets of one column per rule: the shape,
+    """`target_problem` for targets of one column per rule: the shape,
     then the first column and row breaking its rule, or the columns swapped."""
     names = ", ".join(column.name for column in columns)
     rules = ", ".join(f"y[:, {i}] {column.description}" for i, column in enumerate(columns))
@@ -177,7 +177,7 @@ def check_per_sample(
     """Call ``fn(y, f)`` of one sample (a loss or a metric; ``role`` names it in
     the message, ``name`` is the argument the error starts with) on a few rows
     of ``y`` and scores of ``n_outputs``, with its gradient if
-    ``differentiate``; raises a ValueError as :func:`check_loss` describes.
+    ``differentiate``; raises a ValueError as `check_loss` describes.
 
     Only shapes and dtypes are traced, so a function that passed with these
     shapes passes again: repeated fits skip the tracing (a few ms)."""
@@ -197,7 +197,7 @@ def check_per_sample(
 def _traced_per_sample(
     fn, y_rows: jax.ShapeDtypeStruct, n_outputs: int, name: str, role: str, differentiate: bool
 ) -> None:
-    """:func:`check_per_sample` on the shapes of a few rows (cached on
+    """`check_per_sample` on the shapes of a few rows (cached on
     success; a failure raises, and is not cached)."""
     n_rows = y_rows.shape[0]
     f_rows = jax.ShapeDtypeStruct((n_rows,) if n_outputs == 1 else (n_rows, n_outputs), jnp.float32)
@@ -261,7 +261,7 @@ def check_metric(
     the message): a one-output metric on several outputs would read the
     first only, a per-sample function of the wrong shape would fail inside
     JAX, and targets outside the metric's domain (log loss or AUC of
-    regression targets, see :func:`check_metric_targets`) give meaningless
+    regression targets, see `check_metric_targets`) give meaningless
     numbers."""
     name = f"eval_metric {metric.name!r}"
     if metric.outputs == "one" and n_outputs != 1:
@@ -283,7 +283,7 @@ def check_metric_targets(
     metric: Metric, y: np.ndarray, n_outputs: int, targets: str = "the eval_set's y"
 ) -> None:
     """Raises a ValueError naming the first row of ``y`` outside ``metric``'s
-    target domain (:data:`losses._declare.TARGET_DOMAINS`: ``"logloss"``,
+    target domain (`losses._declare.TARGET_DOMAINS`: ``"logloss"``,
     ``"error"`` and ``"auc"`` need targets in [0, 1], a catalogue loss's
     name its declared domain); class labels (``"mlogloss"``, ``"merror"``)
     must also be below ``n_outputs``."""
@@ -307,8 +307,8 @@ def check_metric_targets(
 def check_group_loss(loss, y: np.ndarray) -> None:
     """Call a group loss ``loss(y, f, mask)`` and its gradient on the shapes
     of one group of eight rows of targets like ``y`` before training, then on
-    one padded group (:func:`check_mask_respected`); raises a ValueError
-    naming the problem, as :func:`check_loss` does for per-sample losses."""
+    one padded group (`check_mask_respected`); raises a ValueError
+    naming the problem, as `check_loss` does for per-sample losses."""
     width = 8
     y_group = jax.ShapeDtypeStruct((width, *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype))
     f_group = jax.ShapeDtypeStruct((width,), jnp.float32)

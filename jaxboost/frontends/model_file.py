@@ -196,7 +196,7 @@ def decode_array(obj: Any, where: str, dtype: str) -> np.ndarray:
 def array_checksum(array: Any) -> str:
     """SHA-256 (hex) of ``array``'s dtype, shape and little-endian bytes.
 
-    The bytes are those :func:`encode_array` stores, after the ASCII header
+    The bytes are those `encode_array` stores, after the ASCII header
     ``"<dtype> <d0>,<d1>,...\\n"``, so the digest depends on the values
     only, never on how the JSON around them is written.
     """
@@ -851,10 +851,10 @@ def read_model(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> tuple[dict, Any, dict]:
-    """The parts of a model file written by :func:`save_model`, validated:
+    """The parts of a model file written by `save_model`, validated:
     ``(params, loss, state)``, ``params`` the arguments of ``model_class``'s
     constructor, ``state`` the fitted attributes by name (see
-    :func:`jaxboost.frontends.loading.load_model`, which builds the model).
+    `jaxboost.frontends.loading.load_model`, which builds the model).
 
     Args:
       path: the model file.

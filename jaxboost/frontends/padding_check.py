@@ -60,7 +60,7 @@ def _in_catalogue(loss) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None:
-    """:func:`check_mask_respected` on the probe rows (bytes of a numpy array
+    """`check_mask_respected` on the probe rows (bytes of a numpy array
     of ``shape`` and ``dtype``) and the far row (cached on success)."""
     real = np.frombuffer(rows, dtype).reshape(shape)
     n_real, pad = shape[0], _PROBE_WIDTH - shape[0]

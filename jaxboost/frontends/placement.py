@@ -1,7 +1,7 @@
 """A fit's rows on the devices: padded, sharded (a group loss's groups whole
 on one device), binned there, and the initial score computed with them.
 
-Functions of :class:`jaxboost.frontends.booster.Booster`'s fit, which passes
+Functions of `jaxboost.frontends.booster.Booster`'s fit, which passes
 itself for its settings (``devices``, ``max_bins``, ``random_state``,
 ``loss_dtype``, ``base_score``, ...).
 """
@@ -204,7 +204,7 @@ def shard_rows(
 ) -> ShardData:
     """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
     place each shard on its device and bin it there; ``y`` and ``weight``
-    are :func:`target_rows`'; ``edges`` the bin edges (which also give
+    are `target_rows`'; ``edges`` the bin edges (which also give
     the split search's packed bins); ``placement``: a group loss's groups
     (the rows already in its order), ``groups`` their tables on the devices;
     ``columns``: the data's columns that ``features`` and ``edges`` hold."""
@@ -234,7 +234,7 @@ def start_init_score(
     """Dispatches the initial score's program (the ``given`` one's, ``(K,)``
     or None, training loss): ``(init_score, init_loss, converged)``, arrays
     to fetch, ``converged`` False where a vector search stopped at its
-    budget (:func:`jaxboost.engine.init_score.vector_initial_score`).  A group
+    budget (`jaxboost.engine.init_score.vector_initial_score`).  A group
     loss (``groups``: its tables on the devices) starts
     from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
     and Cox losses do not change when every score moves by one number).
@@ -271,9 +271,9 @@ def finite_init_score(
     ``"float32"``, or ``"float64"`` where ``setting`` (the Booster's
     ``loss_dtype``) asks for it or, ``"auto"``, where the loss is finite at
     the initial score only in float64; there the loss is scaled by a power of
-    two (:class:`jaxboost.runtime.precision.Float64Loss`) where its values or
+    two (`jaxboost.runtime.precision.Float64Loss`) where its values or
     gradients are beyond float32 even so.  ``given``, ``groups`` as for
-    :func:`start_init_score`, ``pending`` its result, in float64 where
+    `start_init_score`, ``pending`` its result, in float64 where
     ``setting`` asks for it, else in float32; ``rows``: this process's
     ``(targets, weight)`` on the host, for the scale and the error.  Warns,
     naming the loss, where the search for the initial score did not converge."""
@@ -331,7 +331,7 @@ def _scale_score(rows, given, n_outputs: int) -> np.ndarray:
 
 
 def _float32_scale(loss, rows, score: np.ndarray) -> float | None:
-    """:func:`jaxboost.runtime.precision.float32_scale` of ``loss`` at
+    """`jaxboost.runtime.precision.float32_scale` of ``loss`` at
     ``score`` over every process's rows, or None where some row's loss or
     gradient is not finite in float64 there."""
     y, weight = rows

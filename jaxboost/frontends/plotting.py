@@ -112,7 +112,7 @@ def plot_partial_dependence(
 
     Args:
       X: ``(n_rows, n_features)`` data the grid is taken from
-        (:func:`~jaxboost.frontends.inspection.grid_from_data`).
+        (`jaxboost.frontends.inspection.grid_from_data`).
       features: one or two feature indices, or names when the model has
         ``feature_names_in_``.
     """

@@ -32,7 +32,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         catalogue name: ``"lambdarank"`` (LightGBM's gradients, truncation
         30), ``"listnet"``, ``"ranknet"``.
 
-    Every other parameter is :class:`~jaxboost.Booster`'s, with its default.
+    Every other parameter is `jaxboost.Booster`'s, with its default.
     ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
     take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.
 
@@ -120,19 +120,19 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         return self._raw(X)
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """:meth:`predict` after each boosting round."""
+        """`predict` after each boosting round."""
         yield from self._staged_raw(X)
 
     def score(
         self, X: Any, y: Any, group: Any = None, qid: Any = None, sample_weight: Any = None
     ) -> float:
-        """Mean NDCG of :meth:`predict` over the queries, every row of each
+        """Mean NDCG of `predict` over the queries, every row of each
         (LightGBM's ``ndcg`` without ``@k``: gain ``2^y - 1``, a query whose
         labels are all 0 scores 1), each query weighted by ``sample_weight``
         ``(n_rows,)`` (the same on every row of a query; default 1).
 
         ``X (n_rows, n_features)``, relevance labels ``y (n_rows,)`` (>= 0),
-        and the queries as ``group`` sizes or ``qid`` ids, as in :meth:`fit`.
+        and the queries as ``group`` sizes or ``qid`` ids, as in `fit`.
         Raises a ValueError naming the argument for missing queries or bad
         labels or weights."""
         raw = self.predict(X)

@@ -3,7 +3,7 @@
 Once the trees are grown their splits route each row to one leaf per tree, so
 the raw scores ``F(x_i) = F0 + sum_t leaf_value[t, leaf_t(x_i)]`` are a
 differentiable (linear) function of the leaf values.  Boosting chose each
-tree's leaves greedily, one round at a time; :func:`refit_leaves` instead
+tree's leaves greedily, one round at a time; `refit_leaves` instead
 minimises the training objective over all leaves of all trees at once,
 starting from the boosted values, e.g. with L-BFGS.
 
@@ -269,7 +269,7 @@ def refit_leaves(
     tree of a ``one_output_per_tree`` model does not predict.
 
     Args:
-      model: a fitted :class:`Booster`; it is not modified.
+      model: a fitted `Booster`; it is not modified.
       X: ``(n_rows, n_features)`` features, NaN for missing (the training rows,
         or new data to fine-tune on).
       y: ``(n_rows,)`` or ``(n_rows, n_targets)`` targets.

@@ -1,11 +1,11 @@
 """A chunk of rounds run one round at a time, on a small program per loss
-and a loss-free tree program (:mod:`jaxboost.engine.round_programs`), or
-as one fused program; which one, :func:`chunk_program` decides.
+and a loss-free tree program (`jaxboost.engine.round_programs`), or
+as one fused program; which one, `chunk_program` decides.
 
-Both take and give what :func:`jaxboost.engine.training.train_chunk_program`
+Both take and give what `jaxboost.engine.training.train_chunk_program`
 does, plus the leaves per round that needed a line search the round-by-round
 programs do not run (None from the fused program): the rounds loop
-(:mod:`jaxboost.frontends.rounds_loop`) runs such a round again on the fused
+(`jaxboost.frontends.rounds_loop`) runs such a round again on the fused
 program.
 """
 
@@ -32,11 +32,11 @@ from ..runtime.distributed import fetch, replicated
 def chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw,
     trees, train_loss, n_not_finite, n_stuck)``, the last four fetched to the
-    host (see :func:`jaxboost.engine.training.train_chunk_program`).
+    host (see `jaxboost.engine.training.train_chunk_program`).
 
-    Round by round where the settings allow it (:func:`runs_round_by_round`)
+    Round by round where the settings allow it (`runs_round_by_round`)
     and the fit is small (``cfg.fast_compile``: at most
-    :data:`jaxboost.runtime.workarounds.FAST_COMPILE_ROWS` rows of all
+    `jaxboost.runtime.workarounds.FAST_COMPILE_ROWS` rows of all
     shards): there compiling the fused program is what a fit with a new
     loss waits for, and a round's two dispatches cost little beside its
     work.  Else the fused program, whose one dispatch per chunk pays on many
@@ -48,7 +48,7 @@ def chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
 
 
 def fused_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
-    """:func:`chunk_program`'s fused program, whatever the fit's size."""
+    """`chunk_program`'s fused program, whatever the fit's size."""
     fused = train_chunk_program(cfg, mesh)
 
     def run_fused(*args):
@@ -59,10 +59,10 @@ def fused_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
 
 
 class RoundByRound:
-    """Runs rounds on :func:`derivatives_program` and :func:`tree_round_program`.
+    """Runs rounds on `derivatives_program` and `tree_round_program`.
 
     The trees and counts of a chunk's rounds stay on the devices (a
-    :class:`RoundRecord`) and are fetched once per chunk; the derivatives
+    `RoundRecord`) and are fetched once per chunk; the derivatives
     at a chunk's last scores (taken for its last training loss) are kept
     for the next chunk's first round.
     """
@@ -85,7 +85,7 @@ class RoundByRound:
 
     def __call__(self, data, edges, raw, first_round: int, n_active: int, seed, hyper):
         """Rounds ``first_round .. first_round + n_active - 1`` from ``raw``: as
-        :func:`chunk_program`'s program."""
+        `chunk_program`'s program."""
         derivatives = self.derivatives.compiled_for(data.y, data.weight, raw)
         at_raw = self._kept[1] if self._kept is not None and self._kept[0] is raw else None
         if at_raw is None:

@@ -1,5 +1,5 @@
 """The boosting rounds of a fit, a chunk of rounds per device program, with
-the host's checks between chunks (:mod:`jaxboost.engine.round_checks`).
+the host's checks between chunks (`jaxboost.engine.round_checks`).
 
 A round whose derivatives or loss were not finite runs again with the loss
 evaluated in float64 (``loss_dtype="auto"``), one that raised the training

@@ -69,7 +69,7 @@ def check_random_state(random_state: Any) -> None:
 
 
 def draw_seed(random_state: Any) -> np.uint32:
-    """The seed of ``random_state`` (checked by :func:`check_random_state`):
+    """The seed of ``random_state`` (checked by `check_random_state`):
     the number itself, or one drawn from the given ``RandomState`` or
     ``Generator``, or for None from numpy's global ``RandomState`` (a fresh
     seed each call, as scikit-learn's ``check_random_state(None)`` gives)."""

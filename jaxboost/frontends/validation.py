@@ -36,7 +36,7 @@ def _as_float32(
     to_array: Callable[[Any, Any], np.ndarray] = np.asarray,
     reject_infinite: bool = False,
 ) -> np.ndarray:
-    """``to_array(values, np.float32)``, or a :class:`Float32RangeError` naming
+    """``to_array(values, np.float32)``, or a `Float32RangeError` naming
     the first entry that is finite in ``to_array(values, None)`` but beyond
     float32's range (and no numpy overflow warning); with ``reject_infinite``
     a ValueError naming the first infinite entry (the same scan finds both)."""
@@ -79,7 +79,7 @@ def as_features(
     name.  Sparse matrices are refused: they would have to be made dense
     (``X.toarray()``).  With ``finite`` (training data: NaN means missing)
     infinities are refused too, and with ``refuse_subnormal`` nonzero values
-    below float32's smallest normal number (see :func:`_check_normal`).
+    below float32's smallest normal number (see `_check_normal`).
     """
     if hasattr(X, "tocsr") or hasattr(X, "todense"):
         raise ValueError(
@@ -282,7 +282,7 @@ def check_not_all_constant(
     """At least one feature must take two values, or no tree can split.
 
     With several processes (``gather`` concatenates every process's array,
-    see :func:`jaxboost.runtime.distributed.gather`) the rows of all of them count:
+    see `jaxboost.runtime.distributed.gather`) the rows of all of them count:
     a feature constant within each process varies when their first rows
     differ.  Every process reaches the same verdict.
     """

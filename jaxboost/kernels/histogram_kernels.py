@@ -1,5 +1,5 @@
 """The histogram kernels by name, each a
-:class:`jaxboost.kernels.interfaces.HistogramKernel`: the plain XLA
+`jaxboost.kernels.interfaces.HistogramKernel`: the plain XLA
 reference, the packed CPU kernel (XLA) and the native CPU kernel (C++), and
 the reference routing of rows one level down."""
 
@@ -49,7 +49,7 @@ def route_rows(bins: jax.Array, node_of_row: jax.Array, split: LevelSplit) -> ja
 
 
 class HistogramFunctions(NamedTuple):
-    """A :class:`jaxboost.kernels.interfaces.HistogramKernel` made of functions."""
+    """A `jaxboost.kernels.interfaces.HistogramKernel` made of functions."""
 
     level: Callable
     cumulative: bool

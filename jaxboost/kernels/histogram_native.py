@@ -5,7 +5,7 @@ of the level above (counting the children's rows in the same pass), sums only
 the smaller child of every parent and takes its sibling as parent minus child,
 so a level passes over at most half of the rows (XLA's scatter-add cannot
 skip rows: it costs per update, kept or not).  The plain reference it must
-equal is :func:`jaxboost.kernels.histogram_reference.build_histograms`.
+equal is `jaxboost.kernels.histogram_reference.build_histograms`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def native_level_histograms(
 
     Args:
       bins: ``(n_features, n_rows)`` uint8 bin of every value, stored by
-        tiles of rows (:func:`jaxboost.engine.binning.tile_bins`).
+        tiles of rows (`jaxboost.engine.binning.tile_bins`).
       node_of_row: ``(n_rows,)`` int32 node within the level, or within the
         level above when ``split`` is given.
       row_stats: ``(n_rows, n_stats)`` float32 statistics to sum.
@@ -48,11 +48,11 @@ def native_level_histograms(
     Returns:
       ``(n_features, n_nodes, n_bins, n_stats)`` float32 running sums over the
       value bins (bin ``b`` holds bins ``0..b`` of what
-      :func:`jaxboost.kernels.histogram_reference.build_histograms` returns; the missing bin,
+      `jaxboost.kernels.histogram_reference.build_histograms` returns; the missing bin,
       the last, is as it is: see ``find_best_splits(cumulative=True)``), the
       plain sums in float64, for the next level (``parent`` is laid out the
       same), and ``(n_rows,)`` int32 ``node_of_row`` within the level.  With
-      ``slots`` (:class:`jaxboost.kernels.interfaces.SlotLayout`), the
+      ``slots`` (`jaxboost.kernels.interfaces.SlotLayout`), the
       running sums are ``(slots.n_slots, n_nodes, n_stats)`` and the plain
       ones ``(n_nodes, slots.n_slots, n_stats)``.
     """
@@ -98,13 +98,13 @@ def native_level_histograms_quantised(
     split: LevelSplit | None = None,
     slots: SlotLayout | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """:func:`native_level_histograms` for integer statistics (see
-    :mod:`jaxboost.engine.quantise`): every (gradient, hessian) pair of a row is
+    """`native_level_histograms` for integer statistics (see
+    `jaxboost.engine.quantise`): every (gradient, hessian) pair of a row is
     packed into one int64 and summed exactly, with one integer add.
 
     Args:
       bins, node_of_row, n_nodes, n_bins, split, slots: as
-        :func:`native_level_histograms`.
+        `native_level_histograms`.
       quantised_stats: ``(n_rows, 2K)`` int32 ``[gradients, hessians]``,
         each ``|value| < 2**31 / n_rows``.
       scale: ``(2K,)`` float32, the worth of one unit of each column.
@@ -112,7 +112,7 @@ def native_level_histograms_quantised(
         the level above's second result, or None at the root.
     Returns:
       ``(n_features, n_nodes, n_bins, 2K)`` float32 running sums of the
-      columns times ``scale`` (as :func:`native_level_histograms`), the exact
+      columns times ``scale`` (as `native_level_histograms`), the exact
       packed sums ``(n_features, n_nodes, n_bins, K)`` int64, and
       ``node_of_row`` (with ``slots``: ``(n_slots, n_nodes, 2K)`` and
       ``(n_nodes, n_slots, K)``).
@@ -195,7 +195,7 @@ def _nodes_like(node_of_row: jax.Array) -> jax.ShapeDtypeStruct:
 
 
 def _split_arguments(split: LevelSplit | None) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The children kernels' split buffers (:func:`split_buffers`)."""
+    """The children kernels' split buffers (`split_buffers`)."""
     if split is None:
         raise ValueError("the native kernel sums children as it routes: pass the level's split")
     return split_buffers(split)

@@ -1,7 +1,7 @@
 """Histograms of per-row statistics by (node, feature, bin), one pass per level.
 
 Runs on one shard of rows; the caller sums the shards with ``lax.psum``.
-:func:`in_slots` lays them out packed, as the native kernel sums them.
+`in_slots` lays them out packed, as the native kernel sums them.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def in_slots(hist: jax.Array, slots: SlotLayout, cumulative: bool = False) -> ja
         missing one; its value bins running sums where ``cumulative``.  A
         feature's bins past its slots must be empty.
       slots: where each feature's bins go
-        (:class:`jaxboost.kernels.interfaces.SlotLayout`).
+        (`jaxboost.kernels.interfaces.SlotLayout`).
     Returns:
       ``(slots.n_slots, n_nodes, n_stats)``: every feature's value bins as
       running sums, then its missing bin, in its slots; the padding 0.

@@ -1,6 +1,6 @@
 """What the engine and the kernels exchange: a level's splits, and the
 interface every histogram kernel offers (one per platform and kind, chosen by
-:mod:`jaxboost.kernels.registry`)."""
+`jaxboost.kernels.registry`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import jax
 
 class LevelSplit(NamedTuple):
     """The splits of a level, as its rows are routed by them to the next
-    (:func:`jaxboost.kernels.histogram_kernels.route_rows`): every array is ``(n_nodes,)``; a node
+    (`jaxboost.kernels.histogram_kernels.route_rows`): every array is ``(n_nodes,)``; a node
     that does not split sends every row left."""
 
     feature: jax.Array  # int32
@@ -46,25 +46,25 @@ class HistogramKernel(Protocol):
     ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split,
     slots=None) -> (hist, carry, node_of_row)``: ``hist`` ``(n_features,
     n_nodes, n_bins, n_stats)`` float32, or with ``slots`` (a
-    :class:`SlotLayout`) ``(n_slots, n_nodes, n_stats)`` running sums,
+    `SlotLayout`) ``(n_slots, n_nodes, n_stats)`` running sums,
     ``carry`` what the next level gets as ``parent`` (None at the root), and
     the rows' nodes within the level.  With ``split`` (a
-    :class:`LevelSplit`; None at the root), ``node_of_row`` is the level
+    `LevelSplit`; None at the root), ``node_of_row`` is the level
     above's and the rows are routed by it first.  A kernel that sums
     children by subtraction (native) gets ``parent`` with ``split``.
     ``cumulative``: the padded ``hist`` holds running sums over the value
-    bins (see :func:`jaxboost.engine.split.find_best_splits`); packed, every
+    bins (see `jaxboost.engine.split.find_best_splits`); packed, every
     kernel's does.
     ``level_quantised(bins, node_of_row, quantised_stats, scale, n_nodes,
     n_bins, parent, split, slots=None)``: the same for ``(n_rows, n_stats)`` int32
-    statistics (:mod:`jaxboost.engine.quantise`), summed exactly; ``hist`` is
+    statistics (`jaxboost.engine.quantise`), summed exactly; ``hist`` is
     the sums times ``scale`` ``(n_stats,)``, float32.
     ``route``: sends the rows one level down, as
-    :func:`jaxboost.kernels.histogram_kernels.route_rows` does.
+    `jaxboost.kernels.histogram_kernels.route_rows` does.
     ``route_and_sum(bins, node_of_row, split, columns, leaf_sums) -> (next,
     sums)``: ``route``, and the sums ``(2 n_nodes, V)`` of ``columns`` (each
     ``(c_j, n_rows)``, ``V`` rows in all) over the rows of every node of the
-    next level, as ``leaf_sums`` (:class:`jaxboost.kernels.leaf_sums.LeafKernels`)
+    next level, as ``leaf_sums`` (`jaxboost.kernels.leaf_sums.LeafKernels`)
     gives them on the columns stacked (native: in the routing's pass).
     """
 

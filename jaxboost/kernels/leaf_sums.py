@@ -67,7 +67,7 @@ def first_true_rows_reference(mask: jax.Array, capacity: int) -> tuple[jax.Array
 
 
 def rows_of_leaves_native(table: jax.Array, leaf_of_row: jax.Array) -> jax.Array:
-    """As :func:`rows_of_leaves_reference`, by the native kernel (a leaf index
+    """As `rows_of_leaves_reference`, by the native kernel (a leaf index
     outside ``[0, n_leaves)`` is an error)."""
     load()
     result = jax.ShapeDtypeStruct((table.shape[1], leaf_of_row.shape[0]), jnp.float32)
@@ -76,7 +76,7 @@ def rows_of_leaves_native(table: jax.Array, leaf_of_row: jax.Array) -> jax.Array
 
 
 def leaf_sums_native(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -> jax.Array:
-    """As :func:`leaf_sums_reference`, summed in float64 by the native kernel
+    """As `leaf_sums_reference`, summed in float64 by the native kernel
     (a leaf index outside ``[0, n_leaves)`` is an error, not dropped)."""
     load()
     result = jax.ShapeDtypeStruct((n_leaves, values.shape[0]), jnp.float32)
@@ -89,7 +89,7 @@ def leaf_sums_native(values: jax.Array, leaf_of_row: jax.Array, n_leaves: int) -
 def slope_sums_native(
     slope: jax.Array, curvature: jax.Array, weight: jax.Array, leaf_of_row: jax.Array, n_leaves: int
 ) -> jax.Array:
-    """As :func:`slope_sums_reference`, summed in float64 by the native kernel.
+    """As `slope_sums_reference`, summed in float64 by the native kernel.
 
     ``slope`` and ``curvature`` reach it as two buffers: XLA then computes a
     loss's derivatives once per row, where fused into the reference's
@@ -110,7 +110,7 @@ def slope_sums_native(
 
 
 def first_true_rows_native(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
-    """As :func:`first_true_rows_reference`, by the native kernel: one pass,
+    """As `first_true_rows_reference`, by the native kernel: one pass,
     where XLA's ``nonzero`` takes a cumulative sum and a scatter."""
     load()
     result = (

@@ -3,9 +3,9 @@
 XLA fuses the split search's last per-node steps into its per-row routing
 loop and recomputes them for every row; as a custom call the routing cannot
 be fused into.  The plain reference it must equal is
-:func:`jaxboost.kernels.histogram_kernels.route_rows`.  The last level's routing also sums the
+`jaxboost.kernels.histogram_kernels.route_rows`.  The last level's routing also sums the
 leaves' values in the same pass (the reference: route, then
-:func:`jaxboost.kernels.leaf_sums.leaf_sums_native`).
+`jaxboost.kernels.leaf_sums.leaf_sums_native`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def split_buffers(split: LevelSplit) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 def native_route_rows(bins: jax.Array, node_of_row: jax.Array, split: LevelSplit) -> jax.Array:
-    """:func:`jaxboost.kernels.histogram_kernels.route_rows` in C++: the same arguments and result,
+    """`jaxboost.kernels.histogram_kernels.route_rows` in C++: the same arguments and result,
     but ``bins (n_features, n_rows)`` uint8 stored by tiles of rows, as
-    :func:`jaxboost.engine.binning.tile_bins` gives them; ``node_of_row (n_rows,)``
+    `jaxboost.engine.binning.tile_bins` gives them; ``node_of_row (n_rows,)``
     int32; the result ``(n_rows,)`` int32 node within the next level."""
     load()
     call = jax.ffi.ffi_call(
@@ -50,13 +50,13 @@ def native_route_leaf_sums(
     split: LevelSplit,
     columns: Sequence[jax.Array],
 ) -> tuple[jax.Array, jax.Array]:
-    """:func:`native_route_rows`, and the sums of every leaf's rows of
+    """`native_route_rows`, and the sums of every leaf's rows of
     ``columns`` (each ``(c_j, n_rows)`` float32) in the same pass.
 
     Returns:
       ``(n_rows,)`` int32 leaf of every row, and ``(2 n_nodes, V)`` float32
       sums (``V`` the columns' rows, in order; summed in float64 as
-      :func:`jaxboost.kernels.leaf_sums.leaf_sums_native` sums them).
+      `jaxboost.kernels.leaf_sums.leaf_sums_native` sums them).
     """
     load()
     n_values = sum(column.shape[0] for column in columns)

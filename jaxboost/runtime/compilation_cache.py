@@ -3,15 +3,15 @@
 A fit compiles its programs once per process (a second or more); with the
 cache, later processes load them from disk instead.  Importing jaxboost
 turns JAX's persistent cache on in ``xla/`` of jaxboost's cache directory
-(:func:`cache_root`: ``$JAXBOOST_CACHE_DIR``, else ``~/.cache/jaxboost``,
-where the native kernels are built too), bounded to :data:`DEFAULT_MAX_BYTES` (least
+(`cache_root`: ``$JAXBOOST_CACHE_DIR``, else ``~/.cache/jaxboost``,
+where the native kernels are built too), bounded to `DEFAULT_MAX_BYTES` (least
 recently used entries are evicted) and locked for every read and write, so
 that several processes can share it.  The cache is JAX's, so the process's
 other JAX programs are kept there too.
 
 ``JAXBOOST_COMPILATION_CACHE=off`` turns it off (``=<directory>`` puts it
 there).  A cache the user set up for JAX (``jax_compilation_cache_dir``)
-is left as it is.  :func:`enable_compilation_cache` sets it from code, before
+is left as it is.  `enable_compilation_cache` sets it from code, before
 the first program compiles.
 
 Both variables take ``~`` (expanded) and relative paths (from the working
@@ -57,7 +57,7 @@ def cache_root() -> Path:
 
 
 def default_directory() -> Path:
-    """Where compiled programs are kept by default: ``xla/`` in :func:`cache_root`."""
+    """Where compiled programs are kept by default: ``xla/`` in `cache_root`."""
     return cache_root() / "xla"
 
 
@@ -65,7 +65,7 @@ def enable_compilation_cache(
     directory: str | os.PathLike | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Path:
     """Keep compiled XLA programs in ``directory`` (default:
-    :func:`default_directory`), at most ``max_bytes`` of them, so that later
+    `default_directory`), at most ``max_bytes`` of them, so that later
     processes reuse them.  Returns the directory.
 
     JAX reads these settings when the first program compiles: call it before.

@@ -167,7 +167,7 @@ def device_keys(devices: Sequence[jax.Device] | None) -> list[tuple[str, int]] |
 
 
 def devices_from_keys(keys: Sequence[tuple[str, int]] | None) -> list[jax.Device] | None:
-    """The devices of this process named by :func:`device_keys`.  Where it lacks
+    """The devices of this process named by `device_keys`.  Where it lacks
     one (a model pickled on a machine with more devices) it warns and returns
     None, the default devices: they change the speed, not the model."""
     if keys is None:

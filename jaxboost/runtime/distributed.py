@@ -241,7 +241,7 @@ def global_rows(mesh: Mesh, local: np.ndarray, n_padded: int | None = None) -> j
         device's shard is cut from ``local`` directly, so only a shard that
         reaches into the padding is copied, never the whole array; on CPU
         devices also a shard that does not start on a 64-byte boundary, into
-        memory that does (:func:`jaxboost.runtime.padding.padded_slice`): the device
+        memory that does (`jaxboost.runtime.padding.padded_slice`): the device
         then takes it in place, where PJRT's own copy is several times slower.
     """
     n_padded = local.shape[0] if n_padded is None else n_padded

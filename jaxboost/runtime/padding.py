@@ -36,13 +36,13 @@ CPU_IN_PLACE_ALIGNMENT = 64
 
 def in_place_on(platform: str) -> bool:
     """Whether devices of ``platform`` take aligned host rows in place, so
-    that :func:`pad_rows` and :func:`padded_slice` should align them: CPU."""
+    that `pad_rows` and `padded_slice` should align them: CPU."""
     return platform == "cpu"
 
 
 def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised C-contiguous array whose data starts at a multiple of
-    :data:`CPU_IN_PLACE_ALIGNMENT` bytes."""
+    `CPU_IN_PLACE_ALIGNMENT` bytes."""
     dtype = np.dtype(dtype)
     n_bytes = int(np.prod(shape)) * dtype.itemsize
     raw = np.empty(n_bytes + CPU_IN_PLACE_ALIGNMENT, np.uint8)
@@ -51,13 +51,13 @@ def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 
 def is_aligned(array: np.ndarray) -> bool:
-    """Whether a CPU device can take ``array`` in place (see :func:`aligned_empty`)."""
+    """Whether a CPU device can take ``array`` in place (see `aligned_empty`)."""
     return array.flags.c_contiguous and array.ctypes.data % CPU_IN_PLACE_ALIGNMENT == 0
 
 
 def pad_rows(array: np.ndarray, n_target: int, aligned: bool = False) -> np.ndarray:
     """``array`` with copies of its first row appended up to ``n_target`` rows
-    (``array`` itself when it has as many; see :func:`padded_slice` for
+    (``array`` itself when it has as many; see `padded_slice` for
     ``aligned``)."""
     if n_target <= array.shape[0] and (not aligned or is_aligned(array)):
         return array
@@ -65,10 +65,10 @@ def pad_rows(array: np.ndarray, n_target: int, aligned: bool = False) -> np.ndar
 
 
 def padded_slice(array: np.ndarray, start: int, stop: int, aligned: bool = False) -> np.ndarray:
-    """Rows ``start:stop`` of ``array`` padded as by :func:`pad_rows`: rows past
+    """Rows ``start:stop`` of ``array`` padded as by `pad_rows`: rows past
     its end are copies of its first row.  A view when no padding is needed,
     unless ``aligned`` and the view does not start on a
-    :data:`CPU_IN_PLACE_ALIGNMENT` boundary; a copy is always aligned, so that
+    `CPU_IN_PLACE_ALIGNMENT` boundary; a copy is always aligned, so that
     a CPU device takes it in place."""
     rows = array[start:stop]
     n_present = rows.shape[0]

@@ -49,11 +49,11 @@ class Float64Loss:
     is traced, inside a program traced with it off.  The declared attributes
     (``link``, ``convex``, ...) are the wrapped loss's.
 
-    ``scale``, a power of two at most 1 (:func:`float32_scale`), brings a loss
+    ``scale``, a power of two at most 1 (`float32_scale`), brings a loss
     whose values or gradients are beyond float32 (``cosh(f - y)`` at
     residuals beyond 89, squared errors of targets of 1e20) into its range:
     the engine then fits ``scale * loss``, the same trees where the settings
-    in its units are scaled too (:func:`jaxboost.frontends.booster`'s
+    in its units are scaled too (`jaxboost.frontends.booster`'s
     ``reg_lambda``, ``min_child_weight``, ...), and the reported losses are
     divided by it.
     """
@@ -90,13 +90,13 @@ def _as_float64(values):
 
 def loss_in(loss: Callable, dtype: str, scale: float = 1.0) -> Callable:
     """``loss`` as the engine evaluates it in ``dtype`` (``"float32"``: itself),
-    times ``scale`` (float64 only: see :class:`Float64Loss`)."""
+    times ``scale`` (float64 only: see `Float64Loss`)."""
     return Float64Loss(loss, scale) if dtype == "float64" else loss
 
 
 def loss_scale(loss: Callable) -> float:
     """The factor the engine's values of ``loss`` carry (1 but for a scaled
-    :class:`Float64Loss`): reported losses are divided by it."""
+    `Float64Loss`): reported losses are divided by it."""
     return loss.scale if isinstance(loss, Float64Loss) else 1.0
 
 
@@ -136,6 +136,6 @@ def peak_exponent(values: np.ndarray, peak_grad: np.ndarray, weight: np.ndarray)
 
 def float32_scale(exponent: int) -> float:
     """The power of two ``s <= 1`` that brings sums of ``2^exponent``
-    (:func:`peak_exponent`, the largest over processes) below
+    (`peak_exponent`, the largest over processes) below
     ``2^_SCALED_PEAK_EXPONENT``."""
     return float(2.0 ** min(0, _SCALED_PEAK_EXPONENT - exponent))

@@ -7,7 +7,7 @@ XLA fails to load a kernel and then segfaults in the unwinder (see
 ``benchmarks/README.md``).  A ``jax.jit`` function keeps a program for every
 argument shape it has ever seen, so a factory cached on its settings alone
 never frees anything: a process that fits many data shapes (a grid search, a
-test suite) grows without bound.  :func:`one_program_per_shape` caches a
+test suite) grows without bound.  `one_program_per_shape` caches a
 factory's jitted function on its settings *and* the arguments' shapes, so
 each cache entry holds one compiled program and the least recently used are
 dropped past ``maxsize``.

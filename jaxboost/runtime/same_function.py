@@ -7,12 +7,12 @@ and, worse, would reuse stale programs for the *same* object after anything
 it reads has changed: a global, a class or module attribute, a captured
 array changed in place, its ``__code__`` replaced (IPython's autoreload).
 
-:func:`same_computation` keys a function on what it computes when traced:
+`same_computation` keys a function on what it computes when traced:
 the jaxpr of its value and directional derivative at the arguments' shapes
 (every literal printed exactly, ``-0.0`` apart from ``0.0``; custom JVP
 rules expanded), the values of the jaxpr's constants (captured arrays, by
 their bytes), and the catalogue metadata it declares.  It returns one
-:class:`SameComputation` per key, whose calls go to the newest function that
+`SameComputation` per key, whose calls go to the newest function that
 was traced to that key: the caches' programs are then reused by every
 function that computes the same thing, and by no other.  Each fit traces its
 loss and metrics again (a few milliseconds), so a change between fits is a
@@ -111,7 +111,7 @@ def same_computation(fn: Callable, *arguments: jax.ShapeDtypeStruct) -> SameComp
         a group loss (``y (m, ...)``, ``f (m,)``, ``mask (m,)``).
       arguments: the shapes and dtypes of ``(y, f, *rest)``.
     Returns:
-      the one :class:`SameComputation` of that key, now calling ``fn``.
+      the one `SameComputation` of that key, now calling ``fn``.
     """
     fn = plain(fn)
     key = (_declared(fn), _traced(fn, arguments), _row_derivatives(fn, arguments))
@@ -153,7 +153,7 @@ def _traced(fn: Callable, arguments: tuple) -> tuple:
 
 
 def _digest_or_none(fn: Callable, arguments: tuple, wide: bool) -> tuple | None:
-    """:func:`_digest` of ``fn``'s trace, or None where it does not trace so."""
+    """`_digest` of ``fn``'s trace, or None where it does not trace so."""
     try:
         return _digest(_jaxpr(fn, arguments, wide))
     except Exception:  # noqa: BLE001 - the caller tries a narrower trace

@@ -2,7 +2,7 @@
 
 ``warnings.warn`` needs a ``stacklevel`` counted by hand, which breaks when
 the code between the user's call and the warning changes (decorators, steps
-of ``fit``); :func:`warn` finds the first frame outside the jaxboost package
+of ``fit``); `warn` finds the first frame outside the jaxboost package
 instead (Python 3.12's ``skip_file_prefixes``, for 3.10 and 3.11 too).
 """
 

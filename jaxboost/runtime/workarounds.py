@@ -61,7 +61,7 @@ _YNN_VERSIONS = ((0, 10, 0), (0, 10, 99))
 
 
 def vector_output_compiler_options(platform: str) -> dict[str, str]:
-    """``compiler_options`` for :func:`jax.jit` of programs for devices of
+    """``compiler_options`` for `jax.jit` of programs for devices of
     ``platform`` whose rows hold vector outputs: on CPU, YNNPACK fusions
     limited to dot products on the jaxlibs named above; none elsewhere (the
     option may not exist there)."""
@@ -85,7 +85,7 @@ FAST_COMPILE_ROWS = 2**18
 
 
 def fast_compile_options(platform: str) -> dict[str, bool]:
-    """``compiler_options`` for :func:`jax.jit` of a small fit's programs
+    """``compiler_options`` for `jax.jit` of a small fit's programs
     (at most ``FAST_COMPILE_ROWS`` rows) for devices of ``platform``: XLA's
     older, faster-compiling CPU fusion emitters on the jaxlibs named above;
     none elsewhere."""
