@@ -17,6 +17,7 @@ from .engine.metrics import metric
 from .engine.tree import Tree
 from .frontends.booster import Booster
 from .frontends.loading import load_model as load
+from .frontends.loss_derivatives import derivatives
 from .frontends.model_file import ModelFileError
 from .frontends.monitor import CallbackEnv
 from .frontends.refit import refit_leaves
@@ -30,6 +31,7 @@ __all__ = [
     "Ranker",
     "Regressor",
     "Tree",
+    "derivatives",
     "distributed",
     "enable_compilation_cache",
     "load",

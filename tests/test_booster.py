@@ -53,6 +53,9 @@ def test_a_lambda_loss_fits_and_lowers_the_training_loss():
         ("optax_huber", 1e4),
     ],
 )
+# Huber's Newton steps overshoot at scale 1, log-cosh's loss rises by rounding
+# at 1e-8: Armijo's safeguard goes on and says so, which is not the point here
+@pytest.mark.filterwarnings("ignore:training loss rose:UserWarning")
 def test_robust_catalogue_losses_fit_targets_of_any_scale(loss, scale):
     """log-cosh and Huber have curvature only near the target.  Declared
     'informative', on targets in the thousands their Newton leaves were

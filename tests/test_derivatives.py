@@ -80,3 +80,42 @@ def test_absolute_error_learns_zero_inflated_targets(loss):
     assert np.median(predicted[mostly_zero]) == pytest.approx(0.0, abs=1e-3)
     assert np.median(predicted[X_test[:, 0] > 1.0]) > 0.5
     assert np.mean(np.abs(y_test - predicted)) < 0.85 * constant_error
+
+
+def _asymmetric_log_cosh(y, f):
+    """Twice the log-cosh above the target: the gradient is continuous at
+    ``r = 0`` (0 on both sides), only the hessian jumps (1 to 2)."""
+    r = y - f
+    return jnp.where(r > 0, 2.0, 1.0) * jnp.logaddexp(r, -r)
+
+
+def _huber_lambda(y, f):
+    r = jnp.abs(y - f)
+    return jnp.where(r <= 1.0, 0.5 * r**2, r - 0.5)
+
+
+@pytest.mark.parametrize(
+    "loss, offset, expected",
+    [
+        (_asymmetric_log_cosh, 0.0, 0.0),  # only the hessian jumps at r = 0
+        (_huber_lambda, 1.0, -1.0),  # ... and at |r| = delta
+        (_huber_lambda, -1.0, 1.0),
+    ],
+    ids=["asymmetric-log-cosh", "huber-above", "huber-below"],
+)
+def test_a_jump_of_the_hessian_alone_keeps_the_gradient(loss, offset, expected):
+    y = jnp.array([0.0, 2.5, -3.0, 41.0, 300.0, -1000.0], jnp.float32)
+    raw = (y - offset)[:, None]
+    grad = np.asarray(row_gradient(loss, y, raw))[:, 0]
+    # a continuous gradient: its value, to float32 rounding (the one-sided
+    # mean was off by half the step times the hessian's jump: 2.3e-3 at 300)
+    np.testing.assert_allclose(grad, expected, atol=2e-6)
+
+
+def test_a_kink_beside_a_jump_of_the_hessian_in_another_output():
+    def loss(y, f):
+        return _asymmetric_log_cosh(y, f[0]) + jnp.abs(y - f[1])
+
+    y = jnp.array([300.0, -7.0], jnp.float32)
+    raw = jnp.stack([y, y], axis=1)  # both outputs at their kink or hessian jump
+    np.testing.assert_allclose(np.asarray(row_gradient(loss, y, raw)), 0.0, atol=2e-6)

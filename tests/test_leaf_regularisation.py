@@ -65,7 +65,11 @@ def test_quantile_line_search_leaves_stay_exact_quantiles_with_reg_lambda():
 def test_newton_leaves_for_a_loss_without_curvature_warn():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 2)).astype(np.float32)
-    with pytest.warns(UserWarning, match="leaf_method='newton' with a loss whose hessian"):
+    # and its Newton leaves -G / reg_lambda overshoot: Armijo's safeguard goes on, said too
+    with (
+        pytest.warns(UserWarning, match="training loss rose at round 1"),
+        pytest.warns(UserWarning, match="leaf_method='newton' with a loss whose hessian"),
+    ):
         jb.Booster(loss="absolute_error", leaf_method="newton", n_estimators=2, max_depth=2).fit(
             X, X[:, 0]
         )

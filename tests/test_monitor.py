@@ -8,6 +8,7 @@ from sklearn.metrics import roc_auc_score
 import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.metrics import auc
+from jaxboost.frontends.monitor import time_left
 
 
 def _data(seed=0, n_rows=400):
@@ -106,7 +107,19 @@ def test_verbose_prints_rounds_metrics_and_time_left(capsys):
     jb.Booster(n_estimators=6, max_depth=2).fit(X, y, eval_set=[(X, y)], verbose=3)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("[3/6]") and "validation_0-loss" in lines[0] and "left" in lines[0]
+    assert lines[0].startswith("[3/6]") and "validation_0-loss" in lines[0]
+    # one chunk ran every round before the first line: none is left
+    assert lines[0].endswith("left ~0.0s")
+
+
+def test_time_left_leaves_out_the_first_chunk_which_compiled():
+    # 96 s for the first chunk of 100 rounds (compiling), 0.5 s for the next
+    assert time_left([(100, 96.0)], 300) is None  # no pace known yet
+    assert time_left([(100, 96.0), (200, 96.5)], 300) == pytest.approx(0.5)
+    assert time_left([(100, 96.0), (200, 96.5), (250, 96.75)], 300) == pytest.approx(0.25)
+    assert time_left([(300, 96.1)], 300) == 0.0  # every round ran in one chunk
+    assert time_left([(100, 96.0), (150, 96.5)], 150) == 0.0
+    assert time_left([], 300) is None
 
 
 def test_monitoring_does_not_change_the_model():

@@ -163,6 +163,19 @@ def stabilise_hessian(hess: jax.Array, mode: str, floor: float) -> jax.Array:
     return jnp.where(eye, treat(diagonal)[:, :, None] * eye, hess)
 
 
+def tree_statistics(
+    grad: jax.Array, hess: jax.Array, weight: jax.Array, mode: str, floor: float
+) -> tuple[jax.Array, jax.Array]:
+    """The gradients ``(n_rows, K)`` and hessians ``(n_rows, K[, K])`` a
+    round's trees are grown from: the rows' own, hessians made usable
+    (:func:`stabilise_hessian`'s ``mode`` and ``floor``), both times the
+    rows' ``weight (n_rows,)``."""
+    hess = stabilise_hessian(hess, mode, floor)
+    grad = grad * weight[:, None]
+    hess = hess * (weight[:, None, None] if hess.ndim == 3 else weight[:, None])
+    return grad, hess
+
+
 def _second_split_stat(cfg: StaticSettings, hess_diag, weight) -> jax.Array:
     """``(n_rows, K)``: the statistic the split search pairs with the
     gradients, the hessians or (Friedman's first-order criterion) the weights.
@@ -444,9 +457,7 @@ def grow_round(
     )
     if data.columns is not None:  # the draw among all columns, of those trained on
         features = features[data.columns]
-    hess = stabilise_hessian(hess, cfg.hessian_mode, hyper.hessian_floor)
-    grad = grad * data.weight[:, None]
-    hess = hess * (data.weight[:, None, None] if hess.ndim == 3 else data.weight[:, None])
+    grad, hess = tree_statistics(grad, hess, data.weight, cfg.hessian_mode, hyper.hessian_floor)
     grow = functools.partial(
         _grow_one,
         cfg,

@@ -45,6 +45,27 @@ class CallbackEnv(NamedTuple):
     evals_result: dict  # {set name: {metric name: [value per round]}} so far
 
 
+def time_left(chunk_ends: Sequence[tuple[int, float]], n_rounds: int) -> float | None:
+    """Seconds the rounds not yet run should take, at the pace of the chunks
+    after the first (whose time is mostly compiling): 0 when every round has
+    run, None while only the first chunk has and rounds remain.
+
+    Args:
+      chunk_ends: ``(rounds run, seconds since the fit started)`` when each
+        chunk so far had run, in order.
+      n_rounds: the rounds asked for.
+    """
+    if not chunk_ends:
+        return None
+    done, _ = chunk_ends[-1]
+    if done >= n_rounds:
+        return 0.0
+    if len(chunk_ends) < 2:
+        return None
+    (first_done, first_end), (last_done, last_end) = chunk_ends[0], chunk_ends[-1]
+    return (last_end - first_end) / (last_done - first_done) * (n_rounds - done)
+
+
 class Monitor:
     """Records metrics per round and decides when to stop.
 
@@ -75,6 +96,7 @@ class Monitor:
         self.early_stopping_rounds = early_stopping_rounds
         self.callbacks = list(callbacks)
         self.verbose = int(verbose)
+        self._chunk_ends: list[tuple[int, float]] = []  # for time_left
         self.evals_result = {s.name: {m.name: [] for m in self.metrics} for s in self.eval_sets}
         self.best_iteration: int | None = None
         self.best_score: float | None = None
@@ -118,6 +140,7 @@ class Monitor:
         self, trees: Tree, train_loss: np.ndarray, first_round: int
     ) -> tuple[int, bool]:
         """Record the chunk's rounds; returns (rounds of the chunk to keep, stop)."""
+        self._chunk_ends.append((first_round + len(train_loss), time.perf_counter() - self._start))
         chunk_results = self._evaluate_chunk(trees) if self.eval_sets else []
         # the forest of every round so far, joined once per chunk, only for callbacks
         grown = _joined(self._kept + [trees]) if self.callbacks else None
@@ -178,9 +201,10 @@ class Monitor:
         ]
         for set_name, metrics in self.evals_result.items():
             parts += [f"{set_name}-{name}: {values[-1]:.6g}" for name, values in metrics.items()]
-        elapsed = time.perf_counter() - self._start
-        left = elapsed / iteration * (self.n_rounds - iteration)
-        parts.append(f"elapsed {elapsed:.1f}s, left ~{left:.1f}s")
+        parts.append(f"elapsed {time.perf_counter() - self._start:.1f}s")
+        left = time_left(self._chunk_ends, self.n_rounds)
+        if left is not None:
+            parts[-1] += f", left ~{left:.1f}s"
         print("  ".join(parts), flush=True)
 
 

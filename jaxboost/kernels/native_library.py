@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import warnings
 from importlib.metadata import version
+from logging import getLogger
 from pathlib import Path
 
 import jax
@@ -41,6 +42,8 @@ HEADERS = tuple(
     for name in ("bin_tiles.h", "hist_layout.h", "leaf_lanes.h", "route_rows.h")
 )
 _ENV_SWITCH = "JAXBOOST_NATIVE"
+# a first build says so in one line: logged, as there is nothing to act on
+_log = getLogger(__name__)
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
 _TARGETS = {
     "jaxboost_histogram_root": "JaxboostHistogramRoot",
@@ -121,6 +124,11 @@ def build_library() -> Path:
     if is_intact(library):
         return library
     compiler = _compiler()
+    _log.warning(
+        "jaxboost: building the native CPU kernels in %s, once per jaxboost and jaxlib "
+        "version (about 20 s on 2 cores)",
+        library.parent,
+    )
     library.parent.mkdir(parents=True, exist_ok=True)
     # build beside the target and rename: concurrent builds (test workers)
     # never see a half-written library
