@@ -67,3 +67,18 @@ def test_relative_links_skip_urls_anchors_and_code(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert relative_links(page) == ["docs/a.md", "other file.md"]
+
+
+# a Sphinx role (":func:`name`"), which mkdocstrings shows as it is written
+_SPHINX_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|meth|attr|obj|exc|ref|const):`")
+
+
+def test_docstrings_use_markdown_not_sphinx_roles() -> None:
+    sources = [*sorted((ROOT / "jaxboost").rglob("*.py")), *sorted((ROOT / "losses").rglob("*.py"))]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sources
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _SPHINX_ROLE.search(line)
+    ]
+    assert not found, f"Sphinx roles in docstrings (write `name` instead): {found}"

@@ -34,7 +34,12 @@ def _fused_only(monkeypatch):
 
 def _forests_equal(a: jb.Booster, b: jb.Booster) -> None:
     for name, left, right in zip(a.forest_._fields, a.forest_, b.forest_, strict=True):
-        np.testing.assert_array_equal(left, right, err_msg=name)
+        if name in ("split_gain", "leaf_value"):
+            # the same splits; sums the two programs may fuse differently
+            # (float32 ulps: a full hessian's solve at XLA's test-suite -O0)
+            np.testing.assert_allclose(left, right, rtol=1e-5, atol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(left, right, err_msg=name)
     # (the loss's sum over rows may be fused differently: float32 rounding)
     np.testing.assert_allclose(a.train_loss_, b.train_loss_, rtol=1e-6)
 

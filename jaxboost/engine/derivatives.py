@@ -38,7 +38,7 @@ def grad_hess(
 ) -> tuple[jax.Array, jax.Array]:
     """Gradient and hessian of the loss with respect to the raw score, per row.
 
-    The gradient is :func:`row_gradient`'s: at a kink (``|y - f|`` at ``f =
+    The gradient is `row_gradient`'s: at a kink (``|y - f|`` at ``f =
     y``) the middle of the subdifferential, not the one side JAX picks.
 
     Args:

@@ -168,7 +168,7 @@ def tree_statistics(
 ) -> tuple[jax.Array, jax.Array]:
     """The gradients ``(n_rows, K)`` and hessians ``(n_rows, K[, K])`` a
     round's trees are grown from: the rows' own, hessians made usable
-    (:func:`stabilise_hessian`'s ``mode`` and ``floor``), both times the
+    (`stabilise_hessian`'s ``mode`` and ``floor``), both times the
     rows' ``weight (n_rows,)``."""
     hess = stabilise_hessian(hess, mode, floor)
     grad = grad * weight[:, None]

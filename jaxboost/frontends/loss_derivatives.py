@@ -1,9 +1,9 @@
 """The gradient and hessian training grows its trees from, for a loss at
 given scores: what a user compares with a loss's closed-form derivatives.
 
-It runs a round's own steps (:func:`jaxboost.engine.derivatives.grad_hess`,
-or :func:`jaxboost.engine.groups.group_grad_hess` for a group loss, then
-:func:`jaxboost.engine.training.tree_statistics`) in one program, with the
+It runs a round's own steps (`jaxboost.engine.derivatives.grad_hess`,
+or `jaxboost.engine.groups.group_grad_hess` for a group loss, then
+`jaxboost.engine.training.tree_statistics`) in one program, with the
 float64 retry of ``loss_dtype="auto"``.  It lives among the front ends, not
 in ``jaxboost.losses``: the engine imports the catalogue, so the catalogue
 cannot import the engine.

@@ -203,7 +203,7 @@ def _load_once() -> Exception | None:
 
 def load() -> None:
     """Make sure the FFI targets are registered; raises
-    :class:`NativeKernelUnavailable` when they cannot be."""
+    `NativeKernelUnavailable` when they cannot be."""
     failure = _load_once()
     if failure is not None:
         raise failure
