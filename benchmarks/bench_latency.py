@@ -4,7 +4,7 @@ In one process, after ``import jaxboost`` and a warm-up fit of another loss
 on other data, each of three data sets is fitted first with a loss new to
 the process (its loss-free programs, one per data shape and settings,
 compile then or load from the on-disk cache), then with (a) another loss
-never seen in the process, (b) the same lambda text written again (a new
+never seen in the process (the median of three such), (b) the same lambda text written again (a new
 function object, as a notebook cell run again makes it), (c) the same
 function object again; then a fresh process's
 first fit, with the on-disk compilation cache warm (a temporary cache
@@ -37,12 +37,14 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, make_regression
 
 import jaxboost as jb
 
-# loss texts per data set, ``{k}`` a constant that makes a text new to the process
+# loss texts per data set, ``{s}`` a scale within 1% of 1 that makes a text
+# new to the process, and its derivatives too (an added constant would leave
+# the derivatives' programs as they were: cached on disk)
 LOSSES = {
-    "diabetes": "lambda y, f: jnp.sqrt(1.0 + jnp.square(f - y)) - 1.0 + {k}",
-    "breast_cancer": "lambda y, f: jnp.logaddexp(0.0, f) - y * f + {k}",
-    "synthetic_20k": "lambda y, f: jnp.logaddexp(f - y, y - f) + {k}",
-    "first_fit": "lambda y, f: jnp.square(f - y) + {k}",
+    "diabetes": "lambda y, f: jnp.sqrt(1.0 + jnp.square((f - y) * {s})) - 1.0",
+    "breast_cancer": "lambda y, f: jnp.logaddexp(0.0, f * {s}) - y * f * {s}",
+    "synthetic_20k": "lambda y, f: jnp.logaddexp((f - y) * {s}, (y - f) * {s})",
+    "first_fit": "lambda y, f: jnp.square((f - y) * {s})",
 }
 SETTINGS = {
     "diabetes": {"n_estimators": 200, "max_depth": 3},
@@ -50,7 +52,7 @@ SETTINGS = {
     "synthetic_20k": {"n_estimators": 100, "max_depth": 6},
 }
 # a start unique to the run: a "new" loss is new to the disk cache too
-_counter = [time.time_ns() % 10**12]
+_counter = [time.time_ns() % 1000 * 64]
 
 
 def datasets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -71,7 +73,8 @@ def written(text: str):
 
 def new_text(name: str) -> str:
     _counter[0] += 1
-    return LOSSES[name].format(k=f"{_counter[0]}e-45")
+    scale = 1.0 + _counter[0] * 2.0**-23  # float32's step at 1: each text differs
+    return LOSSES[name].format(s=repr(scale))
 
 
 def fit(loss, X, y, settings):
@@ -153,9 +156,13 @@ def main() -> None:
         # the first fit of this data in the process: its loss-free programs
         # (one per data shape and settings) compile, or load from the disk cache
         first = timed(fit, written(new_text("first_fit")), X, y, settings)
-        text = new_text(name)
+        # (a): the median of three new losses, on this shared machine
+        texts = [new_text(name) for _ in range(3)]
+        news = [timed(fit, written(text), X, y, settings) for text in texts]
+        new = sorted(news, key=lambda timing: timing.seconds)[1]
+        text = texts[-1]
         loss = written(text)
-        new = timed(fit, loss, X, y, settings)
+        timed(fit, loss, X, y, settings)  # this object's programs
         again = timed(fit, written(text), X, y, settings)
         same = timed(fit, loss, X, y, settings)
         built_in, custom = lightgbm_times(name, X, y)

@@ -20,7 +20,8 @@ from jaxboost.engine.training import (
     init_score_program,
     train_chunk_program,
 )
-from jaxboost.frontends.booster import _VECTOR_OPTIONS_ROWS, Booster
+from jaxboost.frontends.booster import Booster
+from jaxboost.frontends.hessian_probe import VECTOR_OPTIONS_ROWS
 from jaxboost.runtime import workarounds as _workarounds
 from jaxboost.runtime.devices import make_mesh
 
@@ -119,7 +120,7 @@ def _train_program_text(vector_row_options: bool, n_rows: int) -> str:
 
 def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
     """The training program compiles with the options where the booster asks
-    for them (vector outputs, at least _VECTOR_OPTIONS_ROWS rows per device),
+    for them (vector outputs, at least VECTOR_OPTIONS_ROWS rows per device),
     and the booster asks exactly there."""
     if not _workarounds.vector_output_compiler_options("cpu"):
         pytest.skip("this jaxlib gets no YNNPACK option")
@@ -132,13 +133,13 @@ def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
             losses.softmax_cross_entropy, n_outputs, False, probe, "cpu", rows, 2 * rows
         )[0].vector_row_options
         for n_outputs in (1, 3)
-        for rows in (_VECTOR_OPTIONS_ROWS // 2, _VECTOR_OPTIONS_ROWS)
+        for rows in (VECTOR_OPTIONS_ROWS // 2, VECTOR_OPTIONS_ROWS)
     }
     assert asks == {
-        (1, _VECTOR_OPTIONS_ROWS // 2): False,
-        (1, _VECTOR_OPTIONS_ROWS): False,
-        (3, _VECTOR_OPTIONS_ROWS // 2): False,
-        (3, _VECTOR_OPTIONS_ROWS): True,
+        (1, VECTOR_OPTIONS_ROWS // 2): False,
+        (1, VECTOR_OPTIONS_ROWS): False,
+        (3, VECTOR_OPTIONS_ROWS // 2): False,
+        (3, VECTOR_OPTIONS_ROWS): True,
     }
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Loss = Callable[[jax.Array, jax.Array], jax.Array]
 
@@ -186,32 +187,66 @@ def probe_hessian(
       full_hessian: Newton steps use the full ``K x K`` hessian (else its
         diagonal): negative curvature is then a negative eigenvalue.
     """
+    if is_declared(loss):
+        return declared_probe(loss)
+    grad, hess = _probe_rows(loss, y, raw, full_hessian and raw.shape[1] > 1)
+    return hessian_probe_of(loss, np.asarray(raw), np.asarray(grad), np.asarray(hess))
+
+
+def is_declared(loss: Loss) -> bool:
+    """Whether ``loss`` declares its hessian's shape (informative or not,
+    and convex), so that it needs no probe."""
+    return getattr(loss, "hessian_informative", None) is not None and getattr(loss, "convex", False)
+
+
+def declared_probe(loss: Loss) -> HessianProbe:
+    """The `HessianProbe` a loss that `is_declared` declares."""
+    return HessianProbe(informative=bool(loss.hessian_informative), negative=False)
+
+
+def hessian_probe_of(
+    loss: Loss, raw: np.ndarray, grad: np.ndarray, hess: np.ndarray
+) -> HessianProbe:
+    """`probe_hessian`'s answer from rows' scores ``raw (n, K)``, the loss's
+    gradients ``(n, K)`` and hessians ``(n, K)`` (diagonal) or ``(n, K, K)``
+    there (numpy): the share of rows with a usable diagonal entry, curved
+    either way (informative from one half, unless declared: a row of
+    negative curvature is the Armijo safeguard's, a row of none has nothing
+    for Newton), and any negative curvature (a negative diagonal entry, or
+    eigenvalue of a full hessian)."""
+    diagonal = hess if hess.ndim == 2 else np.diagonal(hess, axis1=1, axis2=2)
+    with np.errstate(all="ignore"):
+        # curved: a Newton step |g| / h within float32's reach of the score's
+        # magnitude (a loss evaluated in float64 keeps hessians of 1e-30 that
+        # float32 rounds to 0, and that would give absurd Newton steps)
+        reach = np.abs(diagonal) * (1.0 + np.abs(raw)) > _CURVED_STEP * np.abs(grad)
+        curved_share = np.mean(np.any((diagonal != 0) & reach, axis=1))
+        if hess.ndim == 2:
+            negative = bool(np.any(hess < 0))
+        else:
+            finite = np.all(np.isfinite(hess.reshape(hess.shape[0], -1)), axis=1)
+            eigenvalues = np.linalg.eigvalsh(hess[finite].astype(np.float64))  # ascending
+            scale = np.max(np.abs(eigenvalues), axis=1, initial=0.0)
+            negative = bool(np.any(eigenvalues[:, 0] < -_NEGATIVE_EIGENVALUE * scale))
     declared = getattr(loss, "hessian_informative", None)
-    if declared is not None and getattr(loss, "convex", False):
-        return HessianProbe(informative=bool(declared), negative=False)
-    curved_share, negative = _probe_rows(loss, y, raw, full_hessian)
     informative = bool(curved_share >= 0.5) if declared is None else bool(declared)
-    return HessianProbe(informative=informative, negative=bool(negative))
+    return HessianProbe(informative=informative, negative=negative)
+
+
+def compile_probe(loss: Loss, y: jax.Array, n_outputs: int, full_hessian: bool = False) -> None:
+    """Compiles `probe_hessian`'s program for targets shaped as ``y`` and
+    float32 scores of ``n_outputs`` (for a later call that does not)."""
+    if is_declared(loss):
+        return
+    raw = jax.ShapeDtypeStruct((y.shape[0], n_outputs), jnp.float32)
+    target = jax.ShapeDtypeStruct(y.shape, jnp.float32)
+    _probe_rows.lower(loss, target, raw, full_hessian and n_outputs > 1).compile()
 
 
 @functools.partial(jax.jit, static_argnums=(0, 3))
 def _probe_rows(
     loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool
 ) -> tuple[jax.Array, jax.Array]:
-    """The fraction of rows with a positive hessian diagonal entry, and
-    whether any row has negative curvature: one compiled program (run op by
-    op, a loss's derivatives compiled some 30 small programs on a first fit,
-    about 0.6 s)."""
-    grad, hess = grad_hess(loss, y, raw, full_hessian=full_hessian and raw.shape[1] > 1)
-    diagonal = hess if hess.ndim == 2 else jnp.diagonal(hess, axis1=1, axis2=2)
-    # curved: a Newton step |g| / h within float32's reach of the score's
-    # magnitude (a loss evaluated in float64 keeps hessians of 1e-30 that
-    # float32 rounds to 0, and that would give absurd Newton steps)
-    reach = diagonal * (1.0 + jnp.abs(raw)) > _CURVED_STEP * jnp.abs(grad)
-    curved_share = jnp.mean(jnp.any((diagonal > 0) & reach, axis=1))
-    if hess.ndim == 2:
-        return curved_share, jnp.any(hess < 0)
-    eigenvalues = jnp.linalg.eigvalsh(hess)  # (n_rows, K), ascending
-    scale = jnp.max(jnp.abs(eigenvalues), axis=1)
-    negative = eigenvalues[:, 0] < -_NEGATIVE_EIGENVALUE * scale
-    return curved_share, jnp.any(negative)
+    """`grad_hess` as one compiled program (run op by op, a loss's
+    derivatives compiled some 30 small programs on a first fit, about 0.6 s)."""
+    return grad_hess(loss, y, raw, full_hessian=full_hessian)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import losses as loss_catalogue
-from ..engine.derivatives import HessianProbe, probe_hessian
+from ..engine.derivatives import HessianProbe
 from ..engine.groups import bucket_widths
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.predict import predict_on_devices, round_increments
@@ -60,6 +60,7 @@ from .grouping import (
     eval_set_groups,
     fit_groups,
 )
+from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit
 from .inspection import (
     feature_importances,
     feature_indices,
@@ -110,16 +111,6 @@ class _FitArguments(NamedTuple):
     qid: Any = None
     eval_group: Any = None
     eval_qid: Any = None
-
-
-# rows per device from which the training rounds of vector outputs compile
-# with jaxboost.runtime.workarounds' options: below it they slow the split
-# search more than they speed the sums over outputs (bench_multiclass.py)
-_VECTOR_OPTIONS_ROWS = 32768
-
-# rows on which an undeclared loss's hessian is probed at the initial score,
-# spread evenly over the data (a file sorted by target must not decide)
-_HESSIAN_PROBE_ROWS = 1024
 
 
 def _second_order_without_curvature(min_child_weight: float) -> str:
@@ -362,7 +353,7 @@ class Booster:
             ),
             narrow_line_search=not hessian.informative,
             subsampled=bool(self._hyper().subsample < 1.0),
-            vector_row_options=n_outputs > 1 and rows_per_shard >= _VECTOR_OPTIONS_ROWS,
+            vector_row_options=n_outputs > 1 and rows_per_shard >= VECTOR_OPTIONS_ROWS,
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
         )
         return cfg, self._hyper()
@@ -608,13 +599,13 @@ class Booster:
             )
             cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
             return self._with_columns(cfg, inputs, placed), hyper
-        probe = targets[:: -(-targets.shape[0] // _HESSIAN_PROBE_ROWS)]
-        probe = pad_rows(probe, bucket_size(probe.shape[0]))
-        hessian = probe_hessian(
+        hessian = probe_fit(
             loss,
-            jnp.asarray(probe),
-            jnp.broadcast_to(placed.init_score, (probe.shape[0], n_outputs)),
-            full_hessian=self.hessian == "full",
+            targets,
+            placed.init_score,
+            self.hessian,
+            (placed.data.y, placed.data.weight),
+            rows_per_shard,
         )
         hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
         cfg, hyper = self._config(

@@ -47,6 +47,7 @@ from ..runtime.distributed import (
 from ..runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from .compile_ahead import start_loss_programs
 from .grouping import GroupedRows, GroupPlacement, place_groups
 from .monitor import EvalSet
 from .settings import check_histogram_memory, draw_seed
@@ -118,6 +119,16 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
             for bucket in placement.buckets
         )
     given = booster._given_init_score(inputs.n_outputs)
+    if placement is None and booster.loss_dtype != "float64":
+        # the probe and rounds programs compile on other cores meanwhile
+        start_loss_programs(
+            booster,
+            inputs.loss,
+            inputs.n_outputs,
+            inputs.targets,
+            (y_rows, weight_rows),
+            layout.n_padded // mesh.local_mesh.size,
+        )
     first_dtype = "float64" if booster.loss_dtype == "float64" else "float32"
     pending_init = start_init_score(
         loss_in(inputs.loss, first_dtype),
