@@ -50,8 +50,10 @@ def test_a_group_loss_s_row_derivatives_are_those_of_its_sum_over_groups():
         )
 
     f = jnp.asarray(raw[:, 0])
-    expected_grad = jax.grad(total)(f)
-    expected_hess = jnp.diagonal(jax.hessian(total)(f))
+    # (jitted: run op by op, the hessian of the sum over groups compiled some
+    # hundred small programs, 28 s of the suite)
+    expected_grad = jax.jit(jax.grad(total))(f)
+    expected_hess = jnp.diagonal(jax.jit(jax.hessian(total))(f))
     present = placement.present
     assert sizes.min() == 1  # a group of one row: derivatives 0
     np.testing.assert_allclose(np.asarray(grad)[present, 0], expected_grad, atol=1e-6)
