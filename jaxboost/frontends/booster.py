@@ -21,6 +21,7 @@ import numpy as np
 from .. import losses as loss_catalogue
 from ..engine.derivatives import HessianProbe
 from ..engine.groups import bucket_widths
+from ..engine.leaf_index import leaf_indices_on
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.predict import predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
@@ -762,6 +763,18 @@ class Booster:
         devices = check_devices(self.devices) or jax.local_devices()
         raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
         return self._shape_raw(raw)
+
+    @in_float32
+    def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
+        (of the rounds in ``iteration_range``; ``trees_per_round_`` trees a
+        round, in round order), as scikit-learn's ``apply`` and LightGBM's
+        ``pred_leaf``.  Leaf ``j`` is ``forest_.leaf_value[tree, j]``: ``j``
+        in ``[0, 2^max_depth)``, whose bits from the most significant are
+        the row's path (0 left, 1 right); see `jaxboost.engine.leaf_index`."""
+        features = self._features_for_predict(X)
+        devices = check_devices(self.devices) or jax.local_devices()
+        return leaf_indices_on(self._trees(iteration_range), features, devices[0])
 
     @in_float32
     def _link(self, raw: np.ndarray) -> np.ndarray:

@@ -143,6 +143,12 @@ class _BoosterEstimator(BaseEstimator):
         for raw in self.booster_.staged_predict_raw(self._validate_X(X, reset=False)):
             yield np.asarray(raw, np.float64)
 
+    def apply(self, X: Any) -> np.ndarray:
+        """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
+        (`jaxboost.Booster.apply`)."""
+        check_is_fitted(self)
+        return self.booster_.apply(self._validate_X(X, reset=False))
+
     @property
     def feature_importances_(self) -> np.ndarray:
         """``(n_features_in_,)`` share of the total split gain of each feature."""
