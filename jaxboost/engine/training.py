@@ -383,6 +383,11 @@ def _grow_one(
             LEAF_KERNELS[cfg.leaf_kernels],
             base=totals.loss,
         )
+    # the scores take the values as stored (rounded), so that a continued
+    # fit, which adds the stored ones, starts from them bit for bit: the
+    # select keeps XLA's CPU backend from fusing the learning rate's multiply
+    # into the update as one FMA (an optimization_barrier is removed first)
+    values = jnp.where(jnp.isnan(values), jnp.nan, values)
     tree = Tree(*structure, leaf_value=values, leaf_weight=totals.weight)
     return tree, values[leaf_of_row], n_stuck
 
