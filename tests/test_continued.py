@@ -2,11 +2,16 @@
 one longer fit bit for bit, from a loaded model too, with offsets, a new
 loss, evaluation sets, the estimators, and the errors."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from run_script import run_script, xla_flags_without
 
 import jaxboost as jb
 from jaxboost import losses
+
+SCRIPTS = Path(__file__).parent / "scripts"
 
 
 def _data(n_rows=600, seed=0):
@@ -163,3 +168,10 @@ def test_models_that_cannot_continue_are_refused_by_name(settings, data, message
         y = np.digitize(y, [-1, 0, 1]).astype(np.float32)  # 4 classes
     with pytest.raises(ValueError, match=message):
         jb.Booster(**{"n_estimators": 2, "max_depth": 3, **settings}).fit(X, y, init_model=model)
+
+
+def test_more_rounds_are_bit_identical_in_optimised_code():
+    # at the suite's -O0 XLA contracts nothing: the optimised code, as users run it
+    flags = xla_flags_without("--xla_backend_optimization_level", "--xla_cpu_use_fusion_emitters")
+    result = run_script(SCRIPTS / "continued_optimised.py", {"XLA_FLAGS": flags})
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
