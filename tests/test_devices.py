@@ -22,6 +22,7 @@ def test_four_cpu_devices_train_the_single_device_model():
         "logloss_line_search",
         "multiclass",
         "subsampled",
+        "min_child_samples",
         "quantised",
         "redescending",
         "groups",

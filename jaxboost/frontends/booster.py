@@ -226,6 +226,11 @@ class Booster:
         Where the loss's float64 values or gradients are beyond float32 still
         (squared errors of targets of 1e20), it is fitted times a power of
         two, with the settings in its units scaled alike: the same trees.
+      min_child_samples: least training rows of positive weight (of the
+        round's subsample) in a child: a split leaving fewer is not taken
+        (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
+        (the default) checks none, and builds the histograms without the
+        count.  Not with ``use_quantized_grad``.
     """
 
     def __init__(
@@ -255,6 +260,7 @@ class Booster:
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
+        min_child_samples: int = 0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -281,6 +287,7 @@ class Booster:
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
         self.loss_dtype = loss_dtype
+        self.min_child_samples = min_child_samples
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -368,6 +375,7 @@ class Booster:
             subsampled=bool(self._hyper().subsample < 1.0),
             vector_row_options=n_outputs > 1 and rows_per_shard >= VECTOR_OPTIONS_ROWS,
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
+            count_rows=bool(self._hyper().min_child_samples > 0),
         )
         return cfg, self._hyper()
 
@@ -417,7 +425,13 @@ class Booster:
             subsample=fraction("subsample", self.subsample),
             colsample_bytree=fraction("colsample_bytree", self.colsample_bytree),
             hessian_floor=finite_number("hessian_floor", self.hessian_floor),
+            min_child_samples=finite_number("min_child_samples", self.min_child_samples),
         )
+        if hyper.min_child_samples > 0 and self.use_quantized_grad:
+            raise ValueError(
+                "min_child_samples: the quantised histograms (use_quantized_grad=True) "
+                "carry no row count; set min_child_samples=0 or use_quantized_grad=False"
+            )
         return NumericSettings(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------

@@ -249,6 +249,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         warm_start: bool = False,
+        min_child_samples: int = 0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -276,6 +277,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.base_score = base_score
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
+        self.min_child_samples = min_child_samples
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -395,6 +397,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         warm_start: bool = False,
+        min_child_samples: int = 0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -421,6 +424,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.base_score = base_score
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
+        self.min_child_samples = min_child_samples
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":

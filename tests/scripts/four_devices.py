@@ -49,6 +49,8 @@ def main() -> int:
             {},
         ),
         "subsampled": (losses.squared_error, y, {"subsample": 0.6, "colsample_bytree": 0.8}),
+        # the count of rows summed over devices with the histograms
+        "min_child_samples": (losses.squared_error, y, {"min_child_samples": 40, "subsample": 0.8}),
         "quantised": (
             losses.binary_logloss,
             (y > 0).astype(np.float32),
