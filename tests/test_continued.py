@@ -113,9 +113,15 @@ def test_evaluation_sets_and_early_stopping_count_the_models_rounds():
     held_out = [(X[:200] + 0.01, y[:200])]
     longer = jb.Booster(n_estimators=9, max_depth=3).fit(X, y, eval_set=held_out)
     first = jb.Booster(n_estimators=4, max_depth=3).fit(X, y)
+    seen = []  # a callback's model holds the model's rounds and those grown so far
+
+    def callback(env):
+        seen.append((env.iteration, env.model.n_estimators_))
+
     continued = jb.Booster(n_estimators=5, max_depth=3).fit(
-        X, y, eval_set=held_out, init_model=first
+        X, y, eval_set=held_out, init_model=first, callbacks=[callback]
     )
+    assert seen == [(i, 4 + i) for i in range(1, 6)]
     curve = np.asarray(continued.evals_result_["validation_0"]["loss"])
     assert np.isnan(curve[:4]).all()
     np.testing.assert_allclose(

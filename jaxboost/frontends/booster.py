@@ -62,7 +62,7 @@ from .continued import (
     fitted_model,
     joined,
     joined_evals,
-    trees_raw,
+    with_model_scores,
 )
 from .eval_sets import prepare_eval_sets
 from .grouping import (
@@ -651,14 +651,7 @@ class Booster:
         check_compatible(model, vars(self), features.shape[1], names, n_outputs)
         device = (check_devices(self.devices) or jax.local_devices())[0]
         continued = continued_from(model, features, offsets, device)
-        eval_sets = [
-            evaluated._replace(
-                offset=trees_raw(model, evaluated.X, device)
-                + (0.0 if evaluated.offset is None else evaluated.offset)
-            )
-            for evaluated in eval_sets
-        ]
-        return offsets, eval_sets, continued
+        return offsets, with_model_scores(model, eval_sets, device), continued
 
     def _fit_settings(
         self, inputs: FitInputs, placed: PlacedRows, monitored: bool

@@ -24,6 +24,7 @@ import numpy as np
 from ..engine.predict import predict_on_devices, scores_after_rounds, tree_depth
 from ..engine.tree import Tree
 from ..runtime.padding import bucket_size, pad_rows
+from .monitor import EvalSet
 
 
 class ContinuedFrom(NamedTuple):
@@ -118,12 +119,18 @@ def continued_from(
     )
 
 
-def trees_raw(model: Any, X: Any, device: jax.Device) -> np.ndarray:
-    """``(n_rows, K)`` float32: what ``model``'s trees add to ``X (n_rows,
-    n_features)``'s raw scores (its evaluation sets' start)."""
+def with_model_scores(model: Any, eval_sets: list[EvalSet], device: jax.Device) -> list[EvalSet]:
+    """``eval_sets`` whose offsets (``fit``'s ``eval_init_score``, or none)
+    hold what ``model``'s trees add to their rows too: where a continued
+    fit's evaluation starts (the initial score is the model's, added apart)."""
     forest = Tree(*(jnp.asarray(leaf) for leaf in model.forest_))
     zero = np.zeros(model.n_outputs_, np.float32)
-    return predict_on_devices(forest, zero, np.asarray(X, np.float32), [device])
+    sets = []
+    for evaluated in eval_sets:
+        added = predict_on_devices(forest, zero, np.asarray(evaluated.X, np.float32), [device])
+        offset = added if evaluated.offset is None else evaluated.offset + added
+        sets.append(evaluated._replace(offset=jnp.asarray(offset)))
+    return sets
 
 
 def joined(continued: ContinuedFrom | None, forest: Tree, train_loss) -> tuple[Tree, list]:
