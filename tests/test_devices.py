@@ -22,10 +22,13 @@ def test_four_cpu_devices_train_the_single_device_model():
         "logloss_line_search",
         "multiclass",
         "subsampled",
+        "min_child_samples",
         "quantised",
         "redescending",
         "groups",
         "groups_joint_newton",
+        "offsets",
+        "continued",
     ]
     assert all(line.endswith("same splits True, raw scores within 1e-5: True") for line in lines)
 

@@ -20,6 +20,7 @@ EXPECTED = {
     "robust_outliers.py": "Tukey's biweight (c 150)   test MAE",
     "ranking_listnet.py": "ListNet (yours)         test NDCG@5",
     "survival.py": "held-out c-index",
+    "poisson_exposure.py": "mean Poisson deviance of the claim counts",
 }
 # examples a dedicated test runs and checks further
 RUN_BY_OTHER_TESTS = {"distributed_training.py": "test_distributed.py"}

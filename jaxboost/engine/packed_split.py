@@ -89,6 +89,7 @@ def find_best_packed_splits(
     min_child_weight: float,
     min_split_gain: float,
     feature_mask: jax.Array | None = None,
+    min_child_samples: float = 0.0,
 ) -> SplitChoice:
     """`jaxboost.engine.split.find_best_splits` of every node of a
     level over the ``packed`` candidates (one slice of features: all).
@@ -107,7 +108,7 @@ def find_best_packed_splits(
     allowed = packed.valid
     if feature_mask is not None:
         allowed = allowed & feature_mask[packed.feature]
-    settings = (n_outputs, reg_lambda, min_child_weight, min_split_gain)
+    settings = (n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples)
 
     def search(directions: int) -> Callable[[], SplitChoice]:
         return lambda: _search(hist, missing, packed, allowed, settings, directions)
@@ -126,8 +127,8 @@ def _search(
     """The best of the ``allowed`` ``(P,)`` candidates of ``hist`` ``(S, N,
     C)`` (``missing`` ``(F, N, C)``: its missing bins), sending missing values
     right, and with ``directions`` 2 also left."""
-    n_outputs, reg_lambda, min_child_weight, min_split_gain = settings
-    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight)
+    n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples = settings
+    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, min_child_samples)
     # the last value bin's running sum, and the missing bin: (F, N, C)
     total = hist[packed.slot_start[1:] - 2] + missing
     left = hist[packed.slot_start[packed.feature] + packed.threshold]  # (P, N, C)

@@ -172,3 +172,31 @@ def round_increments(forest: Tree, X: jax.Array, trees_per_round: int = 1) -> ja
     n_trees, n_rows, n_outputs = per_tree.shape
     per_round = per_tree.reshape(n_trees // trees_per_round, trees_per_round, n_rows, n_outputs)
     return per_round.sum(axis=1)
+
+
+@functools.partial(jax.jit, static_argnames="trees_per_round")
+def scores_after_rounds(
+    forest: Tree, start: jax.Array, X: jax.Array, trees_per_round: int = 1
+) -> jax.Array:
+    """``start`` plus every round's trees, added round by round in float32
+    as a fit adds them (``raw + round's values``): a continued fit's start
+    is then bit for bit the scores one longer fit had after those rounds.
+
+    Args:
+      forest: ``n_rounds * trees_per_round`` stacked trees, in round order.
+      start: ``(n_rows, K)`` float32 scores before the first round.
+      X: ``(n_rows, n_features)`` float32.
+    Returns:
+      ``(n_rows, K)`` float32.
+    """
+    n_rounds = forest.feature.shape[0] // trees_per_round
+    rounds = jax.tree.map(
+        lambda leaf: leaf.reshape(n_rounds, trees_per_round, *leaf.shape[1:]), forest
+    )
+
+    def add_round(raw: jax.Array, trees: Tree) -> tuple[jax.Array, None]:
+        # one tree per output adds its output alone (the others' values are 0)
+        values = jax.vmap(lambda tree: tree.leaf_value[leaf_of_rows(tree, X)])(trees)
+        return raw + jnp.sum(values, axis=0), None
+
+    return lax.scan(add_round, start, rounds)[0]

@@ -120,12 +120,14 @@ def first_across_shards(axis_name: str) -> Callable:
     return pick_first
 
 
-def gain_functions(n_outputs: int, reg_lambda, min_child_weight) -> tuple[Callable, Callable]:
+def gain_functions(
+    n_outputs: int, reg_lambda, min_child_weight, min_child_samples=0.0
+) -> tuple[Callable, Callable]:
     """``score(stats) -> (...)`` (`node_score` of a histogram cell's
-    ``[grad (K), hess (K)[, weight]]``) and ``split_gain(left, total) ->
+    ``[grad (K), hess (K)[, count]]``) and ``split_gain(left, total) ->
     (...)``: half the score gained by splitting ``total`` into ``left`` and
-    the rest, ``-inf`` where a child is lighter than ``min_child_weight`` (or
-    of zero weight, with the weight column)."""
+    the rest, ``-inf`` where a child is lighter than ``min_child_weight`` (or,
+    with the count column, holds no row or fewer than ``min_child_samples``)."""
 
     def score(stats):
         return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
@@ -135,7 +137,8 @@ def gain_functions(n_outputs: int, reg_lambda, min_child_weight) -> tuple[Callab
         heavy_enough = hess_sum >= min_child_weight
         if stats.shape[-1] == 2 * n_outputs:  # no weight column
             return heavy_enough
-        return heavy_enough & (stats[..., -1] > 0)
+        count = stats[..., -1]
+        return heavy_enough & (count > 0) & (count >= min_child_samples)
 
     def split_gain(left, total):
         right = total - left
@@ -157,6 +160,7 @@ def find_best_splits(
     reduce_max: Callable[[jax.Array], jax.Array] = _identity,
     pick_first: Callable = _first_of_one_slice,
     cumulative: bool = False,
+    min_child_samples: float = 0.0,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
@@ -170,7 +174,8 @@ def find_best_splits(
 
     Args:
       hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs [+ 1])`` histograms
-        (with the weight column last, if any); the last bin is the missing bin.
+        (with the count column last, if any: rows of positive weight); the
+        last bin is the missing bin.
       feature_mask: ``(n_features,)`` bool, the features this tree may use
         (column subsampling, and padding features); None allows all.
       cumulative: the value bins of ``hist`` already hold running sums (bin
@@ -180,9 +185,10 @@ def find_best_splits(
       A `SplitChoice` (``feature`` numbered among all features).  A
       node splits when its best gain exceeds ``min_split_gain`` (and float32
       noise) and both children have hessian sum (summed over outputs) at least
-      ``min_child_weight``, and positive weight when the histogram has the
-      weight column.  (Without it, a child of zero weight still never splits
-      off: its weighted sums are 0, so the split gains exactly 0.)
+      ``min_child_weight``, and, when the histogram has the count column, a
+      row and at least ``min_child_samples`` rows.  (Without it, a child of
+      zero weight still never splits off: its weighted sums are 0, so the
+      split gains exactly 0.)
     """
     n_features, n_nodes, n_bins, _ = hist.shape
     n_features_total = n_features if n_features_total is None else n_features_total
@@ -193,7 +199,7 @@ def find_best_splits(
     missing = hist[:, :, -1:, :]  # (F, N, 1, C)
     total = left_values[:, :, -1:, :] + missing
 
-    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight)
+    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, min_child_samples)
 
     # axis 3: 0 = missing values go right, 1 = missing values go left.  Each
     # direction's gains straight from the running sums, so that XLA computes

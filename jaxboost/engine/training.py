@@ -100,6 +100,8 @@ class StaticSettings:
     # column subsamples are drawn among all, as without the others); 0: the
     # bins' own count
     all_features: int = 0
+    # the split statistics carry a count of rows (min_child_samples > 0)
+    count_rows: bool = False
 
     @property
     def grouped(self) -> bool:
@@ -121,6 +123,8 @@ class NumericSettings(NamedTuple):
     subsample: float
     colsample_bytree: float
     hessian_floor: float
+    # least rows of positive weight in a child (with StaticSettings.count_rows)
+    min_child_samples: float = 0.0
 
 
 class ShardData(NamedTuple):
@@ -329,12 +333,15 @@ def _grow_one(
     else:
         unit = gradient_unit(grad_split, axis_name)
         stats = jnp.concatenate([grad_split * unit, second], axis=1)
+    if cfg.count_rows:  # (this round's subsample: out-of-bag rows have weight 0)
+        stats = jnp.concatenate([stats, (data.weight > 0).astype(stats.dtype)[:, None]], axis=1)
     params = TreeParams(
         cfg.max_depth,
         hyper.reg_lambda,
         hyper.min_child_weight,
         hyper.min_split_gain * unit * unit,
         cfg.histogram_kernel,
+        hyper.min_child_samples,
     )
     # the sums of the outputs this tree fits: summed by the last routing pass
     # (the native kernel's: no pass of their own), then one psum
@@ -383,6 +390,11 @@ def _grow_one(
             LEAF_KERNELS[cfg.leaf_kernels],
             base=totals.loss,
         )
+    # the scores take the values as stored (rounded), so that a continued
+    # fit, which adds the stored ones, starts from them bit for bit: the
+    # select keeps XLA's CPU backend from fusing the learning rate's multiply
+    # into the update as one FMA (an optimization_barrier is removed first)
+    values = jnp.where(jnp.isnan(values), jnp.nan, values)
     tree = Tree(*structure, leaf_value=values, leaf_weight=totals.weight)
     return tree, values[leaf_of_row], n_stuck
 

@@ -46,6 +46,8 @@ class TreeParams(NamedTuple):
     min_child_weight: float
     min_split_gain: float
     histogram_kernel: str = "reference"
+    # least rows of positive weight in a child, read from the stats' count column
+    min_child_samples: float = 0.0
 
 
 class TreeStructure(NamedTuple):
@@ -74,6 +76,7 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     parts of features.
     """
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
+    least_rows = params.min_child_samples
     # Across processes (gloo on CPU) the reduce-scatter path gave run-to-run
     # different splits under CPU load (1 run in 3 of
     # examples/distributed_training.py, never with psum).  The cause is gloo's
@@ -88,8 +91,12 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
             if axis_name is not None:
                 hist = lax.psum(hist, axis_name)
             if packed is not None:
-                return find_best_packed_splits(hist, packed, *settings, feature_mask)
-            return find_best_splits(hist, *settings, feature_mask, cumulative=cumulative)
+                return find_best_packed_splits(
+                    hist, packed, *settings, feature_mask, min_child_samples=least_rows
+                )
+            return find_best_splits(
+                hist, *settings, feature_mask, cumulative=cumulative, min_child_samples=least_rows
+            )
 
         return search_whole
 
@@ -113,6 +120,7 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
             reduce_max=functools.partial(lax.pmax, axis_name=axis_name),
             pick_first=first_across_shards(axis_name),
             cumulative=cumulative,
+            min_child_samples=least_rows,
         )
 
     return search_slice
@@ -139,8 +147,9 @@ def grow_tree(
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
       row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``, or
-        ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, weight]`` when children
-        must also have positive weight (see `find_best_splits`).
+        ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, count]`` (1 on rows of
+        positive weight) when children must also hold
+        ``params.min_child_samples`` rows (see `find_best_splits`).
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
       feature_mask: ``(n_features,)`` bool, the features the tree may split on.

@@ -21,6 +21,7 @@ import numpy as np
 from .. import losses as loss_catalogue
 from ..engine.derivatives import HessianProbe
 from ..engine.groups import bucket_widths
+from ..engine.leaf_index import leaf_indices_on
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.predict import predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
@@ -55,6 +56,14 @@ from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .computation_keys import keyed_loss, keyed_metrics
+from .continued import (
+    check_compatible,
+    continued_from,
+    fitted_model,
+    joined,
+    joined_evals,
+    with_model_scores,
+)
 from .eval_sets import prepare_eval_sets
 from .grouping import (
     eval_set_groups,
@@ -70,6 +79,7 @@ from .inspection import (
 from .loss_checks import check_group_loss, check_loss, check_metric, check_target_domain
 from .model_file import save_model
 from .monitor import Monitor
+from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
 from .placement import FitInputs, PlacedRows, place_rows
 from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds, scaled_settings
 from .settings import (
@@ -111,6 +121,9 @@ class _FitArguments(NamedTuple):
     qid: Any = None
     eval_group: Any = None
     eval_qid: Any = None
+    init_score: Any = None
+    eval_init_score: Any = None
+    init_model: Any = None
 
 
 def _second_order_without_curvature(min_child_weight: float) -> str:
@@ -213,6 +226,11 @@ class Booster:
         Where the loss's float64 values or gradients are beyond float32 still
         (squared errors of targets of 1e20), it is fitted times a power of
         two, with the settings in its units scaled alike: the same trees.
+      min_child_samples: least training rows of positive weight (of the
+        round's subsample) in a child: a split leaving fewer is not taken
+        (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
+        (the default) checks none, and builds the histograms without the
+        count.  Not with ``use_quantized_grad``.
     """
 
     def __init__(
@@ -242,6 +260,7 @@ class Booster:
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
+        min_child_samples: int = 0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -268,6 +287,7 @@ class Booster:
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
         self.loss_dtype = loss_dtype
+        self.min_child_samples = min_child_samples
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -355,6 +375,7 @@ class Booster:
             subsampled=bool(self._hyper().subsample < 1.0),
             vector_row_options=n_outputs > 1 and rows_per_shard >= VECTOR_OPTIONS_ROWS,
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
+            count_rows=bool(self._hyper().min_child_samples > 0),
         )
         return cfg, self._hyper()
 
@@ -404,7 +425,13 @@ class Booster:
             subsample=fraction("subsample", self.subsample),
             colsample_bytree=fraction("colsample_bytree", self.colsample_bytree),
             hessian_floor=finite_number("hessian_floor", self.hessian_floor),
+            min_child_samples=finite_number("min_child_samples", self.min_child_samples),
         )
+        if hyper.min_child_samples > 0 and self.use_quantized_grad:
+            raise ValueError(
+                "min_child_samples: the quantised histograms (use_quantized_grad=True) "
+                "carry no row count; set min_child_samples=0 or use_quantized_grad=False"
+            )
         return NumericSettings(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------
@@ -458,6 +485,9 @@ class Booster:
         qid: Any = None,
         eval_group: Sequence[Any] | None = None,
         eval_qid: Sequence[Any] | None = None,
+        init_score: Any = None,
+        eval_init_score: Sequence[Any] | None = None,
+        init_model: Any = None,
     ) -> Booster:
         """Grow up to ``n_estimators`` rounds of trees.
 
@@ -489,6 +519,16 @@ class Booster:
             A group loss given neither takes all rows as one group.
           eval_group: the groups of each ``eval_set`` as sizes (one entry per set).
           eval_qid: or as ids.
+          init_score: per-row offsets, ``(n_rows,)`` or ``(n_rows,
+            n_outputs)`` raw scores added before the loss (LightGBM's
+            ``init_score``, XGBoost's ``base_margin``: ``log(exposure)`` for
+            a Poisson loss); ``init_score_`` then minimises the loss given
+            them, and ``predict_raw(X, init_score=...)`` adds new rows'.
+          eval_init_score: the offsets of each ``eval_set`` (one entry per
+            set, None for a set without).
+          init_model: a fitted Booster or estimator to add ``n_estimators``
+            rounds to (docs/tabular.md): the result holds its trees and the
+            new ones, binned by its bin edges.
         Returns:
           ``self``.
         """
@@ -505,6 +545,9 @@ class Booster:
                 qid,
                 eval_group,
                 eval_qid,
+                init_score,
+                eval_init_score,
+                init_model,
             )
         )
         placed = place_rows(self, inputs)
@@ -530,8 +573,7 @@ class Booster:
             int(verbose),
             init_loss=float(placed.init_loss),
         )
-        n_padded, n_outputs = placed.layout.n_padded, inputs.n_outputs
-        raw = np.broadcast_to(placed.init_score, (n_padded, n_outputs)).astype(np.float32)
+        raw = round_start(placed.init_score, placed.start, placed.layout.n_padded)
         rounds = run_rounds(
             cfg,
             hyper,
@@ -550,6 +592,7 @@ class Booster:
                 # (a ranking loss's weights change every round: its value may rise)
                 watch_rises=inputs.groups is None,
             ),
+            first_round=0 if inputs.continued is None else inputs.continued.n_rounds,
         )
         self._keep_fit(inputs, placed, rounds, monitor, early_stopping_rounds)
         return self
@@ -577,9 +620,38 @@ class Booster:
                     check_metric(metric, np.asarray(evaluated.y), n_outputs)
 
         on_every_process(check_loss_and_metrics)
-        return FitInputs(
-            features, targets, weight, names, loss, eval_sets, metrics, n_outputs, grouped
+        offsets, eval_sets, continued = on_every_process(
+            lambda: self._starting_scores(arguments, features, names, n_outputs, eval_sets)
         )
+        return FitInputs(
+            features,
+            targets,
+            weight,
+            names,
+            loss,
+            eval_sets,
+            metrics,
+            n_outputs,
+            grouped,
+            offsets,
+            continued,
+        )
+
+    def _starting_scores(self, arguments, features, names, n_outputs, eval_sets):
+        """``fit``'s ``init_score`` checked, ``eval_sets`` with their
+        offsets (``eval_init_score``, plus ``init_model``'s trees), and what
+        ``init_model`` continues from (or None)."""
+        offsets = as_offsets(arguments.init_score, features.shape[0], n_outputs)
+        eval_sets = with_eval_offsets(
+            eval_sets, arguments.eval_init_score, arguments.eval_set, n_outputs
+        )
+        if arguments.init_model is None:
+            return offsets, eval_sets, None
+        model = fitted_model(arguments.init_model)
+        check_compatible(model, vars(self), features.shape[1], names, n_outputs)
+        device = (check_devices(self.devices) or jax.local_devices())[0]
+        continued = continued_from(model, features, offsets, device)
+        return offsets, with_model_scores(model, eval_sets, device), continued
 
     def _fit_settings(
         self, inputs: FitInputs, placed: PlacedRows, monitored: bool
@@ -631,6 +703,7 @@ class Booster:
             forest = forest._replace(
                 feature=np.where(splits, placed.columns[forest.feature], forest.feature)
             )
+        forest, train_loss = joined(inputs.continued, forest, train_loss)
         fitted = {
             "forest_": forest,
             "init_score_": placed.init_score,
@@ -643,6 +716,8 @@ class Booster:
         }
         if inputs.names is not None:
             fitted["feature_names_in_"] = inputs.names
+        if inputs.continued is not None:
+            fitted["init_model_rounds_"] = inputs.continued.n_rounds
         return fitted
 
     def _model_so_far(
@@ -666,11 +741,13 @@ class Booster:
             n_rounds = monitor.best_iteration
             forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
             train_loss = train_loss[: n_rounds + 1]
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        for stale in ("feature_names_in_", "init_model_rounds_"):
+            self.__dict__.pop(stale, None)
         self.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
-        self.evals_result_ = monitor.evals_result
+        self.evals_result_ = joined_evals(inputs.continued, monitor.evals_result)
         self.best_iteration_ = monitor.best_iteration
+        if inputs.continued is not None and monitor.best_iteration is not None:
+            self.best_iteration_ += inputs.continued.n_rounds
         self.best_score_ = monitor.best_score
         self.leaf_method_ = cfg.leaf_method  # what "auto" resolved to
         self.split_criterion_ = cfg.split_criterion
@@ -751,17 +828,33 @@ class Booster:
         return raw[..., 0] if self.n_outputs_ == 1 else raw
 
     @in_float32
-    def predict_raw(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+    def predict_raw(
+        self, X: Any, iteration_range: tuple[int, int] | None = None, init_score: Any = None
+    ) -> np.ndarray:
         """Raw scores ``F(x)``: ``(n_rows,)``, or ``(n_rows, n_outputs)`` when
         ``n_outputs > 1``.  ``iteration_range=(start, end)`` uses only the trees
         of rounds ``start`` to ``end - 1`` (the initial score is always in).
+        ``init_score``: the rows' offsets, ``(n_rows,)`` or ``(n_rows,
+        n_outputs)``, added (as fit's ``init_score``).
         Columns are read by position: a DataFrame's names must be the fitted
         ones in the fitted order (a ValueError names the difference)."""
         features = self._features_for_predict(X)
         trees = self._trees(iteration_range)
         devices = check_devices(self.devices) or jax.local_devices()
         raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
-        return self._shape_raw(raw)
+        return self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
+
+    @in_float32
+    def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
+        (of the rounds in ``iteration_range``; ``trees_per_round_`` trees a
+        round, in round order), as scikit-learn's ``apply`` and LightGBM's
+        ``pred_leaf``.  Leaf ``j`` is ``forest_.leaf_value[tree, j]``: ``j``
+        in ``[0, 2^max_depth)``, whose bits from the most significant are
+        the row's path (0 left, 1 right); see `jaxboost.engine.leaf_index`."""
+        features = self._features_for_predict(X)
+        devices = check_devices(self.devices) or jax.local_devices()
+        return leaf_indices_on(self._trees(iteration_range), features, devices[0])
 
     @in_float32
     def _link(self, raw: np.ndarray) -> np.ndarray:
@@ -770,10 +863,12 @@ class Booster:
         padded = pad_rows(raw, bucket_size(n_rows))  # reuse the bucket's compiled link
         return np.asarray(link(jnp.asarray(padded)))[:n_rows]
 
-    def predict(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+    def predict(
+        self, X: Any, iteration_range: tuple[int, int] | None = None, init_score: Any = None
+    ) -> np.ndarray:
         """Predictions on the response scale, through the loss's declared link
-        (identity when the loss declares none)."""
-        return self._link(self.predict_raw(X, iteration_range))
+        (identity when the loss declares none); ``init_score`` as in `predict_raw`."""
+        return self._link(self.predict_raw(X, iteration_range, init_score))
 
     def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
         """Raw scores after each round, one array per round."""

@@ -32,7 +32,7 @@ from .booster import Booster
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
-_RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs")
+_RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs", "warm_start")
 # links whose predictions are class probabilities
 _PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
 
@@ -60,6 +60,18 @@ class _SumOverTargets:
 
     def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
         return jnp.sum(self.base(y, f))
+
+
+def rounds_to_add(n_estimators: int, fitted: Booster) -> int:
+    """The rounds a ``warm_start`` fit adds to ``fitted``: ``n_estimators``
+    counts them all, as in scikit-learn's ``HistGradientBoosting``."""
+    if int(n_estimators) < fitted.n_estimators_:
+        raise ValueError(
+            f"n_estimators: with warm_start=True it counts every round, and {n_estimators} is "
+            f"below the {fitted.n_estimators_} already fitted; raise it, or set "
+            "warm_start=False to fit afresh"
+        )
+    return int(n_estimators) - fitted.n_estimators_
 
 
 class _BoosterEstimator(BaseEstimator):
@@ -123,7 +135,13 @@ class _BoosterEstimator(BaseEstimator):
     ) -> None:
         """Fit ``booster_`` on ``X (n_rows, n_features)`` and engine ``targets`` and
         copy its fitted summary onto the estimator."""
-        booster = Booster(loss=loss, n_outputs=n_outputs, **self._engine_params())
+        params = self._engine_params()
+        if getattr(self, "warm_start", False) and hasattr(self, "booster_"):  # (Ranker: none)
+            params["n_estimators"] = rounds_to_add(self.n_estimators, self.booster_)
+            if params["n_estimators"] == 0:  # as scikit-learn's: nothing to add
+                return
+            fit_params = {**fit_params, "init_model": self.booster_}
+        booster = Booster(loss=loss, n_outputs=n_outputs, **params)
         booster.fit(X, targets, sample_weight, **fit_params)
         self.booster_ = booster
         self.n_estimators_ = int(booster.n_estimators_)
@@ -132,16 +150,24 @@ class _BoosterEstimator(BaseEstimator):
         self.best_iteration_ = booster.best_iteration_
         self.best_score_ = booster.best_score_
 
-    def _raw(self, X: Any) -> np.ndarray:
-        """Raw scores ``(n_rows,)`` or ``(n_rows, n_outputs)``, float64."""
+    def _raw(self, X: Any, init_score: Any = None) -> np.ndarray:
+        """Raw scores ``(n_rows,)`` or ``(n_rows, n_outputs)``, float64, plus
+        the rows' offsets ``init_score`` (as ``fit``'s)."""
         check_is_fitted(self)
-        return np.asarray(self.booster_.predict_raw(self._validate_X(X, reset=False)), np.float64)
+        features = self._validate_X(X, reset=False)
+        return np.asarray(self.booster_.predict_raw(features, init_score=init_score), np.float64)
 
     def _staged_raw(self, X: Any) -> Iterator[np.ndarray]:
         """Raw scores after each boosting round, as in `_raw`."""
         check_is_fitted(self)
         for raw in self.booster_.staged_predict_raw(self._validate_X(X, reset=False)):
             yield np.asarray(raw, np.float64)
+
+    def apply(self, X: Any) -> np.ndarray:
+        """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
+        (`jaxboost.Booster.apply`)."""
+        check_is_fitted(self)
+        return self.booster_.apply(self._validate_X(X, reset=False))
 
     @property
     def feature_importances_(self) -> np.ndarray:
@@ -183,6 +209,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         the targets and the model gets one output per target.
       n_outputs: raw scores per sample; None takes the loss's declared number
         (or the number of targets of a 2-D ``y``).
+      warm_start: a new ``fit`` adds rounds to the fitted model, up to
+        ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
+        ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
 
     Every other parameter is `jaxboost.Booster`'s, with its default.
 
@@ -219,6 +248,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
+        warm_start: bool = False,
+        min_child_samples: int = 0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -245,6 +276,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
         self.loss_dtype = loss_dtype
+        self.warm_start = warm_start
+        self.min_child_samples = min_child_samples
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -297,10 +330,11 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
         return np.asarray(link(jnp.asarray(raw, jnp.float32)), dtype=np.float64)
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
         """Predictions on the response scale (the loss's link applied to the raw
-        scores): ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64."""
-        return self._response(self._raw(X))
+        scores, plus the rows' offsets ``init_score`` as in ``fit``):
+        ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64."""
+        return self._response(self._raw(X, init_score))
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """`predict` after each boosting round."""
@@ -326,6 +360,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         one output and a sigmoid link for two classes, ``K`` outputs and a
         softmax link for more.  An optax function is adapted (see
         ``losses.resolve``).
+      warm_start: a new ``fit`` adds rounds to the fitted model, up to
+        ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
+        ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
 
     Every other parameter is `jaxboost.Booster`'s, with its default.
 
@@ -359,6 +396,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
+        warm_start: bool = False,
+        min_child_samples: int = 0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -384,6 +423,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.rounds_per_chunk = rounds_per_chunk
         self.base_score = base_score
         self.loss_dtype = loss_dtype
+        self.warm_start = warm_start
+        self.min_child_samples = min_child_samples
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
@@ -445,7 +486,14 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         sample_weight = _check_sample_weight(
             sample_weight, X, dtype=np.float32, ensure_non_negative=True
         )
+        fitted_classes = getattr(self, "classes_", None) if self.warm_start else None
         self.classes_, encoded = np.unique(y, return_inverse=True)
+        if fitted_classes is not None and not np.array_equal(fitted_classes, self.classes_):
+            self.classes_ = fitted_classes  # (the fitted model stays as it was)
+            raise ValueError(
+                f"y: warm_start=True continues a model of the classes {fitted_classes.tolist()}, "
+                "y has others; set warm_start=False to fit afresh"
+            )
         n_classes = len(self.classes_)
         if n_classes < 2:
             raise ValueError(f"y: expected at least 2 classes, got 1 class ({self.classes_[0]!r})")
@@ -473,23 +521,24 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             return raw[:, 1] - raw[:, 0]
         return raw
 
-    def decision_function(self, X: Any) -> np.ndarray:
+    def decision_function(self, X: Any, init_score: Any = None) -> np.ndarray:
         """Raw scores: ``(n_rows,)`` for two classes (higher favours ``classes_[1]``),
-        ``(n_rows, n_classes)`` for more."""
-        return self._decision(self._raw(X))
+        ``(n_rows, n_classes)`` for more; plus the rows' offsets ``init_score``
+        (the raw scores' shape, as in ``fit``)."""
+        return self._decision(self._raw(X, init_score))
 
-    def predict_proba(self, X: Any) -> np.ndarray:
+    def predict_proba(self, X: Any, init_score: Any = None) -> np.ndarray:
         """``(n_rows, n_classes)`` class probabilities, in the order of ``classes_``."""
-        return self._proba(self._raw(X))
+        return self._proba(self._raw(X, init_score))
 
-    def predict_log_proba(self, X: Any) -> np.ndarray:
+    def predict_log_proba(self, X: Any, init_score: Any = None) -> np.ndarray:
         """Logarithm of `predict_proba`."""
         with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+            return np.log(self.predict_proba(X, init_score))
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
         """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type."""
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X, init_score)
         return self.classes_[np.argmax(proba, axis=1)]
 
     def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:

@@ -99,6 +99,7 @@ STATE_FIELDS = (
     ("leaf_method_", "leaf_method", False),
     ("split_criterion_", "split_criterion", False),
     ("armijo_", "bool", False),
+    ("init_model_rounds_", "int", False),  # a continued fit's (frontends/continued.py)
 )
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
@@ -686,7 +687,8 @@ def _check_rounds(state: dict, params: dict) -> None:
     names = state.get("feature_names_in_")
     if names is not None and len(names) != state["n_features_in_"]:
         raise _fail("state.feature_names_in_", "expected one name per feature")
-    if _is_int(params.get("n_estimators")) and rounds > params["n_estimators"]:
+    earlier = state.get("init_model_rounds_") or 0  # the rounds of the model continued
+    if _is_int(params.get("n_estimators")) and rounds > params["n_estimators"] + earlier:
         raise _fail("state.n_estimators_", f"{rounds} is over params.n_estimators")
     best = state.get("best_iteration_")  # 1-based, as in XGBoost
     if best is not None and not 1 <= best <= rounds:

@@ -26,6 +26,8 @@ class EvalSet(NamedTuple):
     weight: jnp.ndarray  # (n_rows,)
     # the set's groups (jaxboost.engine.groups) for group losses and metrics
     groups: tuple[GroupBucket, ...] = ()
+    # (n_rows, K) raw scores added to the model's (fit's eval_init_score), or None
+    offset: jnp.ndarray | None = None
 
 
 class CallbackEnv(NamedTuple):
@@ -102,6 +104,7 @@ class Monitor:
         self.best_score: float | None = None
         self._eval_raw = [
             jnp.broadcast_to(jnp.asarray(init_score), (s.X.shape[0], len(init_score)))
+            + (0.0 if s.offset is None else s.offset)
             for s in self.eval_sets
         ]
         self._start = time.perf_counter()

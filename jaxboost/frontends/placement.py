@@ -48,8 +48,10 @@ from ..runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_f
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .compile_ahead import start_loss_programs
+from .continued import ContinuedFrom
 from .grouping import GroupedRows, GroupPlacement, place_groups
 from .monitor import EvalSet
+from .offsets import search_rows, start_scores
 from .settings import check_histogram_memory, draw_seed
 
 
@@ -65,6 +67,8 @@ class FitInputs(NamedTuple):
     metrics: list[Metric]
     n_outputs: int
     groups: GroupedRows | None  # a group loss's groups, else None
+    offsets: np.ndarray | None = None  # (n_rows, n_outputs) float32: fit's init_score
+    continued: ContinuedFrom | None = None  # init_model's rounds, to continue from
 
 
 class PlacedRows(NamedTuple):
@@ -82,6 +86,9 @@ class PlacedRows(NamedTuple):
     columns: np.ndarray | None
     # the power of two the engine's loss values carry (precision.Float64Loss)
     loss_scale: float = 1.0
+    # (n_placed, n_outputs) float32 scores the rounds start from, rows in
+    # placed order; None: init_score on every row
+    start: np.ndarray | None = None
 
     @property
     def training_edges(self) -> np.ndarray:
@@ -101,6 +108,8 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
             devices = devices[: max(1, min(len(devices), fills))]
     mesh = make_mesh(devices)
     features, targets, weight = inputs.features, inputs.targets, inputs.weight
+    # offsets of the initial score's search: a continued model's scores, or fit's init_score
+    offsets = inputs.offsets if inputs.continued is None else inputs.continued.start
     placement, group_tables = None, None
     if inputs.groups is None:
         layout = row_layout(features.shape[0], mesh)
@@ -108,6 +117,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         placement = place_groups(inputs.groups, mesh.size, weight)
         layout = RowLayout(first_row=0, n_padded=placement.gather.shape[0])
         features, targets = features[placement.gather], targets[placement.gather]
+        offsets = None if offsets is None else offsets[placement.gather]
         weight = np.where(placement.present, weight[placement.gather], 0.0).astype(np.float32)
     # the uint32 the hashes take; one drawn (random_state None or a
     # generator) differs between processes: process 0's counts
@@ -119,6 +129,14 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
             for bucket in placement.buckets
         )
     given = booster._given_init_score(inputs.n_outputs)
+    search_loss, search_y, search_targets = inputs.loss, y_rows, inputs.targets
+    if offsets is not None:  # the loss at every row's score plus its offset
+        if inputs.continued is not None:  # (the loss at the continued scores themselves)
+            given = np.zeros(inputs.n_outputs, np.float32)
+        search_loss, search_targets = search_rows(
+            inputs.loss, targets, offsets, inputs.n_outputs, inputs.groups is not None
+        )
+        search_y = global_rows(mesh, search_targets, layout.n_padded)
     if placement is None and booster.loss_dtype != "float64":
         # the probe and rounds programs compile on other cores meanwhile
         start_loss_programs(
@@ -131,25 +149,28 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         )
     first_dtype = "float64" if booster.loss_dtype == "float64" else "float32"
     pending_init = start_init_score(
-        loss_in(inputs.loss, first_dtype),
+        loss_in(search_loss, first_dtype),
         inputs.n_outputs,
         mesh,
-        y_rows,
+        search_y,
         weight_rows,
         given,
         group_tables,
     )
     if jax.process_count() > 1:  # the edges' gather runs collectives of its own
         pending_init = fetch(pending_init)
-    edges = trim_unused_bins(
-        fit_bin_edges(
-            inputs.features,
-            int(booster.max_bins),
-            seed=seed,
-            first_row=layout.first_row,
-            gather=gather,
+    if inputs.continued is not None:  # the trees' thresholds are the model's edges
+        edges = inputs.continued.edges
+    else:
+        edges = trim_unused_bins(
+            fit_bin_edges(
+                inputs.features,
+                int(booster.max_bins),
+                seed=seed,
+                first_row=layout.first_row,
+                gather=gather,
+            )
         )
-    )
     # constant columns have no split: trained without (the same trees)
     columns = None
     if jax.process_count() == 1:
@@ -165,17 +186,22 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
     )
     # fetched before the binning program is queued behind it
     init_score, init_loss, loss_dtype, loss_scale = finite_init_score(
-        inputs.loss,
+        search_loss,
         inputs.n_outputs,
         mesh,
-        y_rows,
+        search_y,
         weight_rows,
         given,
         booster.loss_dtype,
         pending_init,
         group_tables,
-        rows=(inputs.targets, inputs.weight),
+        rows=(search_targets if placement is None else inputs.targets, inputs.weight),
     )
+    start = None
+    if inputs.continued is not None:
+        start, init_score = offsets, inputs.continued.init_score
+    elif offsets is not None:
+        start = start_scores(init_score, offsets, offsets.shape[0])
     data = shard_rows(
         mesh,
         layout,
@@ -188,7 +214,17 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         columns,
     )
     return PlacedRows(
-        mesh, layout, data, edges, seed, init_score, init_loss, loss_dtype, columns, loss_scale
+        mesh,
+        layout,
+        data,
+        edges,
+        seed,
+        init_score,
+        init_loss,
+        loss_dtype,
+        columns,
+        loss_scale,
+        start,
     )
 
 

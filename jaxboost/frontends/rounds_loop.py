@@ -97,11 +97,15 @@ def run_rounds(
     loss: Callable,
     n_rounds: int,
     safeguards: Safeguards,
+    first_round: int = 0,
 ) -> RoundsResult:
     """Up to ``n_rounds`` rounds from the raw scores ``raw`` (sharded on
     rows), watched by ``monitor``; ``loss`` is the user's (``cfg.loss`` may
-    be it in float64)."""
+    be it in float64).  The programs number the rounds from ``first_round``
+    (a continued fit's: its draws are those of one longer fit); the monitor
+    from 0."""
     rounds = _Rounds(cfg, hyper, mesh, data, edges, seed, monitor, loss, safeguards)
+    rounds.round_offset = int(first_round)
     return rounds.run(raw, float(init_loss), n_rounds)
 
 
@@ -116,6 +120,7 @@ class _Rounds:
         self.program = chunk_program(cfg, mesh)
         self.warned_of_rise = False
         self.widened: str | None = None  # the float64 line, said once its round passed
+        self.round_offset = 0  # the programs' number of the fit's first round
 
     def run(self, raw: jax.Array, init_loss: float, n_rounds: int) -> RoundsResult:
         chunks, train_loss = [], [init_loss]
@@ -144,7 +149,13 @@ class _Rounds:
         devices).  The scores stay on the devices: fetched, they would come
         back as host arrays, for which the program would compile again."""
         raw, trees, chunk_loss, n_not_finite, n_stuck = self.program(
-            self.data, self.edges, raw, first_round, n_active, self.seed, self.hyper
+            self.data,
+            self.edges,
+            raw,
+            self.round_offset + first_round,
+            n_active,
+            self.seed,
+            self.hyper,
         )
         n_stuck = None if n_stuck is None else n_stuck[:n_active]
         # the loss's own values, where the engine's carry a scale

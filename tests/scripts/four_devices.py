@@ -49,6 +49,8 @@ def main() -> int:
             {},
         ),
         "subsampled": (losses.squared_error, y, {"subsample": 0.6, "colsample_bytree": 0.8}),
+        # the count of rows summed over devices with the histograms
+        "min_child_samples": (losses.squared_error, y, {"min_child_samples": 40, "subsample": 0.8}),
         "quantised": (
             losses.binary_logloss,
             (y > 0).astype(np.float32),
@@ -86,7 +88,32 @@ def main() -> int:
         print(f"{name}: same splits {same_splits}, raw scores within 1e-5: {close}")
         if not (same_splits and close):
             failures.append(name)
+    failures += _offsets_and_continued(X, rng, devices)
     return 1 if failures else 0
+
+
+def _offsets_and_continued(X, rng, devices) -> list[str]:
+    """Poisson counts with offsets, then continued: 1 and 4 devices alike
+    (and the same leaves by ``apply``)."""
+    offsets = (0.3 * rng.normal(size=X.shape[0])).astype(np.float32)
+    counts = rng.poisson(np.exp(offsets + 0.3 * np.nan_to_num(X[:, 0]))).astype(np.float32)
+    settings = {"loss": losses.poisson, "n_estimators": 6, "max_depth": 4, "subsample": 0.8}
+
+    def with_offsets(chosen, init_model=None):
+        model = jb.Booster(devices=chosen, **settings)
+        return model.fit(X, counts, init_score=offsets, init_model=init_model)
+
+    failures = []
+    for name in ("offsets", "continued"):
+        one, four = with_offsets(devices[:1]), with_offsets(devices)
+        if name == "continued":
+            one, four = with_offsets(devices[:1], one), with_offsets(devices, four)
+        same_splits = np.array_equal(one.apply(X), four.apply(X))
+        close = np.allclose(four.predict_raw(X), one.predict_raw(X), rtol=1e-5, atol=1e-6)
+        print(f"{name}: same splits {same_splits}, raw scores within 1e-5: {close}")
+        if not (same_splits and close):
+            failures.append(name)
+    return failures
 
 
 if __name__ == "__main__":

@@ -1,0 +1,160 @@
+"""Per-row offsets: a raw score per row added before the loss (LightGBM's
+``init_score``, XGBoost's ``base_margin``; a Poisson model's ``log(exposure)``).
+
+A fit with offsets ``o (n_rows, K)`` starts its rounds from the raw scores
+``F0 + o``, and its initial score ``F0`` minimises ``sum_i w_i loss(y_i, c +
+o_i)`` over constants ``c`` (``base_score`` given: that one; a group loss:
+0, as without offsets).  The search is the one of a fit without offsets
+(`jaxboost.engine.init_score`), run on `OffsetLoss`: the loss of rows whose
+targets carry their offsets in ``K`` more columns.  The trees and
+``init_score_`` then hold what the rows have beyond their offsets, and
+``predict_raw(X, init_score=o)`` adds a new row's offsets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..runtime.padding import pad_rows
+from .computation_keys import keyed_loss
+from .monitor import EvalSet
+
+# the catalogue metadata (jaxboost.losses._declare) the wrapped loss keeps
+_METADATA = (
+    "name",
+    "params",
+    "link",
+    "hessian_informative",
+    "convex",
+    "target_domain",
+    "smooth",
+    "per",
+)
+
+
+def as_offsets(
+    init_score: Any, n_rows: int, n_outputs: int, name: str = "init_score"
+) -> np.ndarray | None:
+    """``init_score`` as ``(n_rows, n_outputs)`` float32, or None where not
+    given; a ValueError names ``name``, the expected shape or the first row
+    that is not finite."""
+    if init_score is None:
+        return None
+    try:
+        with np.errstate(over="ignore"):  # beyond float32: infinite, refused below
+            offsets = np.asarray(init_score, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected numbers, got {type(init_score).__name__}") from None
+    if offsets.ndim == 1 and n_outputs == 1:
+        offsets = offsets[:, None]
+    if offsets.shape != (n_rows, n_outputs):
+        expected = f"({n_rows},)" if n_outputs == 1 else f"({n_rows}, {n_outputs})"
+        raise ValueError(
+            f"{name}: expected one raw score per row and output, shape {expected}, "
+            f"got {np.shape(offsets)}"
+        )
+    finite = np.all(np.isfinite(offsets), axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise ValueError(
+            f"{name}: row {row} is not finite ({offsets[row].tolist()}); offsets are raw "
+            "scores (log(exposure) for a Poisson loss): give finite numbers"
+        )
+    return offsets
+
+
+class OffsetLoss:
+    """``loss(y, f + offset)`` of a row whose targets are ``[y, offset]``:
+    the original target columns (``target_ndim`` 0: one number), then
+    ``n_outputs`` offsets.  A group loss (``per="group"``) takes a group's
+    ``(m, T + K)`` rows and its mask.  The loss's declared metadata
+    (convexity, link, ...) is the original's."""
+
+    def __init__(self, loss: Callable, n_outputs: int, target_ndim: int):
+        self.loss = loss
+        self.offset_columns = n_outputs
+        self.target_ndim = target_ndim
+        for name in _METADATA:
+            if hasattr(loss, name):
+                setattr(self, name, getattr(loss, name))
+
+    def _split(self, rows: Any) -> tuple[Any, Any]:
+        """``(targets, offsets)`` of one row ``(T + K,)`` or of rows ``(m, T + K)``."""
+        K = self.offset_columns
+        targets = rows[..., 0] if self.target_ndim == 0 else rows[..., :-K]
+        offsets = rows[..., -1] if K == 1 else rows[..., -K:]
+        return targets, offsets
+
+    def __call__(self, y: Any, f: Any, *mask: Any) -> Any:
+        targets, offsets = self._split(y)
+        return self.loss(targets, f + offsets, *mask)
+
+
+def search_rows(
+    loss: Callable, targets: np.ndarray, offsets: np.ndarray, n_outputs: int, grouped: bool
+) -> tuple[Callable, np.ndarray]:
+    """The loss and the ``(n_rows, T + K)`` float32 rows the initial score's
+    search runs on (`OffsetLoss`), keyed as a fit's loss is."""
+    columns = targets.reshape(targets.shape[0], -1)
+    rows = np.concatenate([columns, offsets], axis=1).astype(np.float32)
+    wrapped = OffsetLoss(loss, n_outputs, targets.ndim - 1)
+    return keyed_loss(wrapped, rows.shape[1:], n_outputs, grouped), rows
+
+
+def start_scores(init_score: np.ndarray, offsets: np.ndarray | None, n_rows: int) -> np.ndarray:
+    """``(n_rows, K)`` float32 raw scores the rounds start from:
+    ``init_score (K,)`` plus ``offsets (n_rows, K)`` (padding rows past the
+    offsets' get ``init_score``)."""
+    raw = np.broadcast_to(np.asarray(init_score, np.float32), (n_rows, len(init_score)))
+    if offsets is None:
+        return raw
+    padded = np.zeros((n_rows, offsets.shape[1]), np.float32)
+    padded[: offsets.shape[0]] = offsets
+    return raw + padded
+
+
+def round_start(init_score: np.ndarray, start: np.ndarray | None, n_padded: int) -> np.ndarray:
+    """``(n_padded, K)`` float32 scores of the first round: ``start`` (a
+    placed fit's, `jaxboost.frontends.placement.PlacedRows`) padded with
+    copies of its first row, else ``init_score (K,)`` on every row."""
+    if start is None:
+        return np.broadcast_to(init_score, (n_padded, len(init_score))).astype(np.float32)
+    return pad_rows(np.asarray(start, np.float32), n_padded)
+
+
+def with_eval_offsets(
+    eval_sets: list[EvalSet], given: Sequence[Any] | None, eval_set: Any, n_outputs: int
+) -> list[EvalSet]:
+    """``eval_sets`` holding ``given`` (``fit``'s ``eval_init_score``: one
+    entry per set, each None or the set's offsets), checked against each
+    set's rows (``eval_set``: the sets as given) and padded as the set is."""
+    if given is None:
+        return eval_sets
+    given = list(given)
+    if len(given) != len(eval_sets):
+        raise ValueError(
+            f"eval_init_score: expected one entry per eval_set ({len(eval_sets)}), got "
+            f"{len(given)} (None for a set without offsets)"
+        )
+    sets = []
+    for index, (evaluated, offsets, pair) in enumerate(zip(eval_sets, given, eval_set)):
+        name = f"eval_init_score[{index}]"
+        offsets = as_offsets(offsets, len(pair[0]), n_outputs, name)
+        if offsets is not None and evaluated.groups:
+            raise ValueError(f"{name}: evaluation sets with groups take no offsets yet")
+        if offsets is not None:
+            padded = start_scores(np.zeros(n_outputs, np.float32), offsets, evaluated.X.shape[0])
+            evaluated = evaluated._replace(offset=jnp.asarray(padded))
+        sets.append(evaluated)
+    return sets
+
+
+def with_offsets(raw: np.ndarray, init_score: Any, n_outputs: int) -> np.ndarray:
+    """``raw (n_rows, K)`` scores plus ``init_score`` (``predict_raw``'s
+    offsets, checked as `as_offsets`; None: ``raw``)."""
+    offsets = as_offsets(init_score, raw.shape[0], n_outputs)
+    return raw if offsets is None else raw + offsets

@@ -1,0 +1,91 @@
+"""``min_child_samples``: no leaf holds fewer training rows of positive
+weight, and a stump takes the best split that leaves enough on each side
+(brute force in numpy)."""
+
+import numpy as np
+import pytest
+
+import jaxboost as jb
+from jaxboost import losses
+
+
+def _smallest_leaf(model, X, weight=None) -> int:
+    """The fewest rows (of positive ``weight``) in a reached leaf of any tree."""
+    leaves = model.apply(X if weight is None else X[weight > 0])
+    return min(int(np.bincount(column)[np.bincount(column) > 0].min()) for column in leaves.T)
+
+
+def _data(n_rows=500, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, 3)).astype(np.float32)
+    # a few outlying rows a deep tree would isolate
+    y = X[:, 0] + 5.0 * (X[:, 1] > 2.0) + 0.1 * rng.normal(size=n_rows)
+    return rng, X, y.astype(np.float32)
+
+
+@pytest.mark.parametrize("least", [0, 25, 60])
+def test_no_leaf_holds_fewer_rows(least):
+    _, X, y = _data()
+    model = jb.Booster(n_estimators=4, max_depth=4, min_child_samples=least).fit(X, y)
+    smallest = _smallest_leaf(model, X)
+    assert smallest >= least
+    if least == 0:
+        assert smallest < 25  # the setting is what keeps leaves large
+
+
+def test_rows_of_zero_weight_do_not_count_and_vector_outputs_follow():
+    rng, X, y = _data(seed=1)
+    weight = np.where(rng.uniform(size=500) < 0.4, 0.0, 1.0).astype(np.float32)
+    model = jb.Booster(n_estimators=3, max_depth=4, min_child_samples=40).fit(X, y, weight)
+    assert _smallest_leaf(model, X, weight) >= 40
+    labels = np.digitize(y, [0.0, 1.0]).astype(np.float32)
+    for strategy in ("multi_output_tree", "one_output_per_tree"):
+        model = jb.Booster(
+            losses.softmax_cross_entropy,
+            n_estimators=2,
+            max_depth=4,
+            min_child_samples=50,
+            multi_strategy=strategy,
+        ).fit(X, labels)
+        assert _smallest_leaf(model, X) >= 50
+
+
+def test_a_stump_takes_the_best_split_with_enough_rows_on_each_side():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 40, size=400).astype(np.float32)  # 40 values: one bin each
+    y = (x >= 37).astype(np.float32) * 3.0 + 0.1 * rng.normal(size=400).astype(np.float32)
+    least = 60
+    model = jb.Booster(
+        n_estimators=1, max_depth=1, min_child_samples=least, reg_lambda=0.0, base_score=0.0
+    ).fit(x[:, None], y)
+    # squared error at 0: gradients -y, hessians 1; gain of left = x <= t
+    best_gain, best_threshold = -np.inf, None
+    for threshold in np.unique(x)[:-1]:
+        left = x <= threshold
+        if left.sum() < least or (~left).sum() < least:
+            continue
+        gain = y[left].sum() ** 2 / left.sum() + y[~left].sum() ** 2 / (~left).sum()
+        if gain > best_gain:
+            best_gain, best_threshold = gain, threshold
+    # the same rows to the left (the stored threshold is a bin edge between values)
+    np.testing.assert_array_equal(x <= model.forest_.threshold[0, 0], x <= best_threshold)
+    unconstrained = jb.Booster(n_estimators=1, max_depth=1, reg_lambda=0.0, base_score=0.0)
+    threshold = unconstrained.fit(x[:, None], y).forest_.threshold[0, 0]
+    np.testing.assert_array_equal(x <= threshold, x <= 36)  # (x >= 37 apart: too few rows)
+    assert (x >= 37).sum() < least
+
+
+def test_the_setting_round_trips_and_bad_values_are_refused(tmp_path):
+    _, X, y = _data(n_rows=100, seed=3)
+    model = jb.Booster(n_estimators=2, max_depth=2, min_child_samples=10).fit(X, y)
+    model.save(tmp_path / "model.json")
+    assert jb.load(tmp_path / "model.json").min_child_samples == 10
+    assert (
+        jb.Regressor(n_estimators=2, min_child_samples=10).fit(X, y).booster_.min_child_samples
+        == 10
+    )
+    for bad in (-1, float("nan"), "many"):
+        with pytest.raises(ValueError, match="min_child_samples: expected a finite number >= 0"):
+            jb.Booster(min_child_samples=bad).fit(X, y)
+    with pytest.raises(ValueError, match="min_child_samples: the quantised histograms"):
+        jb.Booster(min_child_samples=5, use_quantized_grad=True).fit(X, y)
