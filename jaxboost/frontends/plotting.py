@@ -197,7 +197,7 @@ def plot_calibration(model: Any, X: Any, y: Any, levels: Sequence[float] | None 
     ax.plot([0, 1], [0, 1], color="black", linestyle="--", label="calibrated")
     ax.plot(levels, observed, marker="o", label="model")
     ax.set_xlabel("quantile level q")
-    ax.set_ylabel("fraction of targets below the predicted q-quantile")
+    ax.set_ylabel("fraction of targets below")
     ax.set_title("Quantile calibration")
     ax.legend()
     return ax
