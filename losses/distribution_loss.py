@@ -131,7 +131,7 @@ def _distribution_loss(
 ) -> Loss:
     numpyro_dists = numpyro_distributions()
     spec = _spec(family, params, links, censored, numpyro_dists)
-    cls, names, parameter_links, domain, log_survival = spec
+    cls, names, parameter_links, domain, log_survival, log_prob = spec
     n_outputs = len(names)
     transforms = [families.PARAMETER_LINKS[link] for link in parameter_links]
 
@@ -145,10 +145,10 @@ def _distribution_loss(
     def nll(y: ArrayLike, f: ArrayLike) -> jax.Array:
         dist = distribution_of(f)
         if not censored:
-            return -dist.log_prob(jnp.asarray(y))
+            return -log_prob(dist, jnp.asarray(y))
         y = jnp.asarray(y)
         time, event = y[..., 0], y[..., 1]
-        return -jnp.where(event > 0, dist.log_prob(time), log_survival(dist, time))
+        return -jnp.where(event > 0, log_prob(dist, time), log_survival(dist, time))
 
     catalogued = isinstance(family, str)
     name = family if catalogued else cls.__name__
@@ -177,8 +177,8 @@ def _distribution_loss(
 
 
 def _spec(family, params, links, censored, numpyro_dists) -> tuple:
-    """``(class, parameter names, links, target domain, log survival)``,
-    checked; raises naming the argument and the fix."""
+    """``(class, parameter names, links, target domain, log survival, log
+    density)``, checked; raises naming the argument and the fix."""
     if isinstance(family, str):
         if family not in families.FAMILIES:
             raise ValueError(
@@ -204,19 +204,25 @@ def _spec(family, params, links, censored, numpyro_dists) -> tuple:
             spec.target_domain,
             spec.log_survival,
         )
+        log_prob = spec.log_prob or _numpyro_log_prob
     else:
         cls, names = _user_class(family, params, numpyro_dists)
         default_links = tuple(_default_link(cls, name) for name in names)
         support = getattr(cls, "support", None)
         domain = _DOMAIN_OF_SUPPORT.get(_constraint_name(support), "any")
         log_survival = families._log_one_minus_cdf
+        log_prob = _numpyro_log_prob
     links = default_links if links is None else links
     if len(links) != len(names) or any(link not in families.PARAMETER_LINKS for link in links):
         raise ValueError(
             f"links: expected one of {sorted(families.PARAMETER_LINKS)} per parameter "
             f"{names}, got {links}"
         )
-    return cls, names, links, domain, log_survival
+    return cls, names, links, domain, log_survival, log_prob
+
+
+def _numpyro_log_prob(dist: Any, y: jax.Array) -> jax.Array:
+    return dist.log_prob(y)
 
 
 def _user_class(family, params, numpyro_dists) -> tuple[type, tuple[str, ...]]:

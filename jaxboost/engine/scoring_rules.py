@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betainc, betaln, gammainc, gammaincc, gammaln, i0e, i1e
 from jax.scipy.stats import norm
-from jax.scipy.stats import t as student_t_density
+
+from ..losses.families import log_gamma_half_ratio, student_t_cdf, student_t_log_density
 
 # draws per row of the sampled CRPS (Weibull, negative binomial, zero-inflated
 # Poisson, a user's family): JAX draws gamma and Poisson variates by
@@ -62,10 +63,12 @@ def crps_student_t(y, df, loc, scale):
     """CRPS of the Student-t (``df > 1``; infinite otherwise), all ``(n,)``."""
     z = (y - loc) / scale
     spread = (df + z**2) / (df - 1.0)
-    ratio = jnp.exp(betaln(0.5, df - 0.5) - 2.0 * betaln(0.5, 0.5 * df))
+    # B(1/2, df - 1/2) / B(1/2, df / 2)^2, by the log gamma ratios that keep
+    # their digits for large df (betaln(1/2, b) = log Gamma(1/2) - ratio(b))
+    log_ratio = 2.0 * log_gamma_half_ratio(0.5 * df) - log_gamma_half_ratio(df - 0.5)
+    ratio = jnp.exp(log_ratio - gammaln(0.5))
     constant = 2.0 * jnp.sqrt(df) / (df - 1.0) * ratio
-    tail = 0.5 * betainc(0.5 * df, 0.5, df / (df + z**2))  # P(T > |z|)
-    cdf, pdf = jnp.where(z < 0, tail, 1.0 - tail), student_t_density.pdf(z, df)
+    cdf, pdf = student_t_cdf(z, df), jnp.exp(student_t_log_density(z, df))
     return scale * (z * (2.0 * cdf - 1.0) + 2.0 * pdf * spread - constant)
 
 

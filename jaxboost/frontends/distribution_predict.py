@@ -25,6 +25,7 @@ import numpy as np
 from jax import lax
 
 from ..losses.distribution_loss import as_distribution_loss
+from ..losses.families import student_t_cdf
 
 # bisection steps: float32 brackets shrink to their last bit in fewer
 _BISECTION_STEPS = 64
@@ -75,7 +76,10 @@ def quantiles(dist: Any, q: Sequence[float] | float) -> np.ndarray:
 
 
 def _cdf(dist: Any, x: jax.Array) -> jax.Array:
-    """``dist.cdf(x)``, with the zero-inflated families' mixture written out."""
+    """``dist.cdf(x)``, with the zero-inflated families' mixture written out,
+    and the Student-t's accurate at any df."""
+    if type(dist).__name__ == "StudentT":
+        return student_t_cdf((x - dist.loc) / dist.scale, dist.df)
     try:
         return dist.cdf(x)
     except NotImplementedError:
