@@ -10,9 +10,10 @@ metadata (``name``, ``params``, ``link``, ``n_outputs``,
 function, any callable) into what the engine trains on.
 Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
 ``tweedie(power)``, ``focal(gamma)``, ``ranknet(sigma)``,
-``lambdarank(k, sigma, norm)``.  Group losses (``per="group"``:
-``listnet``, ``ranknet``, ``lambdarank`` on a query, ``cox`` on a
-stratum) are ``loss(y, f, mask) -> scalar`` on one padded group of rows.
+``lambdarank(k, sigma, norm)``; ``distribution(family)`` turns a numpyro
+distribution into its negative log-likelihood (``"distribution:gamma"``,
+...).  Group losses (``per="group"``: ``listnet``, ``ranknet``,
+``lambdarank`` on a query, ``cox`` on a stratum) are ``loss(y, f, mask) -> scalar`` on one padded group of rows.
 """
 
 from . import links
@@ -20,7 +21,9 @@ from ._declare import DATA_OUTPUTS, TARGET_DOMAINS, DeclaredLoss, Loss, TargetDo
 from .adapters import from_optax
 from .catalogue import ALIASES, CATALOGUE, available, get, resolve
 from .classification import binary_logloss, exponential, focal, softmax_cross_entropy
+from .distribution_loss import distribution
 from .distributions import gamma, gaussian_nll, poisson, tweedie
+from .families import FAMILIES
 from .ranking import lambdarank, listnet, ranknet
 from .regression import absolute_error, huber, log_cosh, quantile, squared_error
 from .survival import cox
@@ -29,6 +32,7 @@ __all__ = [
     "ALIASES",
     "CATALOGUE",
     "DATA_OUTPUTS",
+    "FAMILIES",
     "TARGET_DOMAINS",
     "DeclaredLoss",
     "Loss",
@@ -38,6 +42,7 @@ __all__ = [
     "binary_logloss",
     "cox",
     "declare",
+    "distribution",
     "exponential",
     "focal",
     "from_optax",

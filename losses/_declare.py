@@ -106,6 +106,14 @@ TARGET_DOMAINS: dict[str, TargetDomain] = {
         lambda y: (y >= 0) & (y == np.floor(y)),
     ),
     "non_negative": TargetDomain("that are >= 0", lambda y: y >= 0),
+    "count": TargetDomain(
+        "that are counts 0, 1, 2, ... (whole numbers)", lambda y: (y >= 0) & (y == np.floor(y))
+    ),
+    "open_unit_interval": TargetDomain(
+        "in the open interval (0, 1)",
+        lambda y: (y > 0) & (y < 1),
+        fix="squeeze them inside, e.g. (y (n - 1) + 0.5) / n (Smithson and Verkuilen)",
+    ),
     "positive": TargetDomain("that are > 0", lambda y: y > 0),
     "relevance": TargetDomain("that are relevance labels >= 0", lambda y: y >= 0, columns=()),
     "grade": TargetDomain(

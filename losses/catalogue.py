@@ -7,7 +7,16 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from . import adapters, classification, distributions, ranking, regression, survival
+from . import (
+    adapters,
+    classification,
+    distribution_loss,
+    distributions,
+    families,
+    ranking,
+    regression,
+    survival,
+)
 from ._declare import Loss
 
 # Name -> a declared loss, or a factory returning one.
@@ -29,6 +38,11 @@ CATALOGUE: dict[str, Loss | Callable[..., Loss]] = {
     "ranknet": ranking.ranknet,
     "lambdarank": ranking.lambdarank,
     "cox": survival.cox,
+    # numpyro families: "distribution:normal", ... (losses.distribution)
+    **{
+        distribution_loss.PREFIX + family: distribution_loss.catalogue_factory(family)
+        for family in families.FAMILIES
+    },
 }
 
 ALIASES: dict[str, str] = {

@@ -12,6 +12,7 @@ EXPECTED = {
     "quickstart.py": "test MAE",
     "quantile_intervals.py": "80% interval coverage",
     "distributional.py": "held-out Gaussian negative log-likelihood",
+    "distribution_families.py": "held-out censored NLL",
     "focal_imbalanced.py": "average precision",
     "tweedie_counts.py": "mean Poisson deviance",
     "asymmetric_loss.py": "business cost",

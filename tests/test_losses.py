@@ -303,10 +303,12 @@ def _per_sample(loss, y: jax.Array, raw: jax.Array) -> jax.Array:
 
 # the catalogue's group losses, tested in test_group_losses.py
 GROUP_LOSSES = {"listnet", "ranknet", "lambdarank", "cox"}
+# the numpyro families, tested in test_distribution_losses.py
+DISTRIBUTION_LOSSES = {f"distribution:{family}" for family in losses.FAMILIES}
 
 
 def test_cases_cover_the_catalogue():
-    assert set(CASES) | GROUP_LOSSES == set(losses.available())
+    assert set(CASES) | GROUP_LOSSES | DISTRIBUTION_LOSSES == set(losses.available())
     assert all(losses.get(name).per == "group" for name in GROUP_LOSSES)
     assert all(loss.per == "sample" for loss in CASES.values())
     assert set(losses.CATALOGUE) == set(losses.available())

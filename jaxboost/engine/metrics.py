@@ -16,10 +16,12 @@ import jax
 import jax.numpy as jnp
 
 from .. import losses as loss_catalogue
+from ..losses.distribution_loss import as_distribution_loss
 from ..runtime.workarounds import vector_output_compiler_options
 from .derivatives import sample_loss
 from .group_metrics import concordance_index, map_at, ndcg_at
 from .groups import group_count, loss_sum
+from .scoring_rules import crps_of
 
 
 class Metric(NamedTuple):
@@ -129,6 +131,38 @@ _NAMED = {
 }
 
 
+# scores of a predicted distribution, for distribution losses
+_DISTRIBUTION_METRICS = ("nll", "crps")
+
+
+@functools.lru_cache(maxsize=64)
+def distribution_metric(name: str, training_loss: Callable) -> Metric:
+    """``"nll"`` (the full negative log-likelihood, constants included) or
+    ``"crps"`` (`jaxboost.engine.scoring_rules`) of the distribution a
+    distribution loss predicts (cached: one loss, one compiled metric)."""
+    loss = as_distribution_loss(training_loss)
+    if loss is None:
+        name_of_loss = getattr(training_loss, "name", getattr(training_loss, "__name__", "loss"))
+        raise ValueError(
+            f"eval_metric {name!r}: scores a predicted distribution, and the loss "
+            f"{name_of_loss!r} is not one; train with losses.distribution(...) (e.g. "
+            "loss='distribution:normal') or gaussian_nll, or pick another metric"
+        )
+    if name == "nll":
+        return per_sample("nll", loss)
+    if loss.censored:
+        raise ValueError(
+            "eval_metric 'crps': the CRPS of right-censored targets is not defined here; "
+            "use 'nll', the censored likelihood"
+        )
+    crps = crps_of(loss)
+
+    def mean_crps(y, raw, weight):
+        return _weighted_mean(crps(y, raw), weight)
+
+    return Metric("crps", mean_crps, target_domain=loss.target_domain)
+
+
 # ranking metrics of query groups: "ndcg", "ndcg@5", "map", "map@10"
 _RANK_METRIC = re.compile(r"(ndcg|map)(@[1-9][0-9]*)?")
 
@@ -143,7 +177,8 @@ def _rank_metric(name: str) -> Metric:
 
 
 def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> Metric:
-    """A `Metric` from a name (``"loss"`` is the training loss; other
+    """A `Metric` from a name (``"loss"`` is the training loss, ``"nll"`` and
+    ``"crps"`` score the distribution a distribution loss predicts; other
     names: the metrics above, then the loss catalogue), a plain per-sample
     function, or a Metric."""
     if isinstance(metric, Metric):
@@ -153,6 +188,8 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
             if getattr(training_loss, "per", "sample") == "group":
                 return group_metric("loss", training_loss)
             return per_sample("loss", training_loss)
+        if metric in _DISTRIBUTION_METRICS:
+            return distribution_metric(metric, training_loss)
         if _RANK_METRIC.fullmatch(metric):
             return _rank_metric(metric)
         if metric in _NAMED:
@@ -160,7 +197,7 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
         try:
             return per_sample(metric, loss_catalogue.get(metric))
         except ValueError:
-            known = ["loss", *sorted(_NAMED), "ndcg@k", "map@k"]
+            known = ["loss", *sorted(_NAMED), *_DISTRIBUTION_METRICS, "ndcg@k", "map@k"]
             raise ValueError(
                 f"eval_metric: unknown metric {metric!r}; expected one of {known}, a loss "
                 "catalogue name, or a function metric(y, f) of one sample"

@@ -55,6 +55,7 @@ from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
 from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from . import distribution_predict
 from .computation_keys import keyed_loss, keyed_metrics
 from .continued import (
     check_compatible,
@@ -869,6 +870,33 @@ class Booster:
         """Predictions on the response scale, through the loss's declared link
         (identity when the loss declares none); ``init_score`` as in `predict_raw`."""
         return self._link(self.predict_raw(X, iteration_range, init_score))
+
+    def _distribution(self, X: Any, what: str, iteration_range=None) -> Any:
+        self._check_fitted()
+        loss = distribution_predict.distribution_loss_of(self.loss_, what)
+        return distribution_predict.predict_distribution(loss, self.predict_raw(X, iteration_range))
+
+    def predict_distribution(self, X: Any, iteration_range: tuple[int, int] | None = None) -> Any:
+        """The predicted distribution of every row, for a distribution loss
+        (`jaxboost.losses.distribution`, `gaussian_nll`): a numpyro
+        distribution of batch shape ``(n_rows,)`` (``.mean``, ``.variance``,
+        ``.cdf``, ``.log_prob``, its parameters as attributes: ``.loc``)."""
+        return self._distribution(X, "predict_distribution", iteration_range)
+
+    def predict_quantiles(
+        self, X: Any, q: Sequence[float] | float, iteration_range: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """Quantiles ``(n_rows, len(q))`` of the predicted distributions at
+        levels ``q`` in (0, 1) (docs/distributions.md: how they are computed)."""
+        levels = distribution_predict.checked_levels(q)
+        dist = self._distribution(X, "predict_quantiles", iteration_range)
+        return distribution_predict.quantiles(dist, levels)
+
+    def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
+        """``n`` draws ``(n_rows, n)`` from every row's predicted distribution;
+        ``random_state``: an int, a numpy ``Generator`` or None (a fresh seed)."""
+        dist = self._distribution(X, "sample")
+        return distribution_predict.sample(dist, n, random_state)
 
     def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
         """Raw scores after each round, one array per round."""

@@ -341,6 +341,22 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         for raw in self._staged_raw(X):
             yield self._response(raw)
 
+    def predict_distribution(self, X: Any) -> Any:
+        """`jaxboost.Booster.predict_distribution`: a numpyro distribution,
+        batch shape ``(n_rows,)``, for a distribution loss."""
+        check_is_fitted(self)
+        return self.booster_.predict_distribution(self._validate_X(X, reset=False))
+
+    def predict_quantiles(self, X: Any, q: Sequence[float] | float) -> np.ndarray:
+        """`jaxboost.Booster.predict_quantiles`: ``(n_rows, len(q))``."""
+        check_is_fitted(self)
+        return self.booster_.predict_quantiles(self._validate_X(X, reset=False), q)
+
+    def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
+        """`jaxboost.Booster.sample`: ``(n_rows, n)`` draws."""
+        check_is_fitted(self)
+        return self.booster_.sample(self._validate_X(X, reset=False), n, random_state)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True

@@ -1,4 +1,6 @@
-"""Plots of a fitted model: feature importances, learning curves, partial dependence.
+"""Plots of a fitted model: feature importances, learning curves, partial
+dependence, and the calibration of predicted distributions (PIT histogram,
+quantile calibration).
 
 matplotlib is optional (the ``plot`` extra); it is imported when a plot is
 drawn.  Every function draws on ``ax`` (a new figure's axes when None) and
@@ -12,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .distribution_predict import pit
 from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
 
 
@@ -141,4 +144,60 @@ def plot_partial_dependence(
         ax.set_xlabel(names[0])
         ax.set_ylabel(names[1])
     ax.set_title("Partial dependence")
+    return ax
+
+
+def plot_pit(model: Any, X: Any, y: Any, bins: int = 10, ax=None, random_state: Any = 0):
+    """Histogram of the probability integral transform ``F_i(y_i)`` of a
+    distribution loss's model (`jaxboost.frontends.distribution_predict.pit`),
+    as densities, with the uniform density 1 of calibrated predictions: a U
+    shape means too narrow distributions, a hump too wide, a slope a bias.
+
+    Args:
+      model: a fitted `jaxboost.Booster` or `jaxboost.Regressor` of a
+        distribution loss.
+      X: ``(n_rows, n_features)``; y: ``(n_rows,)`` uncensored targets.
+      bins: histogram bins on [0, 1].
+      random_state: the randomised PIT's seed (count families).
+    """
+    _pyplot()
+    values = pit(model.predict_distribution(X), y, random_state)
+    ax = _axes(ax)
+    ax.hist(values, bins=bins, range=(0.0, 1.0), density=True, edgecolor="white")
+    ax.axhline(1.0, color="black", linestyle="--", label="calibrated")
+    ax.set_xlabel("PIT value F(y)")
+    ax.set_ylabel("density")
+    ax.set_title("PIT histogram")
+    ax.legend()
+    return ax
+
+
+def plot_calibration(model: Any, X: Any, y: Any, levels: Sequence[float] | None = None, ax=None):
+    """Calibration of predicted quantiles: the fraction of targets below
+    each predicted ``q``-quantile against ``q`` (on the diagonal when
+    calibrated).
+
+    Args:
+      model: a fitted `jaxboost.Booster` or `jaxboost.Regressor` of a
+        distribution loss.
+      X: ``(n_rows, n_features)``; y: ``(n_rows,)`` uncensored targets.
+      levels: quantile levels in (0, 1) (default 0.05, 0.10, ..., 0.95).
+    """
+    _pyplot()
+    levels = np.linspace(0.05, 0.95, 19) if levels is None else np.asarray(levels, np.float64)
+    predicted = model.predict_quantiles(X, levels)  # (n_rows, len(levels))
+    y = np.asarray(y, np.float64)
+    if y.shape != predicted.shape[:1]:
+        raise ValueError(
+            f"y: expected one uncensored target per row of X, shape {predicted.shape[:1]}, got "
+            f"shape {y.shape}"
+        )
+    observed = np.mean(y[:, None] <= predicted, axis=0)
+    ax = _axes(ax)
+    ax.plot([0, 1], [0, 1], color="black", linestyle="--", label="calibrated")
+    ax.plot(levels, observed, marker="o", label="model")
+    ax.set_xlabel("quantile level q")
+    ax.set_ylabel("fraction of targets below")
+    ax.set_title("Quantile calibration")
+    ax.legend()
     return ax

@@ -1,0 +1,316 @@
+"""Distribution families of the catalogue: their parameters, the links from raw
+scores to them, their targets, and the closed forms a family has.
+
+A family's parameters come from the raw scores one per output, in the order
+of ``params``, each through its own link (`PARAMETER_LINKS`): ``identity``
+for a location, ``exp`` for a scale, rate or shape, ``sigmoid`` for a
+probability.  ``exp`` rather than softplus for scales keeps the raw scores
+of a scale on the log scale, where the Fisher information of a location-scale
+family is constant (``diag(1 / sigma^2, 2)`` for the Normal's (mean, log sd)).
+
+Nothing here imports numpyro: the families name their numpyro class, and the
+links and model files work without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import betainc, gammaln, polygamma
+from jax.scipy.stats import norm
+
+from . import links
+
+# raw score -> parameter, and back (the start: parameters -> raw scores)
+PARAMETER_LINKS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "identity": lambda raw: raw,
+    "exp": jnp.exp,
+    "softplus": jax.nn.softplus,
+    "sigmoid": jax.nn.sigmoid,
+}
+INVERSE_LINKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "identity": lambda value: value,
+    "exp": np.log,
+    "softplus": lambda value: value + np.log(-np.expm1(-value)),
+    "sigmoid": lambda value: np.log(value) - np.log1p(-value),
+}
+
+_EULER_GAMMA = 0.5772156649015329
+
+
+def log_gamma_half_ratio(b: jax.Array) -> jax.Array:
+    """``log Gamma(b + 1/2) - log Gamma(b)``, ``b > 0``, accurate in float32 for
+    any ``b``: the difference of the two ``gammaln`` loses all its digits past
+    ``b`` of about 1e5 (``gammaln(1e6)`` is 1.3e7, whose float32 spacing is 1),
+    so past ``b = 20`` the series ``log(b) / 2 - 1 / (8 b) + 1 / (192 b^3)``
+    takes over (off by 5e-10 there, less beyond)."""
+    large = b > 20.0
+    small_b = jnp.where(large, 1.0, b)  # each branch finite, so where's gradient is
+    large_b = jnp.where(large, b, 21.0)
+    exact = gammaln(small_b + 0.5) - gammaln(small_b)
+    series = 0.5 * jnp.log(large_b) - 1.0 / (8.0 * large_b) + 1.0 / (192.0 * large_b**3)
+    return jnp.where(large, series, exact)
+
+
+def student_t_log_density(z: jax.Array, df: jax.Array) -> jax.Array:
+    """Log density of the standard Student-t at ``z``, accurate in float32 for
+    any ``df`` (by `log_gamma_half_ratio`; JAX's ``t.logpdf`` is not past df
+    of about 1e4)."""
+    normaliser = log_gamma_half_ratio(0.5 * df) - 0.5 * jnp.log(df * np.pi)
+    return normaliser - 0.5 * (df + 1.0) * jnp.log1p(z * z / df)
+
+
+def student_t_cdf(z: jax.Array, df: jax.Array) -> jax.Array:
+    """Standard Student-t cdf at ``z``: by the incomplete beta function up to
+    df 1000, past which it loses digits in float32 (0.5 for 0.58 at df 5e8),
+    and by ``Phi(z) - phi(z) (z^3 + z) / (4 df)`` beyond (off by O(1 / df^2))."""
+    large = df > 1000.0
+    small_df = jnp.where(large, 1.0, df)
+    tail = 0.5 * betainc(0.5 * small_df, 0.5, small_df / (small_df + z * z))  # P(T > |z|)
+    exact = jnp.where(z < 0, tail, 1.0 - tail)
+    series = norm.cdf(z) - norm.pdf(z) * (z**3 + z) / (4.0 * jnp.where(large, df, 1001.0))
+    return jnp.where(large, series, exact)
+
+
+def _student_t_log_prob(dist, y):
+    """Student-t log density (numpyro's loses its normalising constant in
+    float32 past df of about 1e5, and a fit drives df there: its held-out
+    NLL read 0.78 for targets of sd 77)."""
+    z = (y - dist.loc) / dist.scale
+    return student_t_log_density(z, dist.df) - jnp.log(dist.scale)
+
+
+class Family(NamedTuple):
+    """A catalogue family: what `losses.distribution` needs beyond numpyro."""
+
+    numpyro_class: str  # the class in numpyro.distributions
+    params: tuple[str, ...]  # its constructor's parameters, one raw score each
+    links: tuple[str, ...]  # default PARAMETER_LINKS key per parameter
+    target_domain: str  # a key of losses.TARGET_DOMAINS
+    # weighted targets (n,), weights (n,) -> the parameters' moment estimates
+    start: Callable[[np.ndarray, np.ndarray], tuple[float, ...]]
+    # (numpyro distribution, time) -> log survival log(1 - cdf(time)) in a
+    # form that stays finite in the tail; None: not offered for censored targets
+    log_survival: Callable | None = None
+    # raw scores (K,) -> Fisher information (K, K) in raw coordinates, for the
+    # default links; None where there is no closed form
+    fisher: Callable[[jax.Array], jax.Array] | None = None
+    # (numpyro distribution, y) -> log density, where numpyro's is not
+    # accurate in float32; None: its log_prob
+    log_prob: Callable | None = None
+
+
+def _moments(y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """Weighted mean and variance (at least a 1e-12 of the mean's square)."""
+    mean = float(np.average(y, weights=weight))
+    variance = float(np.average((y - mean) ** 2, weights=weight))
+    return mean, max(variance, 1e-12 * max(mean * mean, 1.0))
+
+
+def _normal_start(y, weight):
+    mean, variance = _moments(y, weight)
+    return mean, np.sqrt(variance)
+
+
+def _student_t_start(y, weight, df=5.0):
+    # the start's df: heavy enough tails that outliers do not inflate the scale
+    mean, variance = _moments(y, weight)
+    return mean, np.sqrt(variance * (df - 2.0) / df), df
+
+
+def _log_normal_start(y, weight):
+    return _normal_start(np.log(y), weight)
+
+
+def _gamma_start(y, weight):
+    mean, variance = _moments(y, weight)
+    return mean * mean / variance, mean / variance
+
+
+def _poisson_start(y, weight):
+    return (max(_moments(y, weight)[0], 1e-6),)
+
+
+def _negative_binomial_start(y, weight):
+    mean, variance = _moments(y, weight)
+    mean = max(mean, 1e-6)
+    # variance = mean + mean^2 / concentration; near-Poisson data: a large one
+    excess = max(variance - mean, 1e-3 * mean * mean)
+    return mean, mean * mean / excess
+
+
+def _zero_inflated_poisson_start(y, weight):
+    positive = y > 0
+    if not np.any(positive):
+        return 0.5, 1e-3
+    # the mean of the positive counts, m = rate / (1 - exp(-rate)), solved by iteration
+    mean_positive = float(np.average(y[positive], weights=weight[positive]))
+    rate = mean_positive
+    for _ in range(50):
+        rate = mean_positive * -np.expm1(-rate)
+    rate = max(rate, 1e-6)
+    zeros = float(np.average(~positive, weights=weight))
+    gate = (zeros - np.exp(-rate)) / -np.expm1(-rate)
+    return float(np.clip(gate, 1e-3, 1 - 1e-3)), rate
+
+
+def _beta_start(y, weight):
+    mean, variance = _moments(y, weight)
+    total = max(mean * (1.0 - mean) / variance - 1.0, 1e-2)
+    return mean * total, (1.0 - mean) * total
+
+
+def _weibull_start(y, weight):
+    # log T = log scale + G / concentration, G a standard minimum Gumbel
+    # (mean -Euler's gamma, sd pi / sqrt 6)
+    mean, variance = _moments(np.log(y), weight)
+    concentration = np.pi / np.sqrt(6.0 * variance)
+    return float(np.exp(mean + _EULER_GAMMA / concentration)), concentration
+
+
+def _normal_log_survival(dist, time):
+    return norm.logsf((time - dist.loc) / dist.scale)
+
+
+def _log_normal_log_survival(dist, time):
+    return norm.logsf((jnp.log(time) - dist.loc) / dist.scale)
+
+
+def _weibull_log_survival(dist, time):
+    return -((time / dist.scale) ** dist.concentration)
+
+
+def _log_one_minus_cdf(dist, time):
+    """``log(1 - cdf)``, floored at float32's smallest normal number."""
+    return jnp.log(jnp.maximum(1.0 - dist.cdf(time), jnp.finfo(jnp.float32).tiny))
+
+
+def _location_log_scale_fisher(raw):
+    """Normal (mean, log sd): ``diag(1 / sd^2, 2)``, as NGBoost's."""
+    return jnp.diag(jnp.stack([jnp.exp(-2.0 * raw[1]), jnp.asarray(2.0, raw.dtype)]))
+
+
+def _poisson_fisher(raw):
+    return jnp.exp(raw).reshape(1, 1)
+
+
+def _gamma_fisher(raw):
+    """(log concentration a, log rate b): ``[[a^2 trigamma(a), -a], [-a, a]]``."""
+    concentration = jnp.exp(raw[0])
+    cross = -concentration
+    first = concentration**2 * polygamma(1, concentration)
+    return jnp.array([[first, cross], [cross, concentration]])
+
+
+def _weibull_fisher(raw):
+    """(log scale, log concentration k): ``[[k^2, (gamma - 1) k], [(gamma - 1) k,
+    (1 - gamma)^2 + pi^2 / 6]]``, gamma Euler's constant."""
+    concentration = jnp.exp(raw[1])
+    cross = (_EULER_GAMMA - 1.0) * concentration
+    shape = (1.0 - _EULER_GAMMA) ** 2 + np.pi**2 / 6.0
+    return jnp.array([[concentration**2, cross], [cross, jnp.asarray(shape, raw.dtype)]])
+
+
+FAMILIES: dict[str, Family] = {
+    "normal": Family(
+        "Normal",
+        ("loc", "scale"),
+        ("identity", "exp"),
+        "any",
+        _normal_start,
+        _normal_log_survival,
+        _location_log_scale_fisher,
+    ),
+    "student_t": Family(
+        "StudentT",
+        ("loc", "scale", "df"),
+        ("identity", "exp", "exp"),
+        "any",
+        _student_t_start,
+        log_prob=_student_t_log_prob,
+    ),
+    "lognormal": Family(
+        "LogNormal",
+        ("loc", "scale"),
+        ("identity", "exp"),
+        "positive",
+        _log_normal_start,
+        _log_normal_log_survival,
+        _location_log_scale_fisher,
+    ),
+    "gamma": Family(
+        "Gamma",
+        ("concentration", "rate"),
+        ("exp", "exp"),
+        "positive",
+        _gamma_start,
+        _log_one_minus_cdf,
+        _gamma_fisher,
+    ),
+    "poisson": Family(
+        "Poisson", ("rate",), ("exp",), "count", _poisson_start, fisher=_poisson_fisher
+    ),
+    "negative_binomial": Family(
+        "NegativeBinomial2",
+        ("mean", "concentration"),
+        ("exp", "exp"),
+        "count",
+        _negative_binomial_start,
+    ),
+    "zero_inflated_poisson": Family(
+        "ZeroInflatedPoisson",
+        ("gate", "rate"),
+        ("sigmoid", "exp"),
+        "count",
+        _zero_inflated_poisson_start,
+    ),
+    "beta": Family(
+        "Beta",
+        ("concentration1", "concentration0"),
+        ("exp", "exp"),
+        "open_unit_interval",
+        _beta_start,
+    ),
+    "weibull": Family(
+        "Weibull",
+        ("scale", "concentration"),
+        ("exp", "exp"),
+        "positive",
+        _weibull_start,
+        _weibull_log_survival,
+        _weibull_fisher,
+    ),
+}
+
+
+def link_name(parameter_links: tuple[str, ...]) -> str:
+    """The name of the link applying ``parameter_links`` column by column,
+    registered in ``losses.links.LINKS`` (so that ``predict`` and model files
+    find it): ``"parameters(identity,exp)"``."""
+    name = f"parameters({','.join(parameter_links)})"
+    if name not in links.LINKS:
+        links.LINKS[name] = _columnwise(parameter_links)
+    return name
+
+
+def _columnwise(parameter_links: tuple[str, ...]) -> links.Link:
+    transforms = [PARAMETER_LINKS[name] for name in parameter_links]
+
+    def parameters(raw):
+        """Raw scores ``(n_rows, K)`` (``(n_rows,)`` for one) -> parameters, same shape."""
+        raw = jnp.asarray(raw)
+        if len(transforms) == 1:
+            return transforms[0](raw)
+        columns = [transform(raw[..., k]) for k, transform in enumerate(transforms)]
+        return jnp.stack(columns, axis=-1)
+
+    return parameters
+
+
+# the catalogue families' links exist before any model file is read
+for _family in FAMILIES.values():
+    link_name(_family.links)
