@@ -234,3 +234,38 @@ def test_jax_grad_of_the_declared_fisher_parts_is_defined():
     assert jax.jacfwd(losses.gaussian_nll.fisher)(f).shape == (2, 2, 2)
     draws = losses.gaussian_nll.sampler(jax.random.key(0), f, 5)
     assert draws.shape == (5,)
+
+
+def test_the_program_compiled_ahead_is_the_fisher_one_the_fit_calls():
+    """``hessian="auto"`` is settled before compiling ahead: compiled as
+    "auto", the program ahead was one no fit calls (a second compile)."""
+    from test_compile_ahead import _COMPILES, _placed
+
+    from jaxboost.engine.round_programs import derivatives_program
+    from jaxboost.frontends.compile_ahead import start_loss_programs
+    from jaxboost.frontends.hessian_probe import derivatives_settings
+    from jaxboost.runtime.devices import make_mesh
+    from jaxboost.runtime.distributed import global_rows
+
+    mesh = make_mesh(jax.devices()[:1])
+    y = np.linspace(-2, 2, 300).astype(np.float32)
+    placed = _placed(y, mesh)
+    shift = float(np.random.default_rng().uniform(0.1, 0.2))  # new to the disk cache
+    loss = losses.declare(
+        eval(f"lambda y, f: losses.gaussian_nll(y, f + {shift!r})", {"losses": losses}),
+        name="gaussian_shifted",
+        link="mean_scale",
+        n_outputs=2,
+        smooth=True,
+        fisher=losses.gaussian_nll.fisher,
+    )
+    booster = jb.Booster(loss=loss)
+    start_loss_programs(booster, loss, 2, y, placed, y.shape[0]).result()
+    settings = derivatives_settings(loss, 2, "fisher", y.shape[0])
+    raw = global_rows(mesh, np.zeros((y.shape[0], 2), np.float32))
+    _COMPILES.active = True
+    try:
+        derivatives_program(settings, mesh)(*placed, raw)
+    finally:
+        _COMPILES.active = False
+    assert _COMPILES.count == 0

@@ -62,6 +62,14 @@ def declares_fisher(loss: Loss) -> bool:
     return fisher_source(loss) != "empirical"
 
 
+def resolved_hessian(setting: str, loss: Loss) -> str:
+    """The engine's ``hessian`` for a Booster's ``setting``: ``"auto"`` is
+    ``"fisher"`` for a loss that `declares_fisher`, else ``"diag"``."""
+    if setting != "auto":
+        return setting
+    return "fisher" if declares_fisher(loss) else "diag"
+
+
 def fisher_grad_hess(loss: Loss, y: jax.Array, raw: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Every row's gradient ``(n_rows, K)`` (`row_gradient`'s) and Fisher
     information ``(n_rows, K, K)`` at the raw scores ``raw (n_rows, K)``

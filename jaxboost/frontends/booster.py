@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import losses as loss_catalogue
 from ..engine.derivatives import HessianProbe
-from ..engine.fisher import check_distribution, declares_fisher
+from ..engine.fisher import check_distribution, resolved_hessian
 from ..engine.groups import bucket_widths
 from ..engine.metrics import Metric, resolve_metric
 from ..engine.predict import predict_on_devices, round_increments
@@ -308,9 +308,7 @@ class Booster:
 
     def _hessian_for(self, loss: Callable) -> str:
         """The ``hessian`` setting for ``loss``, ``"auto"`` settled."""
-        hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
-        if hessian == "auto":
-            return "fisher" if declares_fisher(loss) else "diag"
+        hessian = resolved_hessian(choice("hessian", self.hessian, HESSIAN_SETTINGS), loss)
         if hessian == "fisher" and getattr(loss, "per", "sample") == "group":
             raise ValueError(
                 "hessian='fisher': the Fisher information of a per-sample distribution; "
