@@ -114,11 +114,13 @@ def test_fisher_keeps_the_scale_from_collapsing_on_raw_diabetes():
     assert _mean_gaussian_nll(y_test, raw[:, 0], sd) < constant
 
 
-def test_fisher_fits_the_same_model_on_targets_of_any_scale():
+@pytest.mark.parametrize("strategy", ["multi_output_tree", "one_output_per_tree"])
+def test_fisher_fits_the_same_model_on_targets_of_any_scale(strategy):
     """``reg_lambda`` counts in rows' information: targets times 1000 give
     means times 1000 and log sds plus log 1000."""
     X, y, X_test, _ = _diabetes()
     settings = {"n_estimators": 30, "max_depth": 3, "hessian": "fisher"}
+    settings["multi_strategy"] = strategy
     small = jb.Booster(loss=losses.gaussian_nll, **settings).fit(X, y / 100)
     large = jb.Booster(loss=losses.gaussian_nll, **settings).fit(X, y * 10)
     small_raw, large_raw = small.predict_raw(X_test), large.predict_raw(X_test)

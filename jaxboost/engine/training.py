@@ -345,22 +345,25 @@ def _grow_one(
     information = None
     if cfg.hessian == "fisher":  # reg_lambda in rows' information (information_per_row)
         information = information_per_row(hess_diag, data.weight, axis_name)
-        per_row = information
+        searched = information
         if one_output:
-            per_row = lax.dynamic_slice_in_dim(per_row, index, 1)
-        # G^2 / (H + lambda d) = (G / sqrt(d))^2 / (H / d + lambda)
-        grad_split, hess_split = grad_split * lax.rsqrt(per_row), hess_split / per_row
+            searched = lax.dynamic_slice_in_dim(information, index, 1)
+        # G^2 / (H + lambda d) = (G / sqrt(d))^2 / (H / d + lambda); the
+        # leaves' sums stay unscaled (_newton_values scales them)
+        grad_search, hess_search = grad_split * lax.rsqrt(searched), hess_split / searched
+    else:
+        grad_search, hess_search = grad_split, hess_split
     # the split search on gradients in a unit where their squared sums stay
     # within float32 (exact: a power of two), paired with [hess or weight]
-    second = _second_split_stat(cfg, hess_split, data.weight)
+    second = _second_split_stat(cfg, hess_search, data.weight)
     scale = None
     if cfg.grad_quant_bins:
         unit, stats, scale = quantise_split_stats(
-            grad_split, second, data.row_id, round_index, seed, cfg.grad_quant_bins, axis_name
+            grad_search, second, data.row_id, round_index, seed, cfg.grad_quant_bins, axis_name
         )
     else:
-        unit = gradient_unit(grad_split, axis_name)
-        stats = jnp.concatenate([grad_split * unit, second], axis=1)
+        unit = gradient_unit(grad_search, axis_name)
+        stats = jnp.concatenate([grad_search * unit, second], axis=1)
     params = TreeParams(
         cfg.max_depth,
         hyper.reg_lambda,
