@@ -103,13 +103,15 @@ def test_information_per_row_is_the_weighted_mean_diagonal():
 
 def test_fisher_keeps_the_scale_from_collapsing_on_raw_diabetes():
     """Newton steps on the observed hessian (``hessian="diag"``) left held-out
-    sds of 0.0003 (targets of sd 77) and a mean NLL in the millions."""
+    sds of 0.0003 (targets of sd 77) and a mean NLL in the millions at 200
+    rounds of depth 3 and learning rate 0.1; at 0.02, sds of 18 to 120 and
+    an NLL of 6.01, above the constant model's 5.86 (Fisher: 5.79)."""
     X, y, X_test, y_test = _diabetes()
     settings = {"n_estimators": 200, "learning_rate": 0.02, "max_depth": 3}
     model = jb.Booster(loss=losses.gaussian_nll, **settings).fit(X, y)  # auto: fisher
     raw = np.asarray(model.predict_raw(X_test), np.float64)
     sd = np.exp(raw[:, 1])
-    assert 10.0 < sd.min() and sd.max() < 200.0, (sd.min(), sd.max())
+    assert 25.0 < sd.min() and sd.max() < 150.0, (sd.min(), sd.max())  # diag: 18 to 120
     constant = _mean_gaussian_nll(y_test, y.mean(), y.std())
     assert _mean_gaussian_nll(y_test, raw[:, 0], sd) < constant
 
