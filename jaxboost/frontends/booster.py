@@ -89,10 +89,11 @@ from .validation import (
     feature_names,
 )
 
-# rounds per device program when something watches every round
 # the Booster's hessian settings: the engine's, and "auto" (Fisher scoring for
 # a loss that declares its Fisher information or a sampler: bench_distributional.py)
 HESSIAN_SETTINGS = ("auto", *HESSIANS)
+
+# rounds per device program when something watches every round
 _MONITORED_CHUNK = 10
 
 # rounds per device program otherwise: the same for every n_estimators, so
