@@ -97,7 +97,10 @@ def derivatives(
     else:
         check_group_loss(loss, targets)
         if setting == "fisher":
-            raise ValueError("hessian='fisher': the Fisher information of a per-sample loss")
+            raise ValueError(
+                "hessian='fisher': the Fisher information of a per-sample distribution; "
+                "a group loss takes hessian='diag'"
+            )
 
     def run(dtype: str):
         inputs = (loss_in(loss, dtype), targets, scores, weight, full, hessian_mode, floor)
