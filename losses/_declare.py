@@ -2,7 +2,7 @@
 
 A declared loss is a `DeclaredLoss`: a callable ``loss(y, f) -> scalar``
 that calls the function it wraps (whose name, docstring and signature it
-shows) and carries eight attributes that the engine and the model files read:
+shows) and carries the attributes that the engine and the model files read:
 
 - ``name``: catalogue name; ``losses.get(name, **params)`` rebuilds the loss.
 - ``params``: the factory parameters, e.g. ``{"alpha": 0.9}`` (``{}`` if none).
@@ -139,6 +139,13 @@ TARGET_DOMAINS: dict[str, TargetDomain] = {
     ),
 }
 
+# what a distribution's declared parts are, for their errors
+_DISTRIBUTION_PARTS = {
+    "init": "a function (y (n,), weight (n,)) -> (K,) raw start",
+    "fisher": "a function f (K,) -> (K, K) Fisher information",
+    "sampler": "a function (key, f (K,), n) -> (n, ...) draws of y",
+}
+
 # what a loss is a function of: one row ``loss(y, f)``, or one group of rows
 # ``loss(y, f, mask)`` (a query, a stratum)
 PER = ("sample", "group")
@@ -185,6 +192,9 @@ class DeclaredLoss:
         per: str = "sample",
         row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
         row_order: Callable[[np.ndarray], np.ndarray] | None = None,
+        init: Callable[..., jax.Array] | None = None,
+        fisher: Callable[[jax.Array], jax.Array] | None = None,
+        sampler: Callable[..., jax.Array] | None = None,
     ):
         functools.update_wrapper(self, fn)  # __name__, __doc__, __wrapped__ (signature)
         self.name = name
@@ -198,6 +208,9 @@ class DeclaredLoss:
         self.per = per
         self.row_derivatives = row_derivatives
         self.row_order = row_order
+        self.init = init
+        self.fisher = fisher
+        self.sampler = sampler
         # (factory, args, kwargs) that built it, set by loss_factory
         self.recipe: tuple[Callable[..., Loss], tuple, dict] | None = None
 
@@ -222,6 +235,9 @@ class DeclaredLoss:
             "per": self.per,
             "row_derivatives": self.row_derivatives,
             "row_order": self.row_order,
+            "init": self.init,
+            "fisher": self.fisher,
+            "sampler": self.sampler,
         }
 
     # a declared loss is immutable: a copy (scikit-learn's clone) is itself
@@ -284,6 +300,9 @@ def declare(
     per: str = "sample",
     row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
     row_order: Callable[[np.ndarray], np.ndarray] | None = None,
+    init: Callable[..., jax.Array] | None = None,
+    fisher: Callable[[jax.Array], jax.Array] | None = None,
+    sampler: Callable[..., jax.Array] | None = None,
 ) -> Any:
     """Attach catalogue metadata to a loss function.
 
@@ -295,7 +314,9 @@ def declare(
     Raises a ValueError for an unknown ``link`` or ``target_domain``, a bad
     ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``), a
     ``per`` other than ``"sample"`` or ``"group"``, or ``row_derivatives``
-    on a per-sample loss.
+    on a per-sample loss, or an ``init``, ``fisher`` or ``sampler`` that is
+    not a function or is given to a group loss (their values are checked
+    when a fit first calls them: `check_distribution`).
     """
     if per not in PER:
         raise ValueError(f"per must be one of {list(PER)}, got {per!r}")
@@ -305,6 +326,9 @@ def declare(
         raise ValueError("row_derivatives: a function (y, f, mask) -> (grad, hess) of a group loss")
     if row_order is not None and (per != "group" or not callable(row_order)):
         raise ValueError("row_order: a function y -> keys of a group loss")
+    for argument, value in (("init", init), ("fisher", fisher), ("sampler", sampler)):
+        if value is not None and (per != "sample" or not callable(value)):
+            raise ValueError(f"{argument}: {_DISTRIBUTION_PARTS[argument]} of a per-sample loss")
     if link not in links.LINKS:
         raise ValueError(f"link must be one of {sorted(links.LINKS)}, got {link!r}")
     valid_count = isinstance(n_outputs, int) and not isinstance(n_outputs, bool) and n_outputs >= 1
@@ -333,6 +357,9 @@ def declare(
             per=per,
             row_derivatives=row_derivatives,
             row_order=row_order,
+            init=init,
+            fisher=fisher,
+            sampler=sampler,
         )
 
     return attach if fn is None else attach(fn)

@@ -74,7 +74,41 @@ def tweedie(power: float = 1.5) -> Loss:
     return tweedie_loss
 
 
-@declare(name="gaussian_nll", link="mean_scale", n_outputs=2, smooth=True)
+def _gaussian_init(y: ArrayLike, weight: ArrayLike) -> jax.Array:
+    """``(2,)``: the targets' weighted mean and the log of their weighted
+    standard deviation (``y (n,)``, ``weight (n,)``, 0 on padding rows), the
+    Gaussian's maximum-likelihood start; targets of no spread start at log
+    scale 0 (their likelihood has no maximum: the search then says so)."""
+    y, weight = jnp.asarray(y, jnp.float32), jnp.asarray(weight, jnp.float32)
+    total = jnp.maximum(jnp.sum(weight), jnp.finfo(jnp.float32).tiny)
+    mean = jnp.sum(weight * y) / total
+    variance = jnp.sum(weight * jnp.square(y - mean)) / total
+    log_scale = 0.5 * jnp.log(jnp.where(variance > 0, variance, 1.0))
+    return jnp.stack([mean, log_scale])
+
+
+def _gaussian_fisher(f: ArrayLike) -> jax.Array:
+    """``(2, 2)``: the Fisher information of ``(mean, log_scale)`` at ``f (2,)``,
+    ``diag(exp(-2 log_scale), 2)`` (NGBoost's ``Normal`` metric)."""
+    log_scale = jnp.asarray(f)[1]
+    return jnp.diag(jnp.stack([jnp.exp(-2.0 * log_scale), jnp.asarray(2.0, log_scale.dtype)]))
+
+
+def _gaussian_sampler(key: jax.Array, f: ArrayLike, n: int) -> jax.Array:
+    """``(n,)`` draws from the Gaussian of raw scores ``f (2,)``."""
+    f = jnp.asarray(f)
+    return f[0] + jnp.exp(f[1]) * jax.random.normal(key, (n,), f.dtype)
+
+
+@declare(
+    name="gaussian_nll",
+    link="mean_scale",
+    n_outputs=2,
+    smooth=True,
+    init=_gaussian_init,
+    fisher=_gaussian_fisher,
+    sampler=_gaussian_sampler,
+)
 def gaussian_nll(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Gaussian negative log-likelihood with a learned scale.
 
@@ -86,6 +120,12 @@ def gaussian_nll(y: ArrayLike, f: ArrayLike) -> jax.Array:
         the standard deviation.
     Returns:
       scalar loss. Link: mean_scale, ``(mean, exp(log_scale))``.
+
+    Declares its start (the targets' weighted mean and log standard
+    deviation), its Fisher information ``diag(exp(-2 log_scale), 2)`` and a
+    sampler, so ``hessian="auto"`` trains it by Fisher scoring (NGBoost's
+    natural gradients: Duan et al., 2020, "NGBoost: Natural Gradient Boosting
+    for Probabilistic Prediction").
     """
     f = jnp.asarray(f)
     mean, log_scale = f[..., 0], f[..., 1]

@@ -6,7 +6,10 @@ losses get the exact weighted median / quantile); vector outputs take a line
 search along each output, then Newton directions in coordinates scaled by
 the hessian's diagonal, each followed by a line search, until a scale-free
 test says they converged (`vector_initial_score`; where they do not,
-the fit warns).
+the fit warns).  A loss that declares ``init`` (a distribution: the moments
+of its targets, `losses.declare`) starts the vector search there, so that it
+is near the minimum on any target scale; the search still refines it.  One
+output needs no start: its scalar search is exact from 0 or the median.
 
 A scalar search started at 0 stops at the first stationary point it finds.
 For a redescending loss (Tukey's biweight, Welsch) whose targets lie far from
@@ -95,9 +98,26 @@ def searched_initial_score(
     """`initial_score` and whether its search converged (a scalar bool;
     always True for one output, whose scalar search ends at its tolerance)."""
     if n_outputs > 1:
-        found = vector_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
+        start = declared_start(loss, y, weight, n_outputs, axis_name)
+        found = vector_initial_score(loss, y, weight, n_outputs, axis_name, kernels, start)
         return found.score, found.converged
     return _scalar_initial_score(loss, y, weight, axis_name, kernels), jnp.asarray(True)
+
+
+def declared_start(
+    loss: Loss, y: jax.Array, weight: jax.Array, n_outputs: int, axis_name: str | None
+) -> jax.Array | None:
+    """``(n_outputs,)`` float32: the loss's declared ``init(y, weight)`` (a
+    distribution's moments of the targets) on all rows of all shards, 0
+    where it is not finite; None where the loss declares none."""
+    init = getattr(loss, "init", None)
+    if init is None:
+        return None
+    if axis_name is not None:  # the moments of all rows, not of one shard's
+        y = lax.all_gather(y, axis_name, tiled=True)
+        weight = lax.all_gather(weight, axis_name, tiled=True)
+    start = jnp.reshape(jnp.asarray(init(y, weight), jnp.float32), (n_outputs,))
+    return jnp.where(jnp.isfinite(start), start, 0.0)
 
 
 def _scalar_initial_score(loss, y, weight, axis_name, kernels) -> jax.Array:

@@ -29,6 +29,7 @@ from ..runtime.program_cache import one_program_per_shape
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
 from .derivatives import Loss, grad_hess, sample_loss
+from .fisher import fisher_grad_hess, information_per_row
 from .groups import GroupBucket, group_grad_hess, loss_sum, mean_group_loss
 from .init_score import searched_initial_score
 from .joint_newton import leaf_hessian, solve_joint
@@ -49,7 +50,8 @@ from .tree import Tree, TreeParams, grow_tree
 
 LEAF_METHODS = ("newton", "line_search", "joint_newton")
 SPLIT_CRITERIA = ("second_order", "first_order")
-HESSIANS = ("diag", "full")
+# "fisher": the full K x K Fisher information in place of the hessian (engine.fisher)
+HESSIANS = ("diag", "full", "fisher")
 HESSIAN_MODES = ("raw", "clip", "abs")
 MULTI_STRATEGIES = ("multi_output_tree", "one_output_per_tree")
 
@@ -202,7 +204,9 @@ def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
     return jnp.where(gain > 0, jnp.clip(gain / unit / unit, finfo.tiny, finfo.max), 0.0)
 
 
-def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name):
+def _leaf_values(
+    cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name, information=None
+):
     """``((2^D, K) leaf values, n_stuck)``: the values (learning rate not
     applied) from the leaves' ``totals`` (`jaxboost.engine.leaves.LeafTotals`
     of the masked outputs), and the number of leaves left at 0 for want of a
@@ -210,9 +214,10 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
     leaves whose regularised hessian is not positive; else 0).
 
     ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
-    output) or is all ones.
+    output) or is all ones; ``information`` ``(K,)`` or None as in
+    `_newton_values`.
     """
-    newton = solve_newton(totals.grad, totals.hess, hyper.reg_lambda)
+    newton = _newton_values(totals, hyper.reg_lambda, information)
     grad_sum = totals.grad
     if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
         direction = jnp.broadcast_to(output_mask, newton.shape)
@@ -259,6 +264,25 @@ def _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_n
         lambda: newton,
     )
     return values, none_stuck
+
+
+def _newton_values(
+    totals: LeafTotals, reg_lambda: jax.Array, information: jax.Array | None
+) -> jax.Array:
+    """``(n_leaves, K)`` Newton leaf values ``-(H + lambda D)^-1 G`` from the
+    leaves' sums, ``D = diag(information (K,))`` (the identity where None),
+    solved in units where ``D`` is the identity: outputs whose information
+    per row differs by orders of magnitude (a Gaussian's mean on targets of
+    sd 1000 beside its log scale) are then alike to the eigenvalue cutoff of
+    `jaxboost.engine.leaves.solve_newton`, which would drop the smaller."""
+    if information is None:
+        return solve_newton(totals.grad, totals.hess, reg_lambda)
+    root = jnp.sqrt(information)
+    if totals.hess.ndim == 3:
+        hess = totals.hess / (root[:, None] * root[None, :])
+    else:
+        hess = totals.hess / information
+    return solve_newton(totals.grad / root, hess, reg_lambda) / root
 
 
 def _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name) -> jax.Array:
@@ -322,17 +346,28 @@ def _grow_one(
         hess_split = lax.dynamic_slice_in_dim(hess_diag, index, 1, axis=1)
     else:
         grad_split, hess_split = grad, hess_diag
+    information = None
+    if cfg.hessian == "fisher":  # reg_lambda in rows' information (information_per_row)
+        information = information_per_row(hess_diag, data.weight, axis_name)
+        searched = information
+        if one_output:
+            searched = lax.dynamic_slice_in_dim(information, index, 1)
+        # G^2 / (H + lambda d) = (G / sqrt(d))^2 / (H / d + lambda); the
+        # leaves' sums stay unscaled (_newton_values scales them)
+        grad_search, hess_search = grad_split * lax.rsqrt(searched), hess_split / searched
+    else:
+        grad_search, hess_search = grad_split, hess_split
     # the split search on gradients in a unit where their squared sums stay
     # within float32 (exact: a power of two), paired with [hess or weight]
-    second = _second_split_stat(cfg, hess_split, data.weight)
+    second = _second_split_stat(cfg, hess_search, data.weight)
     scale = None
     if cfg.grad_quant_bins:
         unit, stats, scale = quantise_split_stats(
-            grad_split, second, data.row_id, round_index, seed, cfg.grad_quant_bins, axis_name
+            grad_search, second, data.row_id, round_index, seed, cfg.grad_quant_bins, axis_name
         )
     else:
-        unit = gradient_unit(grad_split, axis_name)
-        stats = jnp.concatenate([grad_split * unit, second], axis=1)
+        unit = gradient_unit(grad_search, axis_name)
+        stats = jnp.concatenate([grad_search * unit, second], axis=1)
     if cfg.count_rows:  # (this round's subsample: out-of-bag rows have weight 0)
         stats = jnp.concatenate([stats, (data.weight > 0).astype(stats.dtype)[:, None]], axis=1)
     params = TreeParams(
@@ -374,7 +409,7 @@ def _grow_one(
             hess=_diagonal_hessian(totals.hess * output_mask, full=hess.ndim == 3),
         )
     values, n_stuck = _leaf_values(
-        cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name
+        cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name, information
     )
     values = hyper.learning_rate * values
     if cfg.armijo:
@@ -404,9 +439,12 @@ def round_derivatives(
 ):
     """Every row's unweighted gradient ``(n_rows, K)`` and hessian
     ``(n_rows, K[, K])`` at the scores ``raw (n_rows, K)`` (a group loss's
-    over its ``groups``, `ShardData`'s)."""
+    over its ``groups``, `ShardData`'s; ``hessian="fisher"``: the Fisher
+    information ``(n_rows, K, K)``, `jaxboost.engine.fisher`)."""
     if cfg.grouped:
         return group_grad_hess(cfg.loss, y, raw, groups)
+    if cfg.hessian == "fisher":
+        return fisher_grad_hess(cfg.loss, y, raw)
     return grad_hess(cfg.loss, y, raw, full_hessian=cfg.hessian == "full")
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import losses as loss_catalogue
 from ..engine.derivatives import HessianProbe
+from ..engine.fisher import check_distribution, resolved_hessian
 from ..engine.groups import bucket_widths
 from ..engine.leaf_index import leaf_indices_on
 from ..engine.metrics import Metric, resolve_metric
@@ -99,6 +100,10 @@ from .validation import (
     feature_names,
 )
 
+# the Booster's hessian settings: the engine's, and "auto" (Fisher scoring for
+# a loss that declares its Fisher information or a sampler: bench_distributional.py)
+HESSIAN_SETTINGS = ("auto", *HESSIANS)
+
 # rounds per device program when something watches every round
 _MONITORED_CHUNK = 10
 
@@ -176,7 +181,13 @@ class Booster:
       split_criterion: ``"second_order"`` (Newton gain), ``"first_order"``
         (Friedman: least squares on the pseudo-residuals) or ``"auto"``: first
         order for losses whose hessian is zero almost everywhere, else second.
-      hessian: ``"diag"`` or ``"full"`` hessian for vector outputs' leaves.
+      hessian: ``"diag"`` or ``"full"`` hessian for vector outputs' leaves;
+        ``"fisher"``: the Fisher information in its place (Fisher scoring,
+        NGBoost's natural gradients; the loss's declared ``fisher``, else
+        sampled from its ``sampler``, else the empirical ``grad grad^T``:
+        `jaxboost.engine.fisher`), as a full matrix; ``"auto"``:
+        ``"fisher"`` for a loss that declares ``fisher`` or ``sampler`` (a
+        distribution, ``losses.gaussian_nll``), else ``"diag"``.
       multi_strategy: ``"multi_output_tree"`` (one tree with vector leaves per
         round) or ``"one_output_per_tree"`` (Friedman's multi-class algorithm).
       subsample: fraction of rows drawn (without replacement) for each round.
@@ -247,7 +258,7 @@ class Booster:
         min_split_gain: float = 0.0,
         max_bins: int = 255,
         split_criterion: str = "auto",
-        hessian: str = "diag",
+        hessian: str = "auto",
         multi_strategy: str = "multi_output_tree",
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
@@ -317,6 +328,16 @@ class Booster:
             return int(y.shape[1]) if y.ndim == 2 else 1
         return int(declared)
 
+    def _hessian_for(self, loss: Callable) -> str:
+        """The ``hessian`` setting for ``loss``, ``"auto"`` settled."""
+        hessian = resolved_hessian(choice("hessian", self.hessian, HESSIAN_SETTINGS), loss)
+        if hessian == "fisher" and getattr(loss, "per", "sample") == "group":
+            raise ValueError(
+                "hessian='fisher': the Fisher information of a per-sample distribution; "
+                "a group loss takes hessian='diag' (or 'auto')"
+            )
+        return hessian
+
     def _config(
         self,
         loss: Callable,
@@ -360,7 +381,7 @@ class Booster:
             max_depth=int(self.max_depth),
             leaf_method=choice("leaf_method", leaf_method, LEAF_METHODS),
             split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
-            hessian=choice("hessian", self.hessian, HESSIANS),
+            hessian=self._hessian_for(loss),
             multi_strategy=choice("multi_strategy", self.multi_strategy, MULTI_STRATEGIES),
             rounds_per_chunk=int(chunk),
             hessian_mode=choice("hessian_mode", self.hessian_mode, HESSIAN_MODES),
@@ -392,6 +413,7 @@ class Booster:
         check_random_state(self.random_state)
         check_devices(self.devices)
         choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
+        choice("hessian", self.hessian, HESSIAN_SETTINGS)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -614,6 +636,7 @@ class Booster:
         def check_loss_and_metrics() -> None:
             if grouped is None:
                 check_loss(loss, targets, n_outputs)
+                check_distribution(loss, targets, weight, n_outputs)
             else:
                 check_group_loss(loss, targets)
             for metric in metrics:
@@ -676,7 +699,7 @@ class Booster:
             loss,
             targets,
             placed.init_score,
-            self.hessian,
+            self._hessian_for(loss),
             (placed.data.y, placed.data.weight),
             rows_per_shard,
         )

@@ -29,6 +29,7 @@ import jax
 import numpy as np
 
 from ..engine.derivatives import compile_probe, is_declared
+from ..engine.fisher import resolved_hessian
 from ..engine.round_programs import derivatives_program
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .hessian_probe import derivatives_settings, probe_targets, probes_on_rows
@@ -63,7 +64,7 @@ def start_loss_programs(
     derivatives on: `jaxboost.frontends.hessian_probe.probe_fit`'s
     arguments.  Returns the compile's future (None: nothing to compile)."""
     y_rows, weight_rows = placed_rows
-    hessian = booster.hessian
+    hessian = resolved_hessian(booster.hessian, loss)
     if probes_on_rows(y_rows.shape[0], n_outputs, hessian):
         if is_declared(loss) and not _probably_round_by_round(booster, loss, y_rows.shape[0]):
             return None

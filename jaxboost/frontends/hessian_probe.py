@@ -59,7 +59,7 @@ def derivatives_settings(
 def probes_on_rows(n_rows: int, n_outputs: int, hessian: str) -> bool:
     """Whether a fit of ``n_rows`` rows (all processes) probes with its
     derivatives program (`probe_fit`)."""
-    entries = n_outputs * (n_outputs if hessian == "full" else 1)
+    entries = n_outputs * (n_outputs if hessian in ("full", "fisher") else 1)
     return (
         jax.process_count() == 1
         and n_rows <= FAST_COMPILE_ROWS

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import losses as loss_catalogue
 from ..engine.derivatives import grad_hess
+from ..engine.fisher import fisher_grad_hess
 from ..engine.groups import group_grad_hess
 from ..engine.round_checks import float64_message
 from ..engine.training import HESSIAN_MODES, HESSIANS, count_not_finite, tree_statistics
@@ -64,8 +65,9 @@ def derivatives(
       f: ``(n_rows,)`` raw scores of a loss of one output, or
         ``(n_rows, n_outputs)``.
       sample_weight: ``(n_rows,)`` non-negative weights (default ones).
-      hessian: ``"diag"`` or ``"full"``, as the Booster's (a group loss's
-        hessian is its diagonal).
+      hessian: ``"diag"``, ``"full"`` or ``"fisher"`` (the Fisher
+        information, full: `jaxboost.engine.fisher`), as the Booster's (a
+        group loss's hessian is its diagonal).
       hessian_mode: ``"raw"``, ``"clip"`` or ``"abs"``, as the Booster's.
       hessian_floor: the floor of ``hessian_mode``.
       loss_dtype: ``"auto"``, ``"float32"`` or ``"float64"``, as the Booster's.
@@ -74,13 +76,14 @@ def derivatives(
     Returns:
       ``(grad, hess)`` float32 numpy arrays, ``grad`` of the shape of ``f``
       and ``hess`` too, or ``(n_rows, n_outputs, n_outputs)`` for a 2-D ``f``
-      with ``hessian="full"``.
+      with ``hessian="full"`` or ``"fisher"``.
     """
     scores, one_dimensional = _as_scores(f)
     n_rows, n_outputs = scores.shape
     targets = as_targets(y, n_rows)
     weight = as_weights(sample_weight, n_rows)
-    full = choice("hessian", hessian, HESSIANS) == "full"
+    setting = choice("hessian", hessian, HESSIANS)
+    full = setting == "full"
     choice("hessian_mode", hessian_mode, HESSIAN_MODES)
     floor = finite_number("hessian_floor", hessian_floor)
     choice("loss_dtype", loss_dtype, LOSS_DTYPES)
@@ -93,11 +96,16 @@ def derivatives(
         check_loss(loss, targets, n_outputs)
     else:
         check_group_loss(loss, targets)
+        if setting == "fisher":
+            raise ValueError(
+                "hessian='fisher': the Fisher information of a per-sample distribution; "
+                "a group loss takes hessian='diag'"
+            )
 
     def run(dtype: str):
         inputs = (loss_in(loss, dtype), targets, scores, weight, full, hessian_mode, floor)
         if groups is None:
-            return _per_sample(*inputs)
+            return _per_sample(*inputs, fisher=setting == "fisher")
         return _grouped(*inputs, groups)
 
     grad, hess, n_not_finite = run("float64" if loss_dtype == "float64" else "float32")
@@ -126,11 +134,15 @@ def _as_scores(f: Any) -> tuple[np.ndarray, bool]:
     return (scores[:, None], True) if scores.ndim == 1 else (scores, False)
 
 
-def _per_sample(loss, y, scores, weight, full, mode, floor):
-    """``(grad, hess, rows not finite)`` of a per-sample loss, as numpy."""
+def _per_sample(loss, y, scores, weight, full, mode, floor, fisher=False):
+    """``(grad, hess, rows not finite)`` of a per-sample loss, as numpy
+    (``fisher``: the Fisher information as its hessian, full)."""
 
     def program(y, raw, weight):
-        grad, hess = grad_hess(loss, y, raw, full_hessian=full)
+        if fisher:
+            grad, hess = fisher_grad_hess(loss, y, raw)
+        else:
+            grad, hess = grad_hess(loss, y, raw, full_hessian=full)
         n_not_finite = count_not_finite(grad, hess, weight, None)
         return (*tree_statistics(grad, hess, weight, mode, floor), n_not_finite)
 

@@ -56,6 +56,11 @@ _DECLARED = (
     "target_domain",
     "smooth",
     "per",
+    # a distribution's parts (their function objects, by repr: a program of
+    # hessian="fisher" calls them, and a loss's init starts its search)
+    "init",
+    "fisher",
+    "sampler",
 )
 
 
