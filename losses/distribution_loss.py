@@ -152,6 +152,9 @@ def _distribution_loss(
 
     catalogued = isinstance(family, str)
     name = family if catalogued else cls.__name__
+    fisher = None
+    if catalogued and not censored and parameter_links == families.FAMILIES[family].links:
+        fisher = families.FAMILIES[family].fisher
     declared = declare(
         nll,
         name=PREFIX + name,
@@ -161,6 +164,9 @@ def _distribution_loss(
         convex=False,
         target_domain="time_event" if censored else domain,
         smooth=catalogued,  # a user's family may have kinks (Laplace)
+        init=_init(family, parameter_links, censored) if catalogued else None,
+        fisher=fisher,
+        sampler=None if censored else _sampler(distribution_of),
     )
     declared.__doc__ = f"Negative log-likelihood of {name} ({', '.join(names)}); see distribution."
     declared.family = name
@@ -168,11 +174,6 @@ def _distribution_loss(
     declared.parameter_links = parameter_links
     declared.censored = censored
     declared.distribution_of = distribution_of
-    declared.init = _init(family, parameter_links, censored) if catalogued else None
-    declared.sampler = None if censored else _sampler(distribution_of)
-    declared.fisher = None
-    if catalogued and not censored and parameter_links == families.FAMILIES[family].links:
-        declared.fisher = families.FAMILIES[family].fisher
     return declared
 
 
