@@ -139,15 +139,22 @@ def _removing_on_failure(read: Callable) -> Callable:
     return read_or_remove
 
 
+def _wrap_once(owner: Any, name: str, wrap: Callable, marker: str) -> None:
+    """Replace ``owner.name`` (JAX's private function or method: left alone
+    where it is missing) by ``wrap(it)``, unless already wrapped (``marker``
+    set on the wrapper)."""
+    original = getattr(owner, name, None)
+    if callable(original) and not getattr(original, marker, False):
+        setattr(owner, name, wrap(original))
+
+
 def _remove_entries_that_fail_to_read() -> None:
-    """Wrap JAX's cache read once (a private function: skipped where it is missing)."""
+    """Wrap JAX's cache read once."""
     try:
         from jax._src import compilation_cache as jax_cache
     except ImportError:  # a JAX without it: its reads stay as they are
         return
-    read = getattr(jax_cache, "get_executable_and_time", None)
-    if callable(read) and not getattr(read, "removes_entries", False):
-        jax_cache.get_executable_and_time = _removing_on_failure(read)
+    _wrap_once(jax_cache, "get_executable_and_time", _removing_on_failure, "removes_entries")
 
 
 # -- eviction ---------------------------------------------------------------------
@@ -191,14 +198,12 @@ def _evicting_only_when_full(evict: Callable) -> Callable:
 
 
 def _scan_for_eviction_only_when_full() -> None:
-    """Wrap JAX's eviction once (a private method: skipped where it is missing)."""
+    """Wrap JAX's eviction once."""
     try:
         from jax._src.lru_cache import LRUCache
     except ImportError:  # a JAX without it: its writes stay as they are
         return
-    evict = getattr(LRUCache, "_evict_if_needed", None)
-    if callable(evict) and not getattr(evict, "only_when_full", False):
-        LRUCache._evict_if_needed = _evicting_only_when_full(evict)
+    _wrap_once(LRUCache, "_evict_if_needed", _evicting_only_when_full, "only_when_full")
 
 
 def enable_by_default() -> Path | None:
