@@ -119,7 +119,9 @@ def test_a_process_that_leaves_mid_fit_stops_the_other_with_the_reason():
     assert second["code"] == -9, second  # killed after round 2
     assert first["code"] == 3, first
     assert first["last"].startswith("error RuntimeError: fit: process 0 lost process 1 in a")
-    assert "Connection reset by peer" in first["last"]
+    # Gloo's own cause, carried in the message (its words vary with timing:
+    # "Connection reset by peer", "Connection closed by peer", ...)
+    assert "(UNKNOWN: Gloo" in first["last"]
     assert "cannot continue" in first["last"] and "Restart all processes" in first["last"]
 
 
