@@ -4,11 +4,11 @@ Many tests fit small models whose programs are the same HLO built from
 different loss objects (a fresh lambda, a catalogue factory called again);
 jaxboost's in-memory cache is keyed on the loss object, XLA's persistent cache
 on the program, so with it each such program compiles once per run instead of
-once per test.  The directory is made by the controlling process and
-inherited by the xdist workers, each of which keeps its own subdirectory (a
-shared one is safe, JAX locks a bounded cache, but the workers would wait on
-each other's lock).  Subprocess tests set their own caches or use the default
-one.
+once per test.  The directory is made by the controlling process and shared
+by the xdist workers and the scripts the tests run (`run_script`, unless a
+test gives its own cache): JAX's key for a program includes the cache's
+directory (its GPU autotuning files live there), so workers with a
+directory each never found each other's programs.
 
 Compilation is most of the suite's time, so XLA's CPU backend runs LLVM at
 optimisation level 0 here (``XLA_FLAGS``, inherited by the subprocess tests
@@ -65,8 +65,7 @@ def pytest_configure(config):
         config._jaxboost_owns_cache = True
     import jaxboost
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    jaxboost.enable_compilation_cache(os.path.join(os.environ[_DIRECTORY_VARIABLE], worker))
+    jaxboost.enable_compilation_cache(os.environ[_DIRECTORY_VARIABLE])
 
 
 def pytest_unconfigure(config):

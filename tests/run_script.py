@@ -14,11 +14,16 @@ def run_script(
     args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess:
     """``python script *args`` with ``environment`` added to this process's,
-    output captured."""
+    output captured.  The script keeps its programs in the test run's XLA
+    cache (conftest.py) unless ``environment`` chooses a cache."""
+    environment = environment or {}
+    if not {"JAXBOOST_COMPILATION_CACHE", "JAXBOOST_CACHE_DIR"} & set(environment):
+        run_cache = os.environ.get("JAXBOOST_TEST_RUN_XLA_CACHE")
+        environment = {"JAXBOOST_COMPILATION_CACHE": run_cache, **environment} if run_cache else environment
     return subprocess.run(
         [sys.executable, str(script), *args],
         check=False,
-        env={**os.environ, **(environment or {})},
+        env={**os.environ, **environment},
         capture_output=True,
         text=True,
         timeout=timeout,
