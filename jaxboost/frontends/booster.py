@@ -58,6 +58,7 @@ from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from . import distribution_predict
 from .computation_keys import keyed_loss, keyed_metrics
+from .constraints import interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
     continued_from,
@@ -243,6 +244,16 @@ class Booster:
         (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
         (the default) checks none, and builds the histograms without the
         count.  Not with ``use_quantized_grad``.
+      monotone_constraints: per column ``-1`` (predictions non-increasing
+        in it), ``0`` (free) or ``+1`` (non-decreasing): a list with one
+        entry per column, or a dict by column name or index (others free);
+        models of one output only.  Exact for every row: leaves are bounded
+        by their neighbours' (`jaxboost.engine.constraints`), whatever the
+        ``leaf_method``; `jaxboost.refit_leaves` refuses such models.
+      interaction_constraints: sets of columns (indices or names), such as
+        ``[[0, 1], [2, 3, 4]]``: the columns split on along any path from
+        the root to a leaf lie within one set; a column in no set is never
+        split on (LightGBM's rule).
     """
 
     def __init__(
@@ -273,6 +284,8 @@ class Booster:
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         min_child_samples: int = 0,
+        monotone_constraints: list | dict | None = None,
+        interaction_constraints: list | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -300,6 +313,8 @@ class Booster:
         self.base_score = base_score
         self.loss_dtype = loss_dtype
         self.min_child_samples = min_child_samples
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -414,6 +429,8 @@ class Booster:
         check_devices(self.devices)
         choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
         choice("hessian", self.hessian, HESSIAN_SETTINGS)
+        monotone_directions(self.monotone_constraints)
+        interaction_sets(self.interaction_constraints)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -629,6 +646,7 @@ class Booster:
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
+        on_every_process(lambda: self._constraints(features.shape[1], names, n_outputs))
         # programs are reused exactly for the same computation: keyed by tracing
         loss = keyed_loss(loss, targets.shape[1:], n_outputs, grouped=grouped is not None)
         metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs)
@@ -710,12 +728,26 @@ class Booster:
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
-    @staticmethod
-    def _with_columns(cfg: StaticSettings, inputs: FitInputs, placed: PlacedRows):
-        """``cfg`` knowing all columns' count where only some are trained on."""
+    def _constraints(self, n_features: int, names, n_outputs: int) -> dict:
+        """The monotone and interaction constraints as column indices (see
+        `jaxboost.frontends.constraints`), StaticSettings' fields."""
+        return {
+            "monotone": monotone_directions(
+                self.monotone_constraints, n_features, names, n_outputs
+            ),
+            "interaction": interaction_sets(self.interaction_constraints, n_features, names),
+        }
+
+    def _with_columns(self, cfg: StaticSettings, inputs: FitInputs, placed: PlacedRows):
+        """``cfg`` with the constraints, and knowing all columns' count where
+        only some are trained on."""
+        n_features = inputs.features.shape[1]
+        cfg = dataclasses.replace(
+            cfg, **self._constraints(n_features, inputs.names, inputs.n_outputs)
+        )
         if placed.columns is None:
             return cfg
-        return dataclasses.replace(cfg, all_features=inputs.features.shape[1])
+        return dataclasses.replace(cfg, all_features=n_features)
 
     @staticmethod
     def _fitted_model(inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss) -> dict:

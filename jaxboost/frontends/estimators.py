@@ -29,6 +29,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import losses as loss_catalogue
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
+from .constraints import with_column_indices
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
@@ -141,6 +142,8 @@ class _BoosterEstimator(BaseEstimator):
             if params["n_estimators"] == 0:  # as scikit-learn's: nothing to add
                 return
             fit_params = {**fit_params, "init_model": self.booster_}
+        # X reaches the booster as an array: column names become indices
+        params = with_column_indices(params, getattr(self, "feature_names_in_", None))
         booster = Booster(loss=loss, n_outputs=n_outputs, **params)
         booster.fit(X, targets, sample_weight, **fit_params)
         self.booster_ = booster
@@ -250,6 +253,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         loss_dtype: str = "auto",
         warm_start: bool = False,
         min_child_samples: int = 0,
+        monotone_constraints: list | dict | None = None,
+        interaction_constraints: list | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -278,6 +283,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
         self.min_child_samples = min_child_samples
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -414,6 +421,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         loss_dtype: str = "auto",
         warm_start: bool = False,
         min_child_samples: int = 0,
+        monotone_constraints: list | dict | None = None,
+        interaction_constraints: list | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -441,6 +450,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
         self.min_child_samples = min_child_samples
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
