@@ -3,6 +3,10 @@ predictions monotone along each constrained column for every row, exactly
 (whatever computes the leaves, on either split search), and every
 root-to-leaf path of the stored forest within one interaction set."""
 
+import itertools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +16,9 @@ from hypothesis.extra import numpy as hnp
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.engine.packed_split import packed_bins
+from jaxboost.engine.packed_split import find_best_packed_splits, packed_bins, slot_layout
+from jaxboost.engine.split import find_best_splits
+from jaxboost.kernels.histogram_reference import in_slots
 
 _GRID = np.linspace(-4.0, 4.0, 33, dtype=np.float32)
 _SMALL = {"n_estimators": 15, "max_depth": 4, "learning_rate": 0.3}
@@ -125,6 +131,106 @@ def test_monotone_model_saves_and_loads(tmp_path, models):
 def test_refit_leaves_refuses_monotone_models(models):
     with pytest.raises(ValueError, match="monotone_constraints.*refit_leaves"):
         jb.refit_leaves(models["newton"], X, Y)
+
+
+def _level_histograms(used, n_nodes, n_value_bins, rng):
+    """``(F, N, Bv + 1, 2)`` one-output histograms, bins past each feature's
+    ``used`` empty, some missing rows."""
+    hist = np.zeros((used.size, n_nodes, n_value_bins + 1, 2), np.float32)
+    for feature, count in enumerate(used):
+        hist[feature, :, :count, 0] = rng.normal(size=(n_nodes, count))
+        hist[feature, :, :count, 1] = rng.uniform(0.5, 2.0, size=(n_nodes, count))
+    hist[:, :, -1, 0] = rng.normal(size=(used.size, n_nodes))
+    hist[:, :, -1, 1] = rng.uniform(0.0, 1.0, size=(used.size, n_nodes))
+    # every feature holds the same rows: the node totals agree
+    totals = hist.sum(axis=2, keepdims=True)
+    hist[:, :, -1:] += totals[:1] - totals
+    return hist
+
+
+def _clipped_value_and_score(grad, hess, lower, upper, reg_lambda):
+    value = np.clip(-grad / (hess + reg_lambda), lower, upper)
+    return value, -(2 * grad * value + (hess + reg_lambda) * value * value)
+
+
+def _brute_force_choice(hist, direction, lower, upper, node_mask, reg_lambda, least_hess):
+    """Per node ``(gain, feature, threshold, missing_left, middle)`` of the
+    best constrained split, by enumeration in float64."""
+    hist = hist.astype(np.float64)
+    n_features, n_nodes, n_bins, _ = hist.shape
+    best = []
+    for node in range(n_nodes):
+        top = (-np.inf, 0, 0, 0, 0.0)
+        for feature, threshold, missing_left in itertools.product(
+            range(n_features), range(n_bins - 1), (0, 1)
+        ):
+            if not node_mask[feature, node]:
+                continue
+            column = hist[feature, node]
+            total = column.sum(axis=0)
+            left = column[: threshold + 1].sum(axis=0) + missing_left * column[-1]
+            right = total - left
+            if left[1] < least_hess or right[1] < least_hess:
+                continue
+
+            bounds = (lower[node], upper[node], reg_lambda)
+            w_left, s_left = _clipped_value_and_score(*left, *bounds)
+            w_right, s_right = _clipped_value_and_score(*right, *bounds)
+            _, s_total = _clipped_value_and_score(*total, *bounds)
+            if direction[feature] * (w_left - w_right) > 0:
+                continue
+            gain = 0.5 * (s_left + s_right - s_total)
+            if gain > top[0] * (1 + 1e-5) + 1e-9:
+                top = (gain, feature, threshold, missing_left, 0.5 * (w_left + w_right))
+        best.append(top)
+    return best
+
+
+def test_constrained_search_matches_brute_force_on_both_layouts():
+    rng = np.random.default_rng(3)
+    n_features, n_nodes, n_value_bins = 6, 5, 63
+    used = np.array([4, 6, 3, 5, 2, 6])
+    edges = np.full((n_features, n_value_bins), np.inf, np.float32)
+    for feature, count in enumerate(used):
+        edges[feature, : count - 1] = np.sort(rng.normal(size=count - 1))
+    packed = packed_bins(edges)
+    assert packed is not None
+    direction = np.array([1, -1, 0, 1, 0, -1], np.int32)
+    packed = jax.tree.map(jnp.asarray, packed)
+    slots = slot_layout(packed)
+    settings = (1, 1.0, 0.1, 0.0)  # one output, lambda, least hessian, least gain
+
+    @jax.jit
+    def search_both(hist, lower, upper, node_mask):
+        constraints = {"node_mask": node_mask, "monotone": (jnp.asarray(direction), lower, upper)}
+        full = find_best_splits(hist, *settings, **constraints)
+        found = find_best_packed_splits(in_slots(hist, slots), packed, *settings, **constraints)
+        return full, found
+
+    checked = 0
+    for _ in range(6):
+        hist = _level_histograms(used, n_nodes, n_value_bins, rng)
+        lower = np.where(rng.uniform(size=n_nodes) < 0.5, rng.normal(size=n_nodes) - 1, -np.inf)
+        upper = np.where(rng.uniform(size=n_nodes) < 0.5, rng.normal(size=n_nodes) + 1, np.inf)
+        lower, upper = lower.astype(np.float32), upper.astype(np.float32)
+        node_mask = rng.uniform(size=(n_features, n_nodes)) < 0.7
+        full, found = search_both(hist, lower, upper, node_mask)
+        for name in ("feature", "threshold_bin", "missing_left", "do_split"):
+            np.testing.assert_array_equal(getattr(full, name), getattr(found, name), name)
+        # (the packed running sums may round apart in the last bit)
+        np.testing.assert_allclose(found.gain, full.gain, rtol=1e-6)
+        np.testing.assert_allclose(found.middle, full.middle, rtol=1e-6, atol=1e-7)
+        reference = _brute_force_choice(hist, direction, lower, upper, node_mask, 1.0, 0.1)
+        for node, (gain, feature, threshold, missing_left, middle) in enumerate(reference):
+            assert bool(full.do_split[node]) == (gain > 1e-6)
+            if gain <= 1e-6:
+                continue
+            np.testing.assert_allclose(full.gain[node], gain, rtol=1e-4)
+            chosen = (full.feature[node], full.threshold_bin[node], full.missing_left[node])
+            assert tuple(int(v) for v in chosen) == (feature, threshold, missing_left)
+            np.testing.assert_allclose(full.middle[node], middle, rtol=1e-4, atol=1e-6)
+            checked += 1
+    assert checked > 10
 
 
 def _path_features(forest):
