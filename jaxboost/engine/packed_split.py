@@ -112,9 +112,8 @@ def find_best_packed_splits(
     allowed = packed.valid
     if feature_mask is not None:
         allowed = allowed & feature_mask[packed.feature]
-    allowed = allowed[:, None]  # (P, 1), or (P, N) per node
-    if node_mask is not None:
-        allowed = allowed & node_mask[packed.feature]
+    if node_mask is not None:  # (P, N): per node
+        allowed = allowed[:, None] & node_mask[packed.feature]
     settings = (n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples)
 
     def search(directions: int) -> Callable[[], SplitChoice]:
@@ -132,7 +131,7 @@ def _search(
     directions: int,
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> SplitChoice:
-    """The best of the ``allowed`` ``(P, 1 or N)`` candidates of ``hist``
+    """The best of the ``allowed`` ``(P,)`` (or per node ``(P, N)``) candidates of ``hist``
     ``(S, N, C)`` (``missing`` ``(F, N, C)``: its missing bins), sending
     missing values right, and with ``directions`` 2 also left."""
     n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples = settings
@@ -155,7 +154,8 @@ def _search(
         ]
         gain = jnp.stack([pair[0] for pair in pairs], axis=2)
         middle = jnp.stack([pair[1] for pair in pairs], axis=2)
-    gain = jnp.where(allowed[:, :, None], gain, -jnp.inf)  # (P, N, directions)
+    per_candidate = allowed[:, None, None] if allowed.ndim == 1 else allowed[:, :, None]
+    gain = jnp.where(per_candidate, gain, -jnp.inf)  # (P, N, directions)
     parent_score = 0.5 * score(total).max(axis=0)  # (N,)
     return _first_best(gain, parent_score, packed, min_split_gain, middle)
 

@@ -122,7 +122,8 @@ def first_across_shards(axis_name: str) -> Callable:
         every = lax.all_gather(packed, axis_name)  # (shards, 2 + len(extra), N)
         winner = jnp.argmin(every[:, 0], axis=0)  # (N,)
         chosen = jnp.take_along_axis(every, winner[None, None, :], axis=0)[0]
-        return (chosen[0], *(lax.bitcast_convert_type(row, jnp.float32) for row in chosen[1:]))
+        values = (lax.bitcast_convert_type(chosen[i], jnp.float32) for i in range(1, len(packed)))
+        return (chosen[0], *values)
 
     return pick_first
 
@@ -226,11 +227,13 @@ def find_best_splits(
     # axis 3: 0 = missing values go right, 1 = missing values go left.  Each
     # direction's gains straight from the running sums, so that XLA computes
     # both in one pass and never writes out the children's sums
-    lefts = (left_values, left_values + missing)
     middle = None
     if monotone is None:
-        gain = jnp.stack([split_gain(left, total) for left in lefts], axis=3)
+        gain = jnp.stack(
+            [split_gain(left_values, total), split_gain(left_values + missing, total)], axis=3
+        )
     else:
+        lefts = (left_values, left_values + missing)
         direction, lower, upper = monotone
         child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
         bounds = (direction[:, None, None], lower[None, :, None], upper[None, :, None])

@@ -118,12 +118,14 @@ def interaction_sets(
         )
     sets = []
     for number, group in enumerate(setting):
-        if isinstance(group, (str, bytes, Mapping)) or not isinstance(group, (Sequence, set)):
+        if isinstance(group, (str, bytes, Mapping)) or not isinstance(
+            group, (Sequence, set, np.ndarray)
+        ):
             raise TypeError(
                 f"{_INTERACTION}: set {number} is {group!r}; expected a list of columns, "
                 "such as [[0, 1], [2, 3]]"
             )
-        if not group:
+        if len(group) == 0:
             raise ValueError(f"{_INTERACTION}: set {number} is empty; give its columns or drop it")
         sets.append(tuple(sorted({_column(_INTERACTION, f, n_features, names) for f in group})))
     if not sets:
@@ -153,7 +155,8 @@ def with_column_indices(params: dict, names: Sequence[str] | None) -> dict:
     if isinstance(interaction, Sequence) and not isinstance(interaction, (str, bytes)):
         converted["interaction_constraints"] = [
             [index(f) for f in group]
-            if isinstance(group, (Sequence, set)) and not isinstance(group, (str, bytes))
+            if isinstance(group, (Sequence, set, np.ndarray))
+            and not isinstance(group, (str, bytes))
             else group
             for group in interaction
         ]
