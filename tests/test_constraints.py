@@ -126,6 +126,10 @@ def test_monotone_model_saves_and_loads(tmp_path, models):
     loaded = jb.load(path)
     assert loaded.monotone_constraints == _MONOTONE
     np.testing.assert_array_equal(loaded.predict_raw(X), model.predict_raw(X))
+    # continued from the file under the same constraints: still monotone
+    more = jb.Booster(monotone_constraints=_MONOTONE, **_SMALL).fit(X, Y, init_model=loaded)
+    assert more.forest_.feature.shape[0] == 2 * model.forest_.feature.shape[0]
+    _assert_monotone(more, X[:10], {0: 1, 3: -1})
 
 
 def test_refit_leaves_refuses_monotone_models(models):
