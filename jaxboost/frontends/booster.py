@@ -66,6 +66,12 @@ from .continued import (
     joined_evals,
     with_model_scores,
 )
+from .distribution_defaults import (
+    check_early_stopping,
+    fit_with_holdout,
+    holds_out,
+    resolved_reg_lambda,
+)
 from .eval_sets import prepare_eval_sets
 from .grouping import (
     eval_set_groups,
@@ -173,7 +179,10 @@ class Booster:
         everywhere (declared by ``hessian_informative = False``, as absolute
         and quantile losses do, or found so at the initial score), else Newton.
       reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
-        Newton leaves, and the line-search leaves of losses with curvature).
+        Newton leaves, and the line-search leaves of losses with curvature);
+        with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
+        5 (rows) where the hessian resolves to ``"fisher"``
+        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -243,6 +252,13 @@ class Booster:
         (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
         (the default) checks none, and builds the histograms without the
         count.  Not with ``use_quantized_grad``.
+      early_stopping: ``True``: hold out 20% of the rows, stop when their
+        loss has not improved for 10 rounds, then fit all rows for the
+        rounds they chose (``best_iteration_``; ``evals_result_`` holds the
+        held-out curve); ``"auto"``: so where the hessian resolves to
+        ``"fisher"`` (a distribution: docs/distributions.md) and ``fit`` is
+        given no ``eval_set``, ``early_stopping_rounds``, groups or
+        ``init_model``, on one process; ``False``: never.
     """
 
     def __init__(
@@ -253,7 +269,7 @@ class Booster:
         max_depth: int = 6,
         n_outputs: int | None = None,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -273,6 +289,7 @@ class Booster:
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         min_child_samples: int = 0,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -300,6 +317,7 @@ class Booster:
         self.base_score = base_score
         self.loss_dtype = loss_dtype
         self.min_child_samples = min_child_samples
+        self.early_stopping = early_stopping
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -399,7 +417,10 @@ class Booster:
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
             count_rows=bool(self._hyper().min_child_samples > 0),
         )
-        return cfg, self._hyper()
+        hyper = self._hyper()
+        if self.reg_lambda is None:  # (a distribution's prior: distribution_defaults)
+            hyper = hyper._replace(reg_lambda=np.float32(resolved_reg_lambda(None, cfg.hessian)))
+        return cfg, hyper
 
     def _check_settings(self) -> None:
         """The settings checked before any work: a ValueError (a TypeError for
@@ -414,6 +435,7 @@ class Booster:
         check_devices(self.devices)
         choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
         choice("hessian", self.hessian, HESSIAN_SETTINGS)
+        check_early_stopping(self.early_stopping)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -442,7 +464,7 @@ class Booster:
         """The numeric settings, checked, as float32 scalars."""
         hyper = NumericSettings(
             learning_rate=finite_number("learning_rate", self.learning_rate, positive=True),
-            reg_lambda=finite_number("reg_lambda", self.reg_lambda),
+            reg_lambda=finite_number("reg_lambda", resolved_reg_lambda(self.reg_lambda, "")),
             min_child_weight=finite_number("min_child_weight", self.min_child_weight),
             min_split_gain=finite_number("min_split_gain", self.min_split_gain),
             subsample=fraction("subsample", self.subsample),
@@ -555,24 +577,30 @@ class Booster:
         Returns:
           ``self``.
         """
-        inputs = self._fit_inputs(
-            _FitArguments(
-                X,
-                y,
-                sample_weight,
-                eval_set,
-                eval_sample_weight,
-                eval_metric,
-                early_stopping_rounds,
-                group,
-                qid,
-                eval_group,
-                eval_qid,
-                init_score,
-                eval_init_score,
-                init_model,
-            )
+        arguments = _FitArguments(
+            X,
+            y,
+            sample_weight,
+            eval_set,
+            eval_sample_weight,
+            eval_metric,
+            early_stopping_rounds,
+            group,
+            qid,
+            eval_group,
+            eval_qid,
+            init_score,
+            eval_init_score,
+            init_model,
         )
+        data = ("X", "y", "sample_weight")
+        given = {k: v for k, v in arguments._asdict().items() if k not in data}
+        given.update(callbacks=callbacks, verbose=verbose)
+        hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
+        if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
+            self._checked_inputs(arguments)  # (errors name the user's rows)
+            return fit_with_holdout(self, X, y, sample_weight, given)
+        inputs = self._fit_inputs(arguments)
         placed = place_rows(self, inputs)
         # the watched chunk on every process if any watches the rounds
         # (processes running different programs abort in the collectives)

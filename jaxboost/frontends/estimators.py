@@ -231,7 +231,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -250,6 +250,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         loss_dtype: str = "auto",
         warm_start: bool = False,
         min_child_samples: int = 0,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -278,6 +279,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
         self.min_child_samples = min_child_samples
+        self.early_stopping = early_stopping
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -395,7 +397,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -414,6 +416,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         loss_dtype: str = "auto",
         warm_start: bool = False,
         min_child_samples: int = 0,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -441,6 +444,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
         self.min_child_samples = min_child_samples
+        self.early_stopping = early_stopping
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
