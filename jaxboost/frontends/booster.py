@@ -67,6 +67,12 @@ from .continued import (
     joined_evals,
     with_model_scores,
 )
+from .distribution_defaults import (
+    check_early_stopping,
+    fit_with_holdout,
+    holds_out,
+    resolved_reg_lambda,
+)
 from .eval_sets import prepare_eval_sets
 from .grouping import (
     eval_set_groups,
@@ -174,7 +180,10 @@ class Booster:
         everywhere (declared by ``hessian_informative = False``, as absolute
         and quantile losses do, or found so at the initial score), else Newton.
       reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
-        Newton leaves, and the line-search leaves of losses with curvature).
+        Newton leaves, and the line-search leaves of losses with curvature);
+        with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
+        5 (rows) where the hessian resolves to ``"fisher"``
+        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -254,6 +263,13 @@ class Booster:
         ``[[0, 1], [2, 3, 4]]``: the columns split on along any path from
         the root to a leaf lie within one set; a column in no set is never
         split on (LightGBM's rule).
+      early_stopping: ``True``: hold out 20% of the rows, stop when their
+        loss has not improved for 10 rounds, then fit all rows for the
+        rounds they chose (``best_iteration_``; ``evals_result_`` holds the
+        held-out curve); ``"auto"``: so where the hessian resolves to
+        ``"fisher"`` (a distribution: docs/distributions.md) and ``fit`` is
+        given no ``eval_set``, ``early_stopping_rounds``, groups or
+        ``init_model``, on one process; ``False``: never.
     """
 
     def __init__(
@@ -264,7 +280,7 @@ class Booster:
         max_depth: int = 6,
         n_outputs: int | None = None,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -286,6 +302,7 @@ class Booster:
         min_child_samples: int = 0,
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -315,6 +332,7 @@ class Booster:
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.early_stopping = early_stopping
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -414,7 +432,10 @@ class Booster:
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
             count_rows=bool(self._hyper().min_child_samples > 0),
         )
-        return cfg, self._hyper()
+        hyper = self._hyper()
+        if self.reg_lambda is None:  # (a distribution's prior: distribution_defaults)
+            hyper = hyper._replace(reg_lambda=np.float32(resolved_reg_lambda(None, cfg.hessian)))
+        return cfg, hyper
 
     def _check_settings(self) -> None:
         """The settings checked before any work: a ValueError (a TypeError for
@@ -431,6 +452,7 @@ class Booster:
         choice("hessian", self.hessian, HESSIAN_SETTINGS)
         monotone_directions(self.monotone_constraints)
         interaction_sets(self.interaction_constraints)
+        check_early_stopping(self.early_stopping)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -459,7 +481,7 @@ class Booster:
         """The numeric settings, checked, as float32 scalars."""
         hyper = NumericSettings(
             learning_rate=finite_number("learning_rate", self.learning_rate, positive=True),
-            reg_lambda=finite_number("reg_lambda", self.reg_lambda),
+            reg_lambda=finite_number("reg_lambda", resolved_reg_lambda(self.reg_lambda, "")),
             min_child_weight=finite_number("min_child_weight", self.min_child_weight),
             min_split_gain=finite_number("min_split_gain", self.min_split_gain),
             subsample=fraction("subsample", self.subsample),
@@ -572,24 +594,30 @@ class Booster:
         Returns:
           ``self``.
         """
-        inputs = self._fit_inputs(
-            _FitArguments(
-                X,
-                y,
-                sample_weight,
-                eval_set,
-                eval_sample_weight,
-                eval_metric,
-                early_stopping_rounds,
-                group,
-                qid,
-                eval_group,
-                eval_qid,
-                init_score,
-                eval_init_score,
-                init_model,
-            )
+        arguments = _FitArguments(
+            X,
+            y,
+            sample_weight,
+            eval_set,
+            eval_sample_weight,
+            eval_metric,
+            early_stopping_rounds,
+            group,
+            qid,
+            eval_group,
+            eval_qid,
+            init_score,
+            eval_init_score,
+            init_model,
         )
+        data = ("X", "y", "sample_weight")
+        given = {k: v for k, v in arguments._asdict().items() if k not in data}
+        given.update(callbacks=callbacks, verbose=verbose)
+        hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
+        if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
+            self._checked_inputs(arguments)  # (errors name the user's rows)
+            return fit_with_holdout(self, X, y, sample_weight, given)
+        inputs = self._fit_inputs(arguments)
         placed = place_rows(self, inputs)
         # the watched chunk on every process if any watches the rounds
         # (processes running different programs abort in the collectives)

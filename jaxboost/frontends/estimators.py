@@ -234,7 +234,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -255,6 +255,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         min_child_samples: int = 0,
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -285,6 +286,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.early_stopping = early_stopping
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -402,7 +404,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -423,6 +425,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         min_child_samples: int = 0,
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -452,6 +455,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.early_stopping = early_stopping
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
