@@ -96,6 +96,7 @@ from .settings import (
     choice,
     finite_number,
     fraction,
+    least_child_rows,
     whole_number,
 )
 from .validation import (
@@ -251,8 +252,10 @@ class Booster:
       min_child_samples: least training rows of positive weight (of the
         round's subsample) in a child: a split leaving fewer is not taken
         (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
-        (the default) checks none, and builds the histograms without the
-        count.  Not with ``use_quantized_grad``.
+        checks none, and builds the histograms without the count.
+        ``"auto"`` (the default) is 20, as LightGBM's and HGB's defaults
+        (``benchmarks/README.md``), or 0 with ``use_quantized_grad``, whose
+        histograms carry no count (a number > 0 with it is an error).
       monotone_constraints: per column ``-1`` (predictions non-increasing
         in it), ``0`` (free) or ``+1`` (non-decreasing): a list with one
         entry per column, or a dict by column name or index (others free);
@@ -299,7 +302,7 @@ class Booster:
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
-        min_child_samples: int = 0,
+        min_child_samples: int | str = "auto",
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
         early_stopping: str | bool = "auto",
@@ -487,13 +490,10 @@ class Booster:
             subsample=fraction("subsample", self.subsample),
             colsample_bytree=fraction("colsample_bytree", self.colsample_bytree),
             hessian_floor=finite_number("hessian_floor", self.hessian_floor),
-            min_child_samples=finite_number("min_child_samples", self.min_child_samples),
+            min_child_samples=least_child_rows(
+                self.min_child_samples, bool(self.use_quantized_grad)
+            ),
         )
-        if hyper.min_child_samples > 0 and self.use_quantized_grad:
-            raise ValueError(
-                "min_child_samples: the quantised histograms (use_quantized_grad=True) "
-                "carry no row count; set min_child_samples=0 or use_quantized_grad=False"
-            )
         return NumericSettings(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------

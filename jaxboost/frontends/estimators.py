@@ -252,7 +252,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         warm_start: bool = False,
-        min_child_samples: int = 0,
+        min_child_samples: int | str = "auto",
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
         early_stopping: str | bool = "auto",
@@ -422,7 +422,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         warm_start: bool = False,
-        min_child_samples: int = 0,
+        min_child_samples: int | str = "auto",
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
         early_stopping: str | bool = "auto",
@@ -568,9 +568,21 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             return np.log(self.predict_proba(X, init_score))
 
     def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
-        """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type."""
-        proba = self.predict_proba(X, init_score)
-        return self.classes_[np.argmax(proba, axis=1)]
+        """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type.
+
+        With a sigmoid or softmax link, read off `decision_function` (its
+        sign, or its largest score): float32 probabilities of raw scores
+        within about 3e-8 of each other tie, and a tie would pick the first
+        class whatever the scores say."""
+        raw = self._raw(X, init_score)
+        default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
+        link = getattr(self.booster_.loss_, "link", default)
+        if isinstance(link, str) and link in ("sigmoid", "softmax"):
+            decision = self._decision(raw)
+            if decision.ndim == 1:
+                return self.classes_[(decision > 0).astype(int)]
+            return self.classes_[np.argmax(decision, axis=1)]
+        return self.classes_[np.argmax(self._proba(raw), axis=1)]
 
     def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
         """`decision_function` after each boosting round."""
