@@ -315,7 +315,8 @@ def jaxboost_booster(
 ) -> jb.Booster:
     """An unfitted jaxboost ``Booster`` with ``bench_fit.py``'s settings: depth
     6, learning rate 0.1, 255 bins, L2 1 (its default least child hessian 1e-3),
-    on ``devices`` (default: all); ``extra`` are further ``Booster`` arguments."""
+    on ``devices`` (default: all), no least rows in a child (the peers'
+    ``min_data_in_leaf=1``); ``extra`` are further ``Booster`` arguments."""
     return jb.Booster(
         loss=loss,
         n_estimators=rounds,
@@ -324,7 +325,7 @@ def jaxboost_booster(
         max_bins=255,
         reg_lambda=1.0,
         devices=devices,
-        **extra,
+        **{"min_child_samples": 0, **extra},
     )
 
 

@@ -26,7 +26,8 @@ with these attributes besides the declared ones:
 - ``sampler(key, f, n) -> (n,)``: draws of ``y`` for one row's raw scores
   ``f`` (None for censored targets, whose censoring is not modelled);
 - ``fisher(f) -> (K, K)``: the Fisher information in raw coordinates, where
-  the family has a closed form with its default links (else None).
+  the family has a closed form with its default links (else None); for
+  censored targets the uncensored family's.
 """
 
 from __future__ import annotations
@@ -153,7 +154,11 @@ def _distribution_loss(
     catalogued = isinstance(family, str)
     name = family if catalogued else cls.__name__
     fisher = None
-    if catalogued and not censored and parameter_links == families.FAMILIES[family].links:
+    if catalogued and parameter_links == families.FAMILIES[family].links:
+        # censored: the uncensored family's, as NGBoost's censored LogNormal;
+        # an upper bound (censoring only loses information), free of the
+        # censoring, which is not modelled; the observed hessian collapses the
+        # scale (bench_counts_survival.py)
         fisher = families.FAMILIES[family].fisher
     declared = declare(
         nll,
@@ -270,7 +275,15 @@ def _init(family: str, parameter_links, censored: bool) -> Callable:
 
     def init(y: ArrayLike, weight: ArrayLike | None = None) -> np.ndarray:
         """Raw scores ``(K,)`` float32 from the weighted moments of ``y``
-        ``(n_rows,)`` (censored: the times ``y[:, 0]``)."""
+        ``(n_rows,)`` (censored: the times ``y[:, 0]``); traced values (the
+        fit's initial score) go to the host."""
+        if isinstance(y, jax.core.Tracer) or isinstance(weight, jax.core.Tracer):
+            weight = jnp.ones(jnp.shape(y)[0]) if weight is None else weight
+            shape = jax.ShapeDtypeStruct((len(inverses),), jnp.float32)
+            return jax.pure_callback(from_moments, shape, y, weight)
+        return from_moments(y, weight)
+
+    def from_moments(y, weight) -> np.ndarray:
         y = np.asarray(y, np.float64)
         y = y[:, 0] if censored else y.reshape(-1)
         weight = np.ones_like(y) if weight is None else np.asarray(weight, np.float64)

@@ -107,7 +107,13 @@ def test_integer_weights_equal_repeated_rows():
     X = np.round(rng.normal(size=(200, 3)), 1).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=200) * 0.1).astype(np.float32)
     weight = rng.integers(1, 4, 200)
-    settings = {"loss": losses.quantile(0.3), "n_estimators": 10, "max_depth": 3}
+    # (min_child_samples counts rows, not weights: off here)
+    settings = {
+        "loss": losses.quantile(0.3),
+        "n_estimators": 10,
+        "max_depth": 3,
+        "min_child_samples": 0,
+    }
     weighted = jb.Booster(**settings).fit(X, y, sample_weight=weight)
     repeated = jb.Booster(**settings).fit(np.repeat(X, weight, axis=0), np.repeat(y, weight))
     np.testing.assert_allclose(
@@ -400,7 +406,8 @@ def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monke
 @pytest.mark.parametrize("loss", [losses.quantile(0.9), "absolute_error"], ids=["pinball", "l1"])
 def test_second_order_splits_of_a_loss_without_curvature_warn_naming_the_setting(loss):
     X, y = _regression()
-    settings = {"loss": loss, "n_estimators": 3, "max_depth": 2}
+    # (min_child_samples=0: the 0.5 below is the spread of unconstrained leaves)
+    settings = {"loss": loss, "n_estimators": 3, "max_depth": 2, "min_child_samples": 0}
     message = r"split_criterion='second_order' with a loss whose hessian is zero .* constant"
     with pytest.warns(UserWarning, match=message):
         constant = jb.Booster(split_criterion="second_order", **settings).fit(X, y)

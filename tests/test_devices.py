@@ -24,6 +24,8 @@ def test_four_cpu_devices_train_the_single_device_model():
         "subsampled",
         "min_child_samples",
         "quantised",
+        "monotone",
+        "interaction",
         "redescending",
         "groups",
         "groups_joint_newton",

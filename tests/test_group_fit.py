@@ -91,6 +91,7 @@ def test_a_group_of_weight_two_is_the_group_twice_and_of_weight_zero_none(leaf_m
         "max_depth": 3,
         "learning_rate": 0.3,
         "leaf_method": leaf_method,
+        "min_child_samples": 0,  # (it counts rows, not weights)
     }
     weighted = jb.Booster(**settings).fit(X, y, np.repeat(group_weight, sizes), group=sizes)
     copies = jb.Booster(**settings).fit(X[repeated], y[repeated], group=repeated_sizes)

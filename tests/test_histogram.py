@@ -186,6 +186,8 @@ def _running_sums(hist: np.ndarray) -> np.ndarray:
         (7, 2000, 16, 33, 2),
         (3, 500, 8, 17, 5),
         (3, 700, 32, 17, 5),  # float sums in row order from 16 nodes
+        (5, 3000, 4, 256, 3),  # with a row count (min_child_samples): specialised
+        (6, TILE_ROWS + 300, 8, 64, 3),
         # tiles of rows: two whole and a part, and exactly two
         (5, 2 * TILE_ROWS + 300, 8, 64, 2),
         (3, 2 * TILE_ROWS + 300, 16, 32, 2),

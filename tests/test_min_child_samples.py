@@ -69,7 +69,9 @@ def test_a_stump_takes_the_best_split_with_enough_rows_on_each_side():
             best_gain, best_threshold = gain, threshold
     # the same rows to the left (the stored threshold is a bin edge between values)
     np.testing.assert_array_equal(x <= model.forest_.threshold[0, 0], x <= best_threshold)
-    unconstrained = jb.Booster(n_estimators=1, max_depth=1, reg_lambda=0.0, base_score=0.0)
+    unconstrained = jb.Booster(
+        n_estimators=1, max_depth=1, min_child_samples=0, reg_lambda=0.0, base_score=0.0
+    )
     threshold = unconstrained.fit(x[:, None], y).forest_.threshold[0, 0]
     np.testing.assert_array_equal(x <= threshold, x <= 36)  # (x >= 37 apart: too few rows)
     assert (x >= 37).sum() < least
@@ -85,7 +87,21 @@ def test_the_setting_round_trips_and_bad_values_are_refused(tmp_path):
         == 10
     )
     for bad in (-1, float("nan"), "many"):
-        with pytest.raises(ValueError, match="min_child_samples: expected a finite number >= 0"):
+        with pytest.raises(ValueError, match='min_child_samples: expected "auto" or a finite'):
             jb.Booster(min_child_samples=bad).fit(X, y)
     with pytest.raises(ValueError, match="min_child_samples: the quantised histograms"):
         jb.Booster(min_child_samples=5, use_quantized_grad=True).fit(X, y)
+
+
+def test_auto_is_twenty_rows_or_none_with_quantised_gradients():
+    _, X, y = _data(n_rows=300, seed=4)
+    auto = jb.Booster(n_estimators=3, max_depth=5).fit(X, y)
+    assert auto.min_child_samples == "auto"
+    assert _smallest_leaf(auto, X) >= 20
+    twenty = jb.Booster(n_estimators=3, max_depth=5, min_child_samples=20).fit(X, y)
+    np.testing.assert_array_equal(auto.predict(X), twenty.predict(X))
+    # quantised histograms carry no count: "auto" is 0 there, not an error
+    quantised = {"n_estimators": 3, "max_depth": 5, "use_quantized_grad": True}
+    off = jb.Booster(**quantised, min_child_samples=0).fit(X, y)
+    np.testing.assert_array_equal(jb.Booster(**quantised).fit(X, y).predict(X), off.predict(X))
+    assert _smallest_leaf(off, X) < 20

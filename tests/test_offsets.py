@@ -112,8 +112,10 @@ def test_poisson_claims_with_exposure_follow_the_glm():
     claims = table["Claims"].to_numpy(np.float32)
     holders = table["Holders"].to_numpy(np.float64)
     exposure = np.log(holders).astype(np.float32)
+    # 64 cells of many holders each: no bound on a child's size (hessian or rows)
+    unbounded = {"min_child_weight": 0, "min_child_samples": 0}
     model = jb.Booster(
-        losses.poisson, n_estimators=200, learning_rate=0.05, max_depth=2, min_child_weight=0
+        losses.poisson, n_estimators=200, learning_rate=0.05, max_depth=2, **unbounded
     ).fit(X, claims, init_score=exposure)
     one_hot = np.column_stack([(X[:, j] == level) for j in range(3) for level in (1, 2, 3)])
     glm = PoissonRegressor(alpha=0, max_iter=1000).fit(
@@ -129,7 +131,7 @@ def test_poisson_claims_with_exposure_follow_the_glm():
         assert np.sign(levels[3] - levels[0]) == np.sign(glm_levels[3] - glm_levels[0])
     # without the offsets the holders' counts are not seen: the fit is worse
     plain = jb.Booster(
-        losses.poisson, n_estimators=200, learning_rate=0.05, max_depth=2, min_child_weight=0
+        losses.poisson, n_estimators=200, learning_rate=0.05, max_depth=2, **unbounded
     ).fit(X, claims)
     assert model.train_loss_[-1] < plain.train_loss_[-1]
 

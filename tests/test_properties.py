@@ -26,7 +26,8 @@ N_ROWS, N_FEATURES = 64, 3
 # feature values on a grid of 81 points: fewer than 255 distinct values, so the
 # bins are exact (one per value) and partitions do not depend on the quantiles
 GRID_STEP = 1 / 8
-SMALL = {"n_estimators": 6, "max_depth": 3, "learning_rate": 0.5}
+# (min_child_samples counts rows, not weights: off, for the weights property)
+SMALL = {"n_estimators": 6, "max_depth": 3, "learning_rate": 0.5, "min_child_samples": 0}
 
 CUSTOM = {
     # a lambda on purpose: it has no ``link`` attribute, so a loaded model uses

@@ -44,6 +44,7 @@ def _jaxboost(loss, **settings) -> jb.Booster:
         "max_depth": DEPTH,
         "reg_lambda": REG_LAMBDA,
         "min_child_weight": MIN_CHILD_WEIGHT,
+        "min_child_samples": 0,  # LightGBM's min_data_in_leaf=1
         "random_state": SEED,
     }
     return jb.Booster(loss=loss, **{**matched, **settings})

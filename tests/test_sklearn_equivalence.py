@@ -52,7 +52,9 @@ def _ours(loss, leaf_method, min_child_weight, X, y, base_score=None):
         split_criterion="first_order",
         leaf_method=leaf_method,
         reg_lambda=0.0,
+        # scikit-learn's min_samples_leaf: a row's weight, summed by min_child_weight
         min_child_weight=min_child_weight,
+        min_child_samples=0,
     )
     return model.fit(X, y)
 
@@ -119,6 +121,7 @@ def test_multiclass_reaches_scikit_learn_accuracy():
             max_depth=3,
             learning_rate=0.1,
             multi_strategy=strategy,
+            min_child_samples=0,  # scikit-learn's min_samples_leaf=1
         ).fit(X_train, y_train)
         probabilities = model.predict(X_test)
         assert probabilities.shape == (len(y_test), 5)

@@ -89,7 +89,7 @@ def _check_against_brute_force(hist, n_outputs, reg_lambda, min_child_weight, mi
     choice = _run(hist, n_outputs, reg_lambda, min_child_weight, min_split_gain)
     gains = _brute_force_gains(hist, n_outputs, reg_lambda, min_child_weight)
     n_nodes = hist.shape[1]
-    for field in choice:
+    for field in choice[:5]:  # (middle: None without monotone constraints)
         assert field.shape == (n_nodes,)
     assert choice.feature.dtype == np.int32 and choice.threshold_bin.dtype == np.int32
     assert choice.missing_left.dtype == bool and choice.do_split.dtype == bool

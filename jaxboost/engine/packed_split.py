@@ -25,7 +25,8 @@ import numpy as np
 from jax import lax
 
 from ..kernels.interfaces import SlotLayout
-from .split import _GAIN_NOISE, SplitChoice, gain_functions
+from .constraints import bounded_split_gain
+from .split import _GAIN_NOISE, SplitChoice, child_check, gain_functions
 
 # pack when the packed candidates are at most this share of the padded ones
 _WORTH_PACKING = 0.6
@@ -90,6 +91,8 @@ def find_best_packed_splits(
     min_split_gain: float,
     feature_mask: jax.Array | None = None,
     min_child_samples: float = 0.0,
+    node_mask: jax.Array | None = None,
+    monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> SplitChoice:
     """`jaxboost.engine.split.find_best_splits` of every node of a
     level over the ``packed`` candidates (one slice of features: all).
@@ -103,15 +106,18 @@ def find_best_packed_splits(
       hist: ``(n_slots, n_nodes, C)`` histograms laid out as
         ``slot_layout(packed)``: running sums over each feature's value bins,
         then its missing bin.
+      node_mask, monotone: as `jaxboost.engine.split.find_best_splits`'s.
     """
     missing = hist[packed.slot_start[1:] - 1]  # (F, N, C)
     allowed = packed.valid
     if feature_mask is not None:
         allowed = allowed & feature_mask[packed.feature]
+    if node_mask is not None:  # (P, N): per node
+        allowed = allowed[:, None] & node_mask[packed.feature]
     settings = (n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples)
 
     def search(directions: int) -> Callable[[], SplitChoice]:
-        return lambda: _search(hist, missing, packed, allowed, settings, directions)
+        return lambda: _search(hist, missing, packed, allowed, settings, directions, monotone)
 
     return lax.cond(jnp.all(missing == 0), search(1), search(2))
 
@@ -123,10 +129,11 @@ def _search(
     allowed: jax.Array,
     settings: tuple,
     directions: int,
+    monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> SplitChoice:
-    """The best of the ``allowed`` ``(P,)`` candidates of ``hist`` ``(S, N,
-    C)`` (``missing`` ``(F, N, C)``: its missing bins), sending missing values
-    right, and with ``directions`` 2 also left."""
+    """The best of the ``allowed`` ``(P,)`` (or per node ``(P, N)``) candidates of ``hist``
+    ``(S, N, C)`` (``missing`` ``(F, N, C)``: its missing bins), sending
+    missing values right, and with ``directions`` 2 also left."""
     n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples = settings
     score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, min_child_samples)
     # the last value bin's running sum, and the missing bin: (F, N, C)
@@ -134,18 +141,36 @@ def _search(
     left = hist[packed.slot_start[packed.feature] + packed.threshold]  # (P, N, C)
     candidate_total = total[packed.feature]
     lefts = (left, left + missing[packed.feature])[:directions]  # missing right, left
-    gain = jnp.stack([split_gain(side, candidate_total) for side in lefts], axis=2)
-    gain = jnp.where(allowed[:, None, None], gain, -jnp.inf)  # (P, N, directions)
+    middle = None
+    if monotone is None:
+        gain = jnp.stack([split_gain(side, candidate_total) for side in lefts], axis=2)
+    else:
+        direction, lower, upper = monotone
+        child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
+        bounds = (direction[packed.feature][:, None], lower[None, :], upper[None, :])
+        pairs = [
+            bounded_split_gain(side, candidate_total, child_ok, reg_lambda, *bounds)
+            for side in lefts
+        ]
+        gain = jnp.stack([pair[0] for pair in pairs], axis=2)
+        middle = jnp.stack([pair[1] for pair in pairs], axis=2)
+    per_candidate = allowed[:, None, None] if allowed.ndim == 1 else allowed[:, :, None]
+    gain = jnp.where(per_candidate, gain, -jnp.inf)  # (P, N, directions)
     parent_score = 0.5 * score(total).max(axis=0)  # (N,)
-    return _first_best(gain, parent_score, packed, min_split_gain)
+    return _first_best(gain, parent_score, packed, min_split_gain, middle)
 
 
 def _first_best(
-    gain: jax.Array, parent_score: jax.Array, packed: PackedBins, min_split_gain: float
+    gain: jax.Array,
+    parent_score: jax.Array,
+    packed: PackedBins,
+    min_split_gain: float,
+    middle: jax.Array | None = None,
 ) -> SplitChoice:
     """Every node's first candidate within float32 noise of its best ``gain``
     ``(P, N, directions)`` (lowest candidate, then missing values right), as
-    `jaxboost.engine.split.find_best_splits` chooses."""
+    `jaxboost.engine.split.find_best_splits` chooses; with ``middle`` (as
+    ``gain``), the chosen candidate's."""
     n_nodes = gain.shape[1]
     top_gain = jnp.max(gain, axis=(0, 2))
     tie_tolerance = _GAIN_NOISE * (jnp.abs(top_gain) + parent_score)
@@ -167,4 +192,5 @@ def _first_best(
         missing_left=missing_left.astype(bool),
         gain=jnp.where(do_split, best_gain, 0.0),
         do_split=do_split,
+        middle=None if middle is None else middle[candidate, jnp.arange(n_nodes), missing_left],
     )

@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .constraints import bounded_split_gain
+
 _GAIN_NOISE = 1e-6
 
 
@@ -28,6 +30,9 @@ class SplitChoice(NamedTuple):
     missing_left: jax.Array  # bool: the missing bin goes left
     gain: jax.Array  # float32, 0 where the node does not split
     do_split: jax.Array  # bool
+    # float32, with monotone constraints: the midpoint of the chosen split's
+    # children's values (jaxboost.engine.constraints), else None
+    middle: jax.Array | None = None
 
 
 # outputs summed term by term up to this many (see sum_over_outputs)
@@ -100,37 +105,33 @@ def _identity(value: jax.Array) -> jax.Array:
     return value
 
 
-def _first_of_one_slice(order: jax.Array, gain: jax.Array) -> tuple[jax.Array, jax.Array]:
-    return order, gain
+def _first_of_one_slice(order: jax.Array, gain: jax.Array, *extra: jax.Array) -> tuple:
+    return (order, gain, *extra)
 
 
 def first_across_shards(axis_name: str) -> Callable:
     """``pick_first`` for `find_best_splits` over the shards of
-    ``axis_name``: every shard's ``(order, gain)`` per node, gathered in one
-    ``all_gather``; the lowest order wins, with the gain of the shard that
+    ``axis_name``: every shard's ``(order, gain, *extra)`` per node (``extra``:
+    further float32 values of the candidate), gathered in one
+    ``all_gather``; the lowest order wins, with the values of the shard that
     holds it."""
 
-    def pick_first(order: jax.Array, gain: jax.Array) -> tuple[jax.Array, jax.Array]:
-        packed = jnp.stack([order, lax.bitcast_convert_type(gain, jnp.int32)])  # (2, N)
-        every = lax.all_gather(packed, axis_name)  # (shards, 2, N)
+    def pick_first(order: jax.Array, gain: jax.Array, *extra: jax.Array) -> tuple:
+        floats = [lax.bitcast_convert_type(value, jnp.int32) for value in (gain, *extra)]
+        packed = jnp.stack([order, *floats])  # (2 + len(extra), N)
+        every = lax.all_gather(packed, axis_name)  # (shards, 2 + len(extra), N)
         winner = jnp.argmin(every[:, 0], axis=0)  # (N,)
         chosen = jnp.take_along_axis(every, winner[None, None, :], axis=0)[0]
-        return chosen[0], lax.bitcast_convert_type(chosen[1], jnp.float32)
+        values = (lax.bitcast_convert_type(chosen[i], jnp.float32) for i in range(1, len(packed)))
+        return (chosen[0], *values)
 
     return pick_first
 
 
-def gain_functions(
-    n_outputs: int, reg_lambda, min_child_weight, min_child_samples=0.0
-) -> tuple[Callable, Callable]:
-    """``score(stats) -> (...)`` (`node_score` of a histogram cell's
-    ``[grad (K), hess (K)[, count]]``) and ``split_gain(left, total) ->
-    (...)``: half the score gained by splitting ``total`` into ``left`` and
-    the rest, ``-inf`` where a child is lighter than ``min_child_weight`` (or,
-    with the count column, holds no row or fewer than ``min_child_samples``)."""
-
-    def score(stats):
-        return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
+def child_check(n_outputs: int, min_child_weight, min_child_samples=0.0) -> Callable:
+    """``child_ok(stats) -> (...)`` bool: a child's ``[grad (K), hess (K)[,
+    count]]`` weighs at least ``min_child_weight`` (and, with the count
+    column, holds a row and at least ``min_child_samples`` rows)."""
 
     def child_ok(stats):
         hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
@@ -139,6 +140,22 @@ def gain_functions(
             return heavy_enough
         count = stats[..., -1]
         return heavy_enough & (count > 0) & (count >= min_child_samples)
+
+    return child_ok
+
+
+def gain_functions(
+    n_outputs: int, reg_lambda, min_child_weight, min_child_samples=0.0
+) -> tuple[Callable, Callable]:
+    """``score(stats) -> (...)`` (`node_score` of a histogram cell's
+    ``[grad (K), hess (K)[, count]]``) and ``split_gain(left, total) ->
+    (...)``: half the score gained by splitting ``total`` into ``left`` and
+    the rest, ``-inf`` where a child fails `child_check`."""
+
+    def score(stats):
+        return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
+
+    child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
 
     def split_gain(left, total):
         right = total - left
@@ -161,6 +178,8 @@ def find_best_splits(
     pick_first: Callable = _first_of_one_slice,
     cumulative: bool = False,
     min_child_samples: float = 0.0,
+    node_mask: jax.Array | None = None,
+    monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
@@ -181,6 +200,10 @@ def find_best_splits(
       cumulative: the value bins of ``hist`` already hold running sums (bin
         ``b``: bins ``0..b``), as the native kernel returns them; the missing
         bin is plain either way.
+      node_mask: ``(n_features, n_nodes)`` bool, the features each node may
+        use (interaction constraints), or None.
+      monotone: ``(direction (n_features,) int32, lower (n_nodes,), upper
+        (n_nodes,))`` (`jaxboost.engine.constraints`, one output), or None.
     Returns:
       A `SplitChoice` (``feature`` numbered among all features).  A
       node splits when its best gain exceeds ``min_split_gain`` (and float32
@@ -204,11 +227,23 @@ def find_best_splits(
     # axis 3: 0 = missing values go right, 1 = missing values go left.  Each
     # direction's gains straight from the running sums, so that XLA computes
     # both in one pass and never writes out the children's sums
-    gain = jnp.stack(
-        [split_gain(left_values, total), split_gain(left_values + missing, total)], axis=3
-    )
+    middle = None
+    if monotone is None:
+        gain = jnp.stack(
+            [split_gain(left_values, total), split_gain(left_values + missing, total)], axis=3
+        )
+    else:
+        lefts = (left_values, left_values + missing)
+        direction, lower, upper = monotone
+        child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
+        bounds = (direction[:, None, None], lower[None, :, None], upper[None, :, None])
+        pairs = [bounded_split_gain(left, total, child_ok, reg_lambda, *bounds) for left in lefts]
+        gain = jnp.stack([pair[0] for pair in pairs], axis=3)
+        middle = jnp.stack([pair[1] for pair in pairs], axis=3)
     if feature_mask is not None:
         gain = jnp.where(feature_mask[:, None, None, None], gain, -jnp.inf)
+    if node_mask is not None:
+        gain = jnp.where(node_mask[:, :, None, None], gain, -jnp.inf)
     # every real feature's total is the node's: padding features' are 0
     candidate_axes = (0, 2, 3)  # (feature, threshold, missing direction)
     parent_score, top_gain = reduce_max(
@@ -233,7 +268,12 @@ def find_best_splits(
     )
     local_gain = gain[position[0], jnp.arange(n_nodes), position[1], position[2]]
     local_gain = jnp.where(first == no_candidate, -jnp.inf, local_gain)
-    best, best_gain = pick_first(first, local_gain)
+    if middle is None:
+        best, best_gain = pick_first(first, local_gain)
+        best_middle = None
+    else:
+        local_middle = middle[position[0], jnp.arange(n_nodes), position[1], position[2]]
+        best, best_gain, best_middle = pick_first(first, local_gain, local_middle)
     best = jnp.where(best == no_candidate, 0, best)
     feature, threshold_bin, missing_left = jnp.unravel_index(
         best, (n_features_total, n_value_bins, 2)
@@ -248,4 +288,5 @@ def find_best_splits(
         missing_left=missing_left.astype(bool),
         gain=jnp.where(do_split, best_gain, 0.0),
         do_split=do_split,
+        middle=best_middle,
     )

@@ -28,6 +28,7 @@ from ..runtime.devices import ROWS, collective_axis
 from ..runtime.program_cache import one_program_per_shape
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
+from .constraints import clip_to_bounds, tree_constraints
 from .derivatives import Loss, grad_hess, sample_loss
 from .fisher import fisher_grad_hess, information_per_row
 from .groups import GroupBucket, group_grad_hess, loss_sum, mean_group_loss
@@ -104,6 +105,11 @@ class StaticSettings:
     all_features: int = 0
     # the split statistics carry a count of rows (min_child_samples > 0)
     count_rows: bool = False
+    # per column of the data (all_features of them): -1, 0 or +1, the
+    # monotone constraints (jaxboost.engine.constraints); () for none
+    monotone: tuple[int, ...] = ()
+    # sets of the data's column indices that may share a path; () for none
+    interaction: tuple[tuple[int, ...], ...] = ()
 
     @property
     def grouped(self) -> bool:
@@ -389,7 +395,10 @@ def _grow_one(
         # (the line search's resolution: the scores' magnitude)
         raw=raw if cfg.leaf_method == "line_search" else None,
     )
-    structure, leaf_of_row, sums = grow_tree(
+    constraints = tree_constraints(
+        cfg.monotone, cfg.interaction, cfg.all_features or data.bins.shape[0], data.columns
+    )
+    grown = grow_tree(
         data.bins,
         stats,
         edges,
@@ -400,7 +409,9 @@ def _grow_one(
         leaf_columns=per_row.columns,
         leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
         packed=data.packed,
+        constraints=constraints,
     )
+    structure, leaf_of_row, sums = grown[:3]
     structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
     totals = totals_from_sums(across_shards(sums, axis_name), per_row)
     if one_output:  # the tree's output's sums in its column, 0 in the others
@@ -425,6 +436,12 @@ def _grow_one(
             LEAF_KERNELS[cfg.leaf_kernels],
             base=totals.loss,
         )
+    if constraints is not None and constraints.monotone is not None:
+        # whatever computed them, the leaves stay within their bounds (in the
+        # search's units: gradients times unit), which makes trees monotone
+        bounds = grown[3]
+        scale_back = hyper.learning_rate / unit
+        values = clip_to_bounds(values, bounds.lower * scale_back, bounds.upper * scale_back)
     # the scores take the values as stored (rounded), so that a continued
     # fit, which adds the stored ones, starts from them bit for bit: the
     # select keeps XLA's CPU backend from fusing the learning rate's multiply

@@ -22,6 +22,13 @@ from jax import lax
 from ..kernels.histogram_kernels import HISTOGRAM_KERNELS
 from ..kernels.interfaces import LevelSplit
 from ..kernels.leaf_sums import leaf_sums_reference
+from .constraints import (
+    NodeBounds,
+    TreeConstraints,
+    children_bounds,
+    node_feature_mask,
+    root_bounds,
+)
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -60,8 +67,12 @@ class TreeStructure(NamedTuple):
     split_gain: jax.Array
 
 
-def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumulative, packed):
-    """``shard's histograms -> SplitChoice``, the same on every shard.
+def _split_search(
+    n_features, params, n_outputs, feature_mask, axis_name, cumulative, packed, constraints=None
+):
+    """``(shard's histograms, NodeBounds) -> SplitChoice``, the same on every
+    shard (``constraints``: a `TreeConstraints`, or None: the bounds are
+    ignored).
 
     With several shards the histograms are summed by a reduce-scatter over
     features (``psum_scatter``): each shard receives the full sums of its
@@ -87,15 +98,28 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     one_shard = axis_name is None or lax.axis_size(axis_name) == 1
     if one_shard or jax.process_count() > 1 or packed is not None:
 
-        def search_whole(hist):
+        def search_whole(hist, bounds=None):
             if axis_name is not None:
                 hist = lax.psum(hist, axis_name)
+            node_mask, monotone = _node_constraints(constraints, bounds)
             if packed is not None:
                 return find_best_packed_splits(
-                    hist, packed, *settings, feature_mask, min_child_samples=least_rows
+                    hist,
+                    packed,
+                    *settings,
+                    feature_mask,
+                    min_child_samples=least_rows,
+                    node_mask=node_mask,
+                    monotone=monotone,
                 )
             return find_best_splits(
-                hist, *settings, feature_mask, cumulative=cumulative, min_child_samples=least_rows
+                hist,
+                *settings,
+                feature_mask,
+                cumulative=cumulative,
+                min_child_samples=least_rows,
+                node_mask=node_mask,
+                monotone=monotone,
             )
 
         return search_whole
@@ -108,9 +132,19 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
     padded_mask = jnp.concatenate([mask, jnp.zeros(padding, bool)])
     shard_mask = lax.dynamic_slice_in_dim(padded_mask, first_feature, per_shard)
 
-    def search_slice(hist):
+    def shard_slice(per_feature):  # this shard's features of (n_features, ...)
+        widths = ((0, padding),) + ((0, 0),) * (per_feature.ndim - 1)
+        padded = jnp.pad(per_feature, widths)
+        return lax.dynamic_slice_in_dim(padded, first_feature, per_shard)
+
+    def search_slice(hist, bounds=None):
         hist = jnp.pad(hist, ((0, padding), (0, 0), (0, 0), (0, 0)))
         part = lax.psum_scatter(hist, axis_name, scatter_dimension=0, tiled=True)
+        node_mask, monotone = _node_constraints(constraints, bounds)
+        if node_mask is not None:
+            node_mask = shard_slice(node_mask)
+        if monotone is not None:
+            monotone = (shard_slice(monotone[0]), *monotone[1:])
         return find_best_splits(
             part,
             *settings,
@@ -121,9 +155,22 @@ def _split_search(n_features, params, n_outputs, feature_mask, axis_name, cumula
             pick_first=first_across_shards(axis_name),
             cumulative=cumulative,
             min_child_samples=least_rows,
+            node_mask=node_mask,
+            monotone=monotone,
         )
 
     return search_slice
+
+
+def _node_constraints(constraints: TreeConstraints | None, bounds: NodeBounds | None):
+    """``(node_mask, monotone)`` for the split search of a level's nodes
+    (see `jaxboost.engine.split.find_best_splits`), None each without."""
+    if constraints is None:
+        return None, None
+    monotone = None
+    if constraints.monotone is not None:
+        monotone = (constraints.monotone, bounds.lower, bounds.upper)
+    return node_feature_mask(constraints, bounds), monotone
 
 
 def grow_tree(
@@ -137,7 +184,8 @@ def grow_tree(
     leaf_columns: Sequence[jax.Array] = (),
     leaf_sums: Callable = leaf_sums_reference,
     packed: PackedBins | None = None,
-) -> tuple[TreeStructure, jax.Array, jax.Array | None]:
+    constraints: TreeConstraints | None = None,
+) -> tuple:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
     Each level builds the histograms of all its nodes in one pass over the
@@ -164,10 +212,13 @@ def grow_tree(
       packed: the features' used bins (`jaxboost.engine.packed_split`):
         the histograms hold and the search reads only those; None: every
         feature's histograms padded to ``max_bins + 1`` bins.
+      constraints: monotone and interaction constraints
+        (`jaxboost.engine.constraints`), or None.
     Returns:
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
-      ``(2^max_depth, V)`` float32 (None without columns).
+      ``(2^max_depth, V)`` float32 (None without columns); with
+      ``constraints``, a fourth: the leaves' `NodeBounds`.
     """
     n_outputs = row_stats.shape[1] // 2
     kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
@@ -175,8 +226,16 @@ def grow_tree(
     max_bins = edges.shape[1]
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
     search = _split_search(
-        bins.shape[0], params, n_outputs, feature_mask, axis_name, kernel.cumulative, packed
+        bins.shape[0],
+        params,
+        n_outputs,
+        feature_mask,
+        axis_name,
+        kernel.cumulative,
+        packed,
+        constraints,
     )
+    bounds = None if constraints is None else root_bounds(constraints)
     levels = []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
@@ -190,7 +249,13 @@ def grow_tree(
             hist, carry, node_of_row = kernel.level_quantised(
                 bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
-        choice = search(hist)
+        if constraints is None:
+            choice = search(hist)
+        else:
+            choice = search(hist, bounds)
+            bounds = children_bounds(
+                constraints, bounds, choice.feature, choice.do_split, choice.middle
+            )
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
@@ -199,6 +264,9 @@ def grow_tree(
         split = LevelSplit(feature, threshold_bin, missing_left, missing_bin=max_bins)
     structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
     if not leaf_columns:
-        return structure, kernel.route(bins, node_of_row, split), None
-    leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
-    return structure, leaf_of_row, sums
+        leaf_of_row, sums = kernel.route(bins, node_of_row, split), None
+    else:
+        leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
+    if constraints is None:
+        return structure, leaf_of_row, sums
+    return structure, leaf_of_row, sums, bounds

@@ -58,6 +58,7 @@ from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from . import distribution_predict
 from .computation_keys import keyed_loss, keyed_metrics
+from .constraints import interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
     continued_from,
@@ -65,6 +66,12 @@ from .continued import (
     joined,
     joined_evals,
     with_model_scores,
+)
+from .distribution_defaults import (
+    check_early_stopping,
+    fit_with_holdout,
+    holds_out,
+    resolved_reg_lambda,
 )
 from .eval_sets import prepare_eval_sets
 from .grouping import (
@@ -89,6 +96,7 @@ from .settings import (
     choice,
     finite_number,
     fraction,
+    least_child_rows,
     whole_number,
 )
 from .validation import (
@@ -173,7 +181,10 @@ class Booster:
         everywhere (declared by ``hessian_informative = False``, as absolute
         and quantile losses do, or found so at the initial score), else Newton.
       reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
-        Newton leaves, and the line-search leaves of losses with curvature).
+        Newton leaves, and the line-search leaves of losses with curvature);
+        with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
+        5 (rows) where the hessian resolves to ``"fisher"``
+        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -241,8 +252,27 @@ class Booster:
       min_child_samples: least training rows of positive weight (of the
         round's subsample) in a child: a split leaving fewer is not taken
         (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
-        (the default) checks none, and builds the histograms without the
-        count.  Not with ``use_quantized_grad``.
+        checks none, and builds the histograms without the count.
+        ``"auto"`` (the default) is 20, as LightGBM's and HGB's defaults
+        (``benchmarks/README.md``), or 0 with ``use_quantized_grad``, whose
+        histograms carry no count (a number > 0 with it is an error).
+      monotone_constraints: per column ``-1`` (predictions non-increasing
+        in it), ``0`` (free) or ``+1`` (non-decreasing): a list with one
+        entry per column, or a dict by column name or index (others free);
+        models of one output only.  Exact for every row: leaves are bounded
+        by their neighbours' (`jaxboost.engine.constraints`), whatever the
+        ``leaf_method``; `jaxboost.refit_leaves` refuses such models.
+      interaction_constraints: sets of columns (indices or names), such as
+        ``[[0, 1], [2, 3, 4]]``: the columns split on along any path from
+        the root to a leaf lie within one set; a column in no set is never
+        split on (LightGBM's rule).
+      early_stopping: ``True``: hold out 20% of the rows, stop when their
+        loss has not improved for 10 rounds, then fit all rows for the
+        rounds they chose (``best_iteration_``; ``evals_result_`` holds the
+        held-out curve); ``"auto"``: so where the hessian resolves to
+        ``"fisher"`` (a distribution: docs/distributions.md) and ``fit`` is
+        given no ``eval_set``, ``early_stopping_rounds``, groups or
+        ``init_model``, on one process; ``False``: never.
     """
 
     def __init__(
@@ -253,7 +283,7 @@ class Booster:
         max_depth: int = 6,
         n_outputs: int | None = None,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -272,7 +302,10 @@ class Booster:
         rounds_per_chunk: int | None = None,
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
-        min_child_samples: int = 0,
+        min_child_samples: int | str = "auto",
+        monotone_constraints: list | dict | None = None,
+        interaction_constraints: list | None = None,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -300,6 +333,9 @@ class Booster:
         self.base_score = base_score
         self.loss_dtype = loss_dtype
         self.min_child_samples = min_child_samples
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
+        self.early_stopping = early_stopping
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -399,7 +435,10 @@ class Booster:
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
             count_rows=bool(self._hyper().min_child_samples > 0),
         )
-        return cfg, self._hyper()
+        hyper = self._hyper()
+        if self.reg_lambda is None:  # (a distribution's prior: distribution_defaults)
+            hyper = hyper._replace(reg_lambda=np.float32(resolved_reg_lambda(None, cfg.hessian)))
+        return cfg, hyper
 
     def _check_settings(self) -> None:
         """The settings checked before any work: a ValueError (a TypeError for
@@ -414,6 +453,9 @@ class Booster:
         check_devices(self.devices)
         choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
         choice("hessian", self.hessian, HESSIAN_SETTINGS)
+        monotone_directions(self.monotone_constraints)
+        interaction_sets(self.interaction_constraints)
+        check_early_stopping(self.early_stopping)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -442,19 +484,16 @@ class Booster:
         """The numeric settings, checked, as float32 scalars."""
         hyper = NumericSettings(
             learning_rate=finite_number("learning_rate", self.learning_rate, positive=True),
-            reg_lambda=finite_number("reg_lambda", self.reg_lambda),
+            reg_lambda=finite_number("reg_lambda", resolved_reg_lambda(self.reg_lambda, "")),
             min_child_weight=finite_number("min_child_weight", self.min_child_weight),
             min_split_gain=finite_number("min_split_gain", self.min_split_gain),
             subsample=fraction("subsample", self.subsample),
             colsample_bytree=fraction("colsample_bytree", self.colsample_bytree),
             hessian_floor=finite_number("hessian_floor", self.hessian_floor),
-            min_child_samples=finite_number("min_child_samples", self.min_child_samples),
+            min_child_samples=least_child_rows(
+                self.min_child_samples, bool(self.use_quantized_grad)
+            ),
         )
-        if hyper.min_child_samples > 0 and self.use_quantized_grad:
-            raise ValueError(
-                "min_child_samples: the quantised histograms (use_quantized_grad=True) "
-                "carry no row count; set min_child_samples=0 or use_quantized_grad=False"
-            )
         return NumericSettings(*(np.float32(value) for value in hyper))
 
     # -- data ----------------------------------------------------------------
@@ -555,24 +594,30 @@ class Booster:
         Returns:
           ``self``.
         """
-        inputs = self._fit_inputs(
-            _FitArguments(
-                X,
-                y,
-                sample_weight,
-                eval_set,
-                eval_sample_weight,
-                eval_metric,
-                early_stopping_rounds,
-                group,
-                qid,
-                eval_group,
-                eval_qid,
-                init_score,
-                eval_init_score,
-                init_model,
-            )
+        arguments = _FitArguments(
+            X,
+            y,
+            sample_weight,
+            eval_set,
+            eval_sample_weight,
+            eval_metric,
+            early_stopping_rounds,
+            group,
+            qid,
+            eval_group,
+            eval_qid,
+            init_score,
+            eval_init_score,
+            init_model,
         )
+        data = ("X", "y", "sample_weight")
+        given = {k: v for k, v in arguments._asdict().items() if k not in data}
+        given.update(callbacks=callbacks, verbose=verbose)
+        hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
+        if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
+            self._checked_inputs(arguments)  # (errors name the user's rows)
+            return fit_with_holdout(self, X, y, sample_weight, given)
+        inputs = self._fit_inputs(arguments)
         placed = place_rows(self, inputs)
         # the watched chunk on every process if any watches the rounds
         # (processes running different programs abort in the collectives)
@@ -629,6 +674,7 @@ class Booster:
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
+        on_every_process(lambda: self._constraints(features.shape[1], names, n_outputs))
         # programs are reused exactly for the same computation: keyed by tracing
         loss = keyed_loss(loss, targets.shape[1:], n_outputs, grouped=grouped is not None)
         metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs)
@@ -710,12 +756,26 @@ class Booster:
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
-    @staticmethod
-    def _with_columns(cfg: StaticSettings, inputs: FitInputs, placed: PlacedRows):
-        """``cfg`` knowing all columns' count where only some are trained on."""
+    def _constraints(self, n_features: int, names, n_outputs: int) -> dict:
+        """The monotone and interaction constraints as column indices (see
+        `jaxboost.frontends.constraints`), StaticSettings' fields."""
+        return {
+            "monotone": monotone_directions(
+                self.monotone_constraints, n_features, names, n_outputs
+            ),
+            "interaction": interaction_sets(self.interaction_constraints, n_features, names),
+        }
+
+    def _with_columns(self, cfg: StaticSettings, inputs: FitInputs, placed: PlacedRows):
+        """``cfg`` with the constraints, and knowing all columns' count where
+        only some are trained on."""
+        n_features = inputs.features.shape[1]
+        cfg = dataclasses.replace(
+            cfg, **self._constraints(n_features, inputs.names, inputs.n_outputs)
+        )
         if placed.columns is None:
             return cfg
-        return dataclasses.replace(cfg, all_features=inputs.features.shape[1])
+        return dataclasses.replace(cfg, all_features=n_features)
 
     @staticmethod
     def _fitted_model(inputs: FitInputs, placed: PlacedRows, forest: Tree, train_loss) -> dict:

@@ -29,6 +29,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import losses as loss_catalogue
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
+from .constraints import with_column_indices
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
@@ -141,6 +142,8 @@ class _BoosterEstimator(BaseEstimator):
             if params["n_estimators"] == 0:  # as scikit-learn's: nothing to add
                 return
             fit_params = {**fit_params, "init_model": self.booster_}
+        # X reaches the booster as an array: column names become indices
+        params = with_column_indices(params, getattr(self, "feature_names_in_", None))
         booster = Booster(loss=loss, n_outputs=n_outputs, **params)
         booster.fit(X, targets, sample_weight, **fit_params)
         self.booster_ = booster
@@ -231,7 +234,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -249,7 +252,10 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         warm_start: bool = False,
-        min_child_samples: int = 0,
+        min_child_samples: int | str = "auto",
+        monotone_constraints: list | dict | None = None,
+        interaction_constraints: list | None = None,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -278,6 +284,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
         self.min_child_samples = min_child_samples
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
+        self.early_stopping = early_stopping
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -395,7 +404,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
         leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
+        reg_lambda: float | None = None,
         min_child_weight: float = 1e-3,
         min_split_gain: float = 0.0,
         max_bins: int = 255,
@@ -413,7 +422,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         base_score: float | list | None = None,
         loss_dtype: str = "auto",
         warm_start: bool = False,
-        min_child_samples: int = 0,
+        min_child_samples: int | str = "auto",
+        monotone_constraints: list | dict | None = None,
+        interaction_constraints: list | None = None,
+        early_stopping: str | bool = "auto",
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -441,6 +453,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.loss_dtype = loss_dtype
         self.warm_start = warm_start
         self.min_child_samples = min_child_samples
+        self.monotone_constraints = monotone_constraints
+        self.interaction_constraints = interaction_constraints
+        self.early_stopping = early_stopping
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
@@ -553,9 +568,21 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             return np.log(self.predict_proba(X, init_score))
 
     def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
-        """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type."""
-        proba = self.predict_proba(X, init_score)
-        return self.classes_[np.argmax(proba, axis=1)]
+        """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type.
+
+        With a sigmoid or softmax link, read off `decision_function` (its
+        sign, or its largest score): float32 probabilities of raw scores
+        within about 3e-8 of each other tie, and a tie would pick the first
+        class whatever the scores say."""
+        raw = self._raw(X, init_score)
+        default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
+        link = getattr(self.booster_.loss_, "link", default)
+        if isinstance(link, str) and link in ("sigmoid", "softmax"):
+            decision = self._decision(raw)
+            if decision.ndim == 1:
+                return self.classes_[(decision > 0).astype(int)]
+            return self.classes_[np.argmax(decision, axis=1)]
+        return self.classes_[np.argmax(self._proba(raw), axis=1)]
 
     def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
         """`decision_function` after each boosting round."""

@@ -169,6 +169,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
                 seed=seed,
                 first_row=layout.first_row,
                 gather=gather,
+                weight=inputs.weight,
             )
         )
     # constant columns have no split: trained without (the same trees)

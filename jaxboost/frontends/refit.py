@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # optax is imported when a refit runs: 0.3 s less at every im
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
 from .computation_keys import keyed_loss
+from .constraints import constrains_order
 from .loss_checks import check_loss, check_target_domain
 from .validation import as_targets, as_weights
 
@@ -299,6 +300,12 @@ def refit_leaves(
     if not isinstance(model, Booster):
         raise TypeError(f"model: expected a fitted jaxboost Booster, got {type(model).__name__}")
     features = model._features_for_predict(X)  # checks fitted, feature count and names
+    if constrains_order(getattr(model, "monotone_constraints", None)):
+        raise ValueError(
+            "model: fitted with monotone_constraints, which bound each leaf by its "
+            "neighbours; refit_leaves would move leaves past those bounds and break the "
+            "order. Fit again (or continue with init_model) instead"
+        )
     targets = as_targets(y, features.shape[0])
     weight = as_weights(sample_weight, features.shape[0])
     loss = model.loss_ if loss is None else loss_catalogue.resolve(loss)

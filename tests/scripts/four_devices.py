@@ -56,6 +56,10 @@ def main() -> int:
             (y > 0).astype(np.float32),
             {"use_quantized_grad": True},
         ),
+        # the monotone bounds' midpoints gathered from the shard that holds the split
+        "monotone": (losses.squared_error, y, {"monotone_constraints": [1, 0, 0, -1, 0]}),
+        # each node's allowed features sliced to every shard's features
+        "interaction": (losses.squared_error, y, {"interaction_constraints": [[0, 1], [2, 3, 4]]}),
         # F0 from the targets' median: at 0 every residual is on the flat stretch
         "redescending": (tukey_biweight, y + 30.0, {"hessian_mode": "clip", "armijo": True}),
         # groups of 1 to 40 rows, whole on one device each, rows subsampled
@@ -88,8 +92,23 @@ def main() -> int:
         print(f"{name}: same splits {same_splits}, raw scores within 1e-5: {close}")
         if not (same_splits and close):
             failures.append(name)
+        if name == "monotone" and not _is_monotone(four, X[:8], {0: 1, 3: -1}):
+            failures.append("monotone (4 devices: predictions not monotone)")
     failures += _offsets_and_continued(X, rng, devices)
     return 1 if failures else 0
+
+
+def _is_monotone(model, rows, directions) -> bool:
+    """Whether ``model``'s raw scores move in ``directions`` (column: +1 or
+    -1) as each column alone sweeps a grid, from every row of ``rows``."""
+    grid = np.linspace(-3, 3, 41, dtype=np.float32)
+    for column, direction in directions.items():
+        swept = np.repeat(rows, grid.size, axis=0)
+        swept[:, column] = np.tile(grid, rows.shape[0])
+        raw = model.predict_raw(swept).reshape(rows.shape[0], grid.size)
+        if np.any(direction * np.diff(raw, axis=1) < 0):
+            return False
+    return True
 
 
 def _offsets_and_continued(X, rng, devices) -> list[str]:

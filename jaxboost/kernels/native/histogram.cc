@@ -242,6 +242,22 @@ struct EntryStats<float, double, 2> {
     _mm_storeu_pd(sums, _mm_add_pd(_mm_loadu_pd(sums), pair));
   }
 };
+
+// The same with a third float, the row count of min_child_samples,
+// converted once too.
+template <>
+struct EntryStats<float, double, 3> {
+  __m128d pair;
+  double count;
+  explicit EntryStats(const float* __restrict stats)
+      : pair(_mm_cvtps_pd(
+            _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(stats))))),
+        count(stats[2]) {}
+  void AddTo(double* __restrict sums) const {
+    _mm_storeu_pd(sums, _mm_add_pd(_mm_loadu_pd(sums), pair));
+    sums[2] += count;
+  }
+};
 #endif
 
 // The inner loop of every pass: list entries [begin, end) added to their
@@ -425,6 +441,12 @@ void Accumulate(const uint8_t* bins, int64_t n_rows, int64_t n_features,
   } else if (n_stats == kUsual) {
     AccumulateStats<Stat, Acc, kUsual, false>(bins, n_rows, n_features, list, all_stats,
                                               n_stats, layout, hist);
+  } else if (n_stats == kUsual + 1 && all) {  // (and a row count: min_child_samples)
+    AccumulateStats<Stat, Acc, kUsual + 1, true>(bins, n_rows, n_features, list, all_stats,
+                                                 n_stats, layout, hist);
+  } else if (n_stats == kUsual + 1) {
+    AccumulateStats<Stat, Acc, kUsual + 1, false>(bins, n_rows, n_features, list, all_stats,
+                                                  n_stats, layout, hist);
   } else if (all) {
     AccumulateStats<Stat, Acc, 0, true>(bins, n_rows, n_features, list, all_stats, n_stats,
                                         layout, hist);
@@ -434,7 +456,8 @@ void Accumulate(const uint8_t* bins, int64_t n_rows, int64_t n_features,
   }
 }
 
-// body(std::integral_constant<int, kUsual>) when n_stats is kUsual, else
+// body(std::integral_constant<int, kUsual>) when n_stats is kUsual (or
+// kUsual + 1: with a row count), else
 // body(std::integral_constant<int, 0>): a row loop inside `body` then copies
 // the usual count of statistics with a loop of fixed length (as a branch
 // inside the loop, GCC 13 left the list passes 2x slower)
@@ -442,6 +465,8 @@ template <int kUsual, typename Body>
 void WithStatCount(int64_t n_stats, Body&& body) {
   if (n_stats == kUsual) {
     body(std::integral_constant<int, kUsual>());
+  } else if (n_stats == kUsual + 1) {  // (and a row count: min_child_samples)
+    body(std::integral_constant<int, kUsual + 1>());
   } else {
     body(std::integral_constant<int, 0>());
   }
@@ -600,6 +625,9 @@ void AccumulateEntries(const uint8_t* bins, int64_t n_rows, int64_t n_features,
         if (n_stats == kUsual) {
           AccumulateEntriesRun<Stat, Acc, kUsual, 4, clamp()>(bins, n_rows, n_features, f, list,
                                                               n_stats, layout, t0, t1, hist);
+        } else if (n_stats == kUsual + 1) {
+          AccumulateEntriesRun<Stat, Acc, kUsual + 1, 4, clamp()>(
+              bins, n_rows, n_features, f, list, n_stats, layout, t0, t1, hist);
         } else {
           AccumulateEntriesRun<Stat, Acc, 0, 4, clamp()>(bins, n_rows, n_features, f, list,
                                                          n_stats, layout, t0, t1, hist);

@@ -1,0 +1,145 @@
+"""The defaults of a Fisher-scored fit (a distribution's likelihood): a prior
+worth a few rows, and the rounds chosen on rows held out of the fit.
+
+A distribution's scale learns from the training rows' residuals, which
+shrink as the trees fit those rows; after a few tens of rounds at learning
+rate 0.1 and depth 6 the predicted scale is that of the training residuals,
+far below the held-out ones, and the held-out likelihood collapses on a few
+hundred rows (benchmarks/bench_distributional.py: diabetes' held-out NLL 92
+against 5.6 for a constant scale).  When the user sets neither, such a fit
+
+- measures ``reg_lambda`` as `DISTRIBUTION_PRIOR_ROWS` rows' information
+  (`jaxboost.engine.fisher.information_per_row`): on a leaf of ``n`` rows the
+  step shrinks by ``n / (n + 5)``, much on the small leaves where the scale
+  overfits, little on the hundreds-of-rows leaves of large data;
+- holds out `HOLDOUT_FRACTION` of the rows, stops when their likelihood has
+  not improved for `PATIENCE` rounds (scikit-learn's
+  ``HistGradientBoosting*(early_stopping="auto")`` does the same above 10,000
+  rows), then fits all rows for the rounds the holdout chose: the number of
+  rounds adapts to the data's size and noise, on any target scale.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from ..engine.fisher import resolved_hessian
+from .settings import draw_seed
+
+# reg_lambda of a Fisher-scored fit left at None: a prior worth 5 rows
+DISTRIBUTION_PRIOR_ROWS = 5.0
+# reg_lambda left at None otherwise
+POINT_REG_LAMBDA = 1.0
+# the share of rows the automatic early stopping holds out, and its patience
+HOLDOUT_FRACTION = 0.2
+PATIENCE = 10
+# fewer rows than this: no holdout (too few to measure a likelihood on)
+HOLDOUT_MIN_ROWS = 20
+
+
+def resolved_reg_lambda(setting: float | None, hessian: str) -> float:
+    """``reg_lambda`` as given, or for None its default: `DISTRIBUTION_PRIOR_ROWS`
+    where the engine's ``hessian`` is ``"fisher"``, else `POINT_REG_LAMBDA`."""
+    if setting is not None:
+        return setting
+    return DISTRIBUTION_PRIOR_ROWS if hessian == "fisher" else POINT_REG_LAMBDA
+
+
+def check_early_stopping(setting: Any) -> None:
+    auto = isinstance(setting, str) and setting == "auto"
+    if not (auto or setting is True or setting is False):  # (not 1, 0: bools only)
+        raise ValueError(f"early_stopping: expected 'auto', True or False, got {setting!r}")
+
+
+def holds_out(setting: Any, hessian_setting: str, loss: Any, given: dict[str, Any]) -> bool:
+    """Whether a fit stops on rows held out of it: ``setting`` True, or
+    ``"auto"`` for a loss that ``hessian_setting`` scores by its Fisher
+    information; never when ``given`` (fit's arguments) holds an
+    ``eval_set``, ``early_stopping_rounds``, groups or an ``init_model``
+    (the user's own watching, or rounds added to a model), nor on several
+    processes (each holds only its own rows)."""
+    import jax
+
+    check_early_stopping(setting)
+    if setting is False:
+        return False
+    if setting == "auto" and resolved_hessian(hessian_setting, loss) != "fisher":
+        return False
+    watched = ("eval_set", "early_stopping_rounds", "group", "qid", "init_model")
+    if any(given.get(name) is not None for name in watched):
+        if setting is True:
+            raise ValueError(
+                "early_stopping=True holds out rows of its own; it does not take "
+                f"{[name for name in watched if given.get(name) is not None]}: set "
+                "early_stopping=False to watch your eval_set or add rounds to a model"
+            )
+        return False
+    return jax.process_count() == 1
+
+
+def holdout_rows(n_rows: int, seed: int) -> np.ndarray:
+    """``(n_rows,)`` bool: the `HOLDOUT_FRACTION` of rows held out (at least
+    one), drawn by ``seed``."""
+    n_held = max(1, round(HOLDOUT_FRACTION * n_rows))
+    held = np.zeros(n_rows, bool)
+    held[np.random.default_rng(seed).permutation(n_rows)[:n_held]] = True
+    return held
+
+
+def _rows(values: Any, rows: np.ndarray) -> Any:
+    """``values``' rows ``rows`` (a DataFrame's by position); None stays None."""
+    if values is None:
+        return None
+    if hasattr(values, "iloc"):
+        return values.iloc[rows]
+    return np.asarray(values)[rows]
+
+
+def fit_with_holdout(booster: Any, X: Any, y: Any, sample_weight: Any, given: dict) -> Any:
+    """Fits ``booster`` (in place) for the rounds the held-out rows choose:
+    a fit of the other rows watching the held-out ones' first metric (the
+    loss unless ``given["eval_metric"]``), stopped after `PATIENCE` rounds
+    without improvement; then a fit of all rows for its best round count.
+    ``best_iteration_`` and ``evals_result_`` are the holdout fit's."""
+    plain = {name: given.get(name) for name in ("init_score", "callbacks", "verbose")}
+    n_rows = int(np.shape(X)[0])
+    if n_rows < HOLDOUT_MIN_ROWS:
+        return _fit_plain(booster, booster.n_estimators, X, y, sample_weight, given)
+    held = holdout_rows(n_rows, int(draw_seed(booster.random_state)))
+    kept = np.flatnonzero(~held)
+    held = np.flatnonzero(held)
+    init_score = given.get("init_score")
+    probe = copy.copy(booster)
+    probe.early_stopping = False
+    probe.fit(
+        _rows(X, kept),
+        _rows(y, kept),
+        _rows(sample_weight, kept),
+        eval_set=[(_rows(X, held), _rows(y, held))],
+        eval_sample_weight=None if sample_weight is None else [_rows(sample_weight, held)],
+        eval_metric=given.get("eval_metric"),
+        early_stopping_rounds=PATIENCE,
+        init_score=_rows(init_score, kept),
+        eval_init_score=None if init_score is None else [_rows(init_score, held)],
+    )
+    rounds = probe.best_iteration_ or probe.n_estimators_
+    _fit_plain(booster, max(1, int(rounds)), X, y, sample_weight, plain)
+    booster.best_iteration_ = probe.best_iteration_
+    booster.evals_result_ = probe.evals_result_
+    return booster
+
+
+def _fit_plain(booster: Any, n_estimators: int, X, y, sample_weight, given: dict) -> Any:
+    """``booster`` fitted on all rows for ``n_estimators`` rounds, without a
+    holdout, with fit's other arguments ``given``; its settings stay as they
+    were."""
+    final = copy.copy(booster)
+    final.early_stopping = False
+    final.n_estimators = n_estimators
+    final.fit(X, y, sample_weight, **{k: v for k, v in given.items() if v is not None})
+    fitted = {name: value for name, value in vars(final).items() if name.endswith("_")}
+    booster.__dict__.update(fitted)
+    return booster
