@@ -56,6 +56,8 @@ def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
     node = jnp.zeros(n_rows, jnp.int32)
     for _ in range(depth):
         value = values[row_start + tree.feature[node]]
+        # (traced in the plain test's operand order: the same program without sets)
+        is_missing, missing_right = jnp.isnan(value), ~tree.missing_left[node]
         value_goes_right = value > tree.threshold[node]
         if tree.category_left is not None:  # categorical nodes: codes in the set go left
             node_set = tree.category_left[node]  # (n_rows, 8)
@@ -63,7 +65,7 @@ def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
             value_goes_right = jnp.where(
                 is_categorical_node(node_set), ~bin_goes_left(node_set, code), value_goes_right
             )
-        goes_right = jnp.where(jnp.isnan(value), ~tree.missing_left[node], value_goes_right)
+        goes_right = jnp.where(is_missing, missing_right, value_goes_right)
         node = 2 * node + 1 + goes_right.astype(jnp.int32)
     return node - (2**depth - 1)
 
