@@ -7,9 +7,9 @@ the numeric split's, with the left child's sums taken over that set:
 
 - a feature of at most ``max_cat_to_onehot`` categories (LightGBM's
   default 4) tries each category alone against the rest;
-- otherwise the node's non-empty categories are sorted by ``sum_k G_k /
-  (sum_k H_k + cat_smooth)`` (the sums over the outputs: one ratio for
-  vector outputs too) and every prefix of that order is a candidate whose
+- otherwise the node's non-empty categories are sorted by ``G / (H +
+  cat_smooth)`` (for vector outputs, the first output's: the sum over a
+  softmax's outputs is 0, rounding noise) and every prefix of that order is a candidate whose
   smaller side holds at most ``max_cat_threshold`` categories (LightGBM's
   method, Fisher 1958: for one output the best set is a prefix of the order
   by ``G / H``).
@@ -90,9 +90,8 @@ def candidate_sums(
       ``(F, N, Bv)`` bool: the candidates allowed; ``order`` ``(F, N, Bv)``
       int32: the bins in sorted order.
     """
-    grad = plain[..., :n_outputs].sum(axis=-1)
-    hess = plain[..., n_outputs : 2 * n_outputs].sum(axis=-1)
-    non_empty = hess > 0
+    grad, hess = plain[..., 0], plain[..., n_outputs]  # the first output's
+    non_empty = plain[..., n_outputs : 2 * n_outputs].sum(axis=-1) > 0
     ratio = grad / (hess + search.cat_smooth)
     # empty bins last, so that prefixes are of the categories present
     order = jnp.argsort(jnp.where(non_empty, ratio, jnp.inf), axis=2, stable=True)

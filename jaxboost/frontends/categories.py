@@ -80,7 +80,12 @@ def categorical_columns(spec: Any, X: Any, n_features: int, names: list[str] | N
     chosen = set(frame_category_columns(X))
     if spec is None:
         return sorted(chosen)
-    entries = list(np.asarray(spec).reshape(-1)) if not isinstance(spec, str) else [spec]
+    if isinstance(spec, str):
+        entries = [spec]
+    elif isinstance(spec, np.ndarray):
+        entries = spec.reshape(-1).tolist()
+    else:
+        entries = [e.item() if isinstance(e, np.generic) else e for e in spec]
     if entries and all(isinstance(e, (bool, np.bool_)) for e in entries):
         if len(entries) != n_features:
             raise ValueError(
