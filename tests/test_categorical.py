@@ -212,3 +212,17 @@ def test_interaction_constraints_hold_with_categorical_columns():
     for tree in range(model.forest_.feature.shape[0]):
         used = set(model.forest_.feature[tree][model.forest_.split_gain[tree] > 0].tolist())
         assert used <= {0} or used <= {1, 2}
+
+
+def test_estimators_take_categorical_features_and_pandas_categories():
+    X, y = _set_effect()
+    frame = _frame(X[:, 0].astype(int), X[:, 1], "abcdefghij")
+    regressor = jb.Regressor(n_estimators=3, max_depth=1, learning_rate=1.0).fit(frame, y)
+    assert regressor.booster_.forest_.category_left is not None
+    shuffled = _frame(X[:, 0].astype(int), X[:, 1], "jihgfedcba")
+    np.testing.assert_array_equal(regressor.predict(shuffled), regressor.predict(frame))
+    labels = np.isin(X[:, 0], [1, 4, 7]).astype(int)
+    classifier = jb.Classifier(
+        categorical_features=[0], n_estimators=3, max_depth=1, learning_rate=1.0
+    ).fit(X, labels)
+    assert (classifier.predict(X) == labels).mean() > 0.99

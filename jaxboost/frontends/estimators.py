@@ -29,7 +29,9 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import losses as loss_catalogue
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
+from .categories import categorical_columns, encode_categories, fit_categories
 from .constraints import with_column_indices
+from .validation import feature_names
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
@@ -103,8 +105,23 @@ class _BoosterEstimator(BaseEstimator):
             )
         return params
 
+    def _coded(self, X: Any, reset: bool) -> Any:
+        """``X`` with its categorical columns as codes
+        (`jaxboost.frontends.categories`): at fit (``reset``) the categories
+        are found and kept in ``categories_`` (None without categorical columns)."""
+        if reset:
+            names = feature_names(X)
+            n_features = len(names) if names is not None else np.shape(X)[1]
+            spec = getattr(self, "categorical_features", None)
+            columns = categorical_columns(spec, X, n_features, names)
+            self.categories_ = (
+                fit_categories(X, columns, names, int(self.max_bins)) if columns else None
+            )
+        return encode_categories(X, getattr(self, "categories_", None))
+
     def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
         """``(n_rows, n_features)`` float32, NaN allowed; sets or checks the feature count/names."""
+        X = self._coded(X, reset)
         return validate_data(self, X, reset=reset, ensure_all_finite="allow-nan", dtype=np.float32)
 
     def _eval_fit_params(
@@ -144,6 +161,9 @@ class _BoosterEstimator(BaseEstimator):
             fit_params = {**fit_params, "init_model": self.booster_}
         # X reaches the booster as an array: column names become indices
         params = with_column_indices(params, getattr(self, "feature_names_in_", None))
+        if "categorical_features" in params:  # the codes' columns (self._coded)
+            tables = getattr(self, "categories_", None) or []
+            params["categorical_features"] = [table.column for table in tables] or None
         booster = Booster(loss=loss, n_outputs=n_outputs, **params)
         booster.fit(X, targets, sample_weight, **fit_params)
         self.booster_ = booster
@@ -255,6 +275,10 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         min_child_samples: int = 0,
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        categorical_features: Any = None,
+        max_cat_to_onehot: int = 4,
+        max_cat_threshold: int = 32,
+        cat_smooth: float = 10.0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -285,6 +309,10 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -308,6 +336,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Regressor:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and ``y (n_rows,)`` or
         ``(n_rows, n_targets)``; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
+        X = self._coded(X, reset=True)
         X, y = validate_data(
             self,
             X,
@@ -423,6 +452,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         min_child_samples: int = 0,
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        categorical_features: Any = None,
+        max_cat_to_onehot: int = 4,
+        max_cat_threshold: int = 32,
+        cat_smooth: float = 10.0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -452,6 +485,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
@@ -506,6 +543,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and labels ``y (n_rows,)``
         of any type; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
+        X = self._coded(X, reset=True)
         X, y = validate_data(
             self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, ensure_min_samples=2
         )
