@@ -138,7 +138,10 @@ def test_unseen_categories_follow_the_missing_direction():
 def test_save_and_load_keep_the_sets_and_the_codes(tmp_path):
     X, y = _set_effect()
     frame = _frame(X[:, 0].astype(int), X[:, 1], "abcdefghij")
-    model = jb.Booster(n_estimators=4, max_depth=3).fit(frame, y)
+    model = jb.Booster(n_estimators=4, max_depth=3).fit(frame, y, eval_set=[(frame, y)])
+    # the evaluation set coded as the training rows: its loss is the model's
+    half_mse = 0.5 * np.mean((model.predict(frame) - y) ** 2)
+    assert model.evals_result_["validation_0"]["loss"][-1] == pytest.approx(half_mse, rel=1e-4)
     path = tmp_path / "model.json"
     model.save(path)
     loaded = jb.load(path)
@@ -203,6 +206,13 @@ def test_a_monotone_constraint_on_a_categorical_column_is_refused():
         jb.Booster(categorical_features=[0], monotone_constraints=[1, 0], n_estimators=1).fit(X, y)
 
 
+def test_continuing_a_model_with_categorical_columns_is_refused():
+    X, y = _set_effect(300)
+    model = jb.Booster(categorical_features=[0], n_estimators=1).fit(X, y)
+    with pytest.raises(ValueError, match="init_model: continuing a model with categorical"):
+        jb.Booster(n_estimators=1).fit(X, y, init_model=model)
+
+
 def test_interaction_constraints_hold_with_categorical_columns():
     X, y = _set_effect()
     X = np.c_[X, X[:, 1] * 2].astype(np.float32)
@@ -226,3 +236,15 @@ def test_estimators_take_categorical_features_and_pandas_categories():
         categorical_features=[0], n_estimators=3, max_depth=1, learning_rate=1.0
     ).fit(X, labels)
     assert (classifier.predict(X) == labels).mean() > 0.99
+
+
+def test_polars_categorical_and_enum_columns_are_categorical_and_matched_by_value():
+    pl = pytest.importorskip("polars")
+    X, y = _set_effect(1000)
+    labels = np.array(list("abcdefghij"))[X[:, 0].astype(int)]
+    frame = pl.DataFrame({"shop": pl.Series(labels).cast(pl.Categorical), "noise": X[:, 1]})
+    model = jb.Booster(**ONE_SPLIT).fit(frame, y)
+    assert np.abs(model.predict(frame) - y).max() < 0.3  # {b, e, h} in one split
+    enum = pl.Series(labels).cast(pl.Enum(list("jihgfedcba")))
+    other_order = pl.DataFrame({"shop": enum, "noise": X[:, 1]})
+    np.testing.assert_array_equal(model.predict(other_order), model.predict(frame))

@@ -605,7 +605,8 @@ class Booster:
         """
         self._check_settings()
         categories = self._fit_categories(X)
-        if categories and init_model is not None:
+        old_categories = getattr(getattr(init_model, "booster_", init_model), "categories_", None)
+        if init_model is not None and (categories or old_categories):
             raise ValueError(
                 "init_model: continuing a model with categorical columns is not supported yet; "
                 "fit it anew"
@@ -804,11 +805,13 @@ class Booster:
         if inputs.categories:
             columns = [table.column for table in inputs.categories]
             check_not_monotone(constraints["monotone"], columns, inputs.names)
-            # the reference kernel routes rows by category sets (the native ones do not yet)
+            # the XLA kernels route rows by category sets (the native one does not
+            # yet): on CPU the packed one (complex pairs, about 25% faster)
+            on_cpu = cfg.histogram_kernel in ("native", "packed")
             cfg = dataclasses.replace(
                 cfg,
                 categorical=categorical_settings(self, inputs.categories),
-                histogram_kernel="reference",
+                histogram_kernel="packed" if on_cpu else "reference",
             )
         if placed.columns is None:
             return cfg
