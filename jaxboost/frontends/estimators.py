@@ -29,7 +29,12 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import losses as loss_catalogue
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
-from .categories import categorical_columns, encode_categories, fit_categories
+from .categories import (
+    categorical_columns,
+    encode_categories,
+    fit_categories,
+    frame_category_columns,
+)
 from .constraints import with_column_indices
 from .validation import feature_names
 
@@ -110,9 +115,12 @@ class _BoosterEstimator(BaseEstimator):
         (`jaxboost.frontends.categories`): at fit (``reset``) the categories
         are found and kept in ``categories_`` (None without categorical columns)."""
         if reset:
+            spec = getattr(self, "categorical_features", None)
+            self.categories_ = None
+            if spec is None and not frame_category_columns(X):  # X as it is
+                return X
             names = feature_names(X)
             n_features = len(names) if names is not None else np.shape(X)[1]
-            spec = getattr(self, "categorical_features", None)
             columns = categorical_columns(spec, X, n_features, names)
             self.categories_ = (
                 fit_categories(X, columns, names, int(self.max_bins)) if columns else None
