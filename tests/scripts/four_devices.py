@@ -122,7 +122,7 @@ def _categorical(X, y, rng, devices) -> list[str]:
         )
         close = np.allclose(four.predict_raw(X), one.predict_raw(X), rtol=1e-5, atol=1e-6)
         uses_sets = bool(np.any(one.forest_.category_left != 0))
-        print(f"{name}: same splits and sets {same}, raw within 1e-5: {close}, sets {uses_sets}")
+        print(f"{name}: sets used {uses_sets}, same splits {same}, raw scores within 1e-5: {close}")
         if not (same and close and uses_sets):
             failures.append(name)
     return failures
