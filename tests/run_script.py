@@ -19,7 +19,9 @@ def run_script(
     environment = environment or {}
     if not {"JAXBOOST_COMPILATION_CACHE", "JAXBOOST_CACHE_DIR"} & set(environment):
         run_cache = os.environ.get("JAXBOOST_TEST_RUN_XLA_CACHE")
-        environment = {"JAXBOOST_COMPILATION_CACHE": run_cache, **environment} if run_cache else environment
+        environment = (
+            {"JAXBOOST_COMPILATION_CACHE": run_cache, **environment} if run_cache else environment
+        )
     return subprocess.run(
         [sys.executable, str(script), *args],
         check=False,

@@ -31,6 +31,8 @@ def test_four_cpu_devices_train_the_single_device_model():
         "groups_joint_newton",
         "offsets",
         "continued",
+        "categorical",
+        "categorical_multiclass",
     ]
     assert all(line.endswith("same splits True, raw scores within 1e-5: True") for line in lines)
 

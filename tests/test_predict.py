@@ -3,6 +3,7 @@ plain numpy walk of the same padded trees, and the training scores it implies.""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -85,11 +86,11 @@ def three_classes(request):
 
 
 def _forest(model: Booster) -> Tree:
-    return Tree(*(np.asarray(field) for field in model.forest_))
+    return jax.tree.map(np.asarray, model.forest_)
 
 
 def _predict(model: Booster, X: np.ndarray, **kwargs) -> np.ndarray:
-    forest = Tree(*(jnp.asarray(field) for field in model.forest_))
+    forest = jax.tree.map(jnp.asarray, model.forest_)
     raw = predict_forest(forest, jnp.asarray(model.init_score_), jnp.asarray(X), **kwargs)
     return np.asarray(raw)
 
@@ -203,7 +204,7 @@ def test_the_native_kernel_matches_numpy_walk(regression, three_classes, n_rows)
     X_new = _features(12, n_rows=n_rows)
     X_new[::7] = np.nan  # whole rows missing too
     for _, _, model in (regression, three_classes):
-        forest = Tree(*(jnp.asarray(field) for field in model.forest_))
+        forest = jax.tree.map(jnp.asarray, model.forest_)
         raw = predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.asarray(X_new))
         expected = _walk(_forest(model), model.init_score_, X_new)
         assert raw.shape == expected.shape and raw.dtype == np.float32
@@ -214,7 +215,7 @@ def test_the_native_kernel_rejects_a_split_feature_out_of_range(regression):
     from jaxboost.engine.predict import predict_forest_native
 
     _, _, model = regression
-    forest = Tree(*(jnp.asarray(field) for field in model.forest_))
+    forest = jax.tree.map(jnp.asarray, model.forest_)
     forest = forest._replace(feature=forest.feature.at[0, 0].set(N_FEATURES))
     with pytest.raises(Exception, match="split feature out of range"):
         np.asarray(predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.ones((3, 4))))

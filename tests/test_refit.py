@@ -2,6 +2,7 @@
 
 import copy
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -72,7 +73,7 @@ def test_one_sgd_step_follows_the_gradient_of_a_numpy_reference(squared_model):
     residual = y - model.predict_raw(X)
     expected = model.forest_.leaf_value.copy()
     for t in range(expected.shape[0]):
-        tree = Tree(*(np.asarray(field[t]) for field in model.forest_))
+        tree = jax.tree.map(lambda field, t=t: np.asarray(field[t]), model.forest_)
         leaf = np.asarray(leaf_of_rows(tree, X))
         # d/dv mean 0.5 (y - raw)^2 = -sum_{rows in leaf} residual / n
         expected[t, :, 0] += np.bincount(leaf, residual, minlength=expected.shape[1]) / len(y)

@@ -167,12 +167,13 @@ def test_a_sparse_matrix_is_refused_with_what_to_pass(data):
         jb.Booster(n_estimators=1).fit(sparse.csr_matrix(X), y)
 
 
-def test_a_text_or_category_column_is_named(data):
+def test_a_text_column_is_named(data):
+    # (a category column is categorical: tests/test_categorical.py)
     pd = pytest.importorskip("pandas")
     X, y = data
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    frame["colour"] = pd.Categorical(np.where(X[:, 0] > 0, "red", "blue"))
-    with pytest.raises(ValueError, match="X: column 'colour' holds category, not numbers"):
+    frame["colour"] = np.where(X[:, 0] > 0, "red", "blue")
+    with pytest.raises(ValueError, match="X: column 'colour' holds object, not numbers"):
         jb.Booster(n_estimators=1).fit(frame, y)
 
 

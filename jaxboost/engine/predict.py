@@ -21,6 +21,7 @@ from ..kernels.registry import kernels_for
 from ..runtime.devices import ROWS, make_mesh
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.program_cache import one_program_per_shape
+from .categorical import bin_goes_left, is_categorical_node
 from .tree import Tree
 
 # rows per batch: a batch's rows stay in cache while every tree walks them
@@ -55,9 +56,16 @@ def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
     node = jnp.zeros(n_rows, jnp.int32)
     for _ in range(depth):
         value = values[row_start + tree.feature[node]]
-        goes_right = jnp.where(
-            jnp.isnan(value), ~tree.missing_left[node], value > tree.threshold[node]
-        )
+        # (traced in the plain test's operand order: the same program without sets)
+        is_missing, missing_right = jnp.isnan(value), ~tree.missing_left[node]
+        value_goes_right = value > tree.threshold[node]
+        if tree.category_left is not None:  # categorical nodes: codes in the set go left
+            node_set = tree.category_left[node]  # (n_rows, 8)
+            code = jnp.clip(jnp.nan_to_num(value), 0, 255).astype(jnp.int32)
+            value_goes_right = jnp.where(
+                is_categorical_node(node_set), ~bin_goes_left(node_set, code), value_goes_right
+            )
+        goes_right = jnp.where(is_missing, missing_right, value_goes_right)
         node = 2 * node + 1 + goes_right.astype(jnp.int32)
     return node - (2**depth - 1)
 
@@ -104,8 +112,11 @@ def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> 
     return raw + init_score
 
 
-def _predict_function(devices: Sequence[jax.Device]):
-    """The native kernel on CPUs where it builds, else the XLA program."""
+def _predict_function(devices: Sequence[jax.Device], categorical: bool = False):
+    """The native kernel on CPUs where it builds, else the XLA program (also
+    for ``categorical`` forests: the native walk has no category sets)."""
+    if categorical:
+        return predict_forest
     platforms = {device.platform for device in devices}
     native = len(platforms) == 1 and kernels_for(platforms.pop()).native
     return predict_forest_native if native else predict_forest
@@ -144,7 +155,7 @@ def predict_on_devices(
     n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
     aligned = in_place_on(devices[0].platform)
     padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=aligned)
-    predict = _predict_function(devices)
+    predict = _predict_function(devices, forest.category_left is not None)
     if n_devices == 1:
         raw = predict(forest, init_score, jax.device_put(padded, devices[0]))
     else:

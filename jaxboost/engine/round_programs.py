@@ -34,6 +34,7 @@ from jax.sharding import PartitionSpec as P
 from ..runtime.devices import ROWS, collective_axis
 from ..runtime.program_cache import one_program_per_shape
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
+from .categorical import BITSET_WORDS
 from .derivatives import Loss, directional_derivatives, sample_loss
 from .training import (
     StaticSettings,
@@ -130,6 +131,9 @@ def empty_record(cfg: StaticSettings) -> RoundRecord:
         split_gain=np.zeros(nodes, np.float32),
         leaf_value=np.zeros((rounds, n_trees, n_nodes, cfg.n_outputs), np.float32),
         leaf_weight=np.zeros((rounds, n_trees, n_nodes), np.float32),
+        category_left=None
+        if cfg.categorical is None
+        else np.zeros((*nodes, BITSET_WORDS), np.uint32),
     )
     per_round = np.zeros(rounds, np.float32), np.zeros(rounds, np.int32)
     return RoundRecord(trees, *per_round, np.zeros(rounds, np.int32))

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .categorical import CategoricalSearch, candidate_sums, chosen_bitsets
 from .constraints import bounded_split_gain
 
 _GAIN_NOISE = 1e-6
@@ -33,6 +34,9 @@ class SplitChoice(NamedTuple):
     # float32, with monotone constraints: the midpoint of the chosen split's
     # children's values (jaxboost.engine.constraints), else None
     middle: jax.Array | None = None
+    # (n_nodes, 8) uint32, with categorical features: the bins sent left
+    # (jaxboost.engine.categorical), all zero at numeric splits; else None
+    category_left: jax.Array | None = None
 
 
 # outputs summed term by term up to this many (see sum_over_outputs)
@@ -180,6 +184,7 @@ def find_best_splits(
     min_child_samples: float = 0.0,
     node_mask: jax.Array | None = None,
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
+    categorical: CategoricalSearch | None = None,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
@@ -221,6 +226,13 @@ def find_best_splits(
         left_values = jnp.cumsum(left_values, axis=2)
     missing = hist[:, :, -1:, :]  # (F, N, 1, C)
     total = left_values[:, :, -1:, :] + missing
+    if categorical is not None:
+        plain = hist[:, :, :-1, :]
+        if cumulative:
+            plain = jnp.concatenate([plain[:, :, :1], jnp.diff(plain, axis=2)], axis=2)
+        category_sums, category_ok, category_order = candidate_sums(plain, n_outputs, categorical)
+        is_categorical = categorical.is_categorical[:, None, None, None]
+        left_values = jnp.where(is_categorical, category_sums, left_values)
 
     score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, min_child_samples)
 
@@ -240,6 +252,9 @@ def find_best_splits(
         pairs = [bounded_split_gain(left, total, child_ok, reg_lambda, *bounds) for left in lefts]
         gain = jnp.stack([pair[0] for pair in pairs], axis=3)
         middle = jnp.stack([pair[1] for pair in pairs], axis=3)
+    if categorical is not None:
+        allowed = category_ok | ~categorical.is_categorical[:, None, None]
+        gain = jnp.where(allowed[..., None], gain, -jnp.inf)
     if feature_mask is not None:
         gain = jnp.where(feature_mask[:, None, None, None], gain, -jnp.inf)
     if node_mask is not None:
@@ -268,12 +283,19 @@ def find_best_splits(
     )
     local_gain = gain[position[0], jnp.arange(n_nodes), position[1], position[2]]
     local_gain = jnp.where(first == no_candidate, -jnp.inf, local_gain)
-    if middle is None:
-        best, best_gain = pick_first(first, local_gain)
-        best_middle = None
-    else:
-        local_middle = middle[position[0], jnp.arange(n_nodes), position[1], position[2]]
-        best, best_gain, best_middle = pick_first(first, local_gain, local_middle)
+    extra = []
+    if middle is not None:
+        extra.append(middle[position[0], jnp.arange(n_nodes), position[1], position[2]])
+    if categorical is not None:
+        bits = chosen_bitsets(category_order, categorical.one_hot, position[0], position[1])
+        bits = jnp.where(categorical.is_categorical[position[0]][:, None], bits, 0)
+        # as float32 words, so that the shards' pick carries them bit for bit
+        extra.extend(lax.bitcast_convert_type(bits, jnp.float32).T)
+    best, best_gain, *chosen_extra = pick_first(first, local_gain, *extra)
+    best_middle = chosen_extra.pop(0) if middle is not None else None
+    category_left = None
+    if categorical is not None:
+        category_left = lax.bitcast_convert_type(jnp.stack(chosen_extra, axis=1), jnp.uint32)
     best = jnp.where(best == no_candidate, 0, best)
     feature, threshold_bin, missing_left = jnp.unravel_index(
         best, (n_features_total, n_value_bins, 2)
@@ -289,4 +311,7 @@ def find_best_splits(
         gain=jnp.where(do_split, best_gain, 0.0),
         do_split=do_split,
         middle=best_middle,
+        category_left=None
+        if category_left is None
+        else jnp.where(do_split[:, None], category_left, jnp.uint32(0)),
     )

@@ -28,6 +28,7 @@ from ..runtime.devices import ROWS, collective_axis
 from ..runtime.program_cache import one_program_per_shape
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
+from .categorical import CategoricalSettings, categorical_search
 from .constraints import clip_to_bounds, tree_constraints
 from .derivatives import Loss, grad_hess, sample_loss
 from .fisher import fisher_grad_hess, information_per_row
@@ -110,6 +111,10 @@ class StaticSettings:
     monotone: tuple[int, ...] = ()
     # sets of the data's column indices that may share a path; () for none
     interaction: tuple[tuple[int, ...], ...] = ()
+    # the categorical columns and their split settings
+    # (jaxboost.engine.categorical; the reference histogram kernel and
+    # unpacked bins with them), or None
+    categorical: CategoricalSettings | None = None
 
     @property
     def grouped(self) -> bool:
@@ -410,6 +415,9 @@ def _grow_one(
         leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
         packed=data.packed,
         constraints=constraints,
+        categorical=categorical_search(
+            cfg.categorical, cfg.all_features or data.bins.shape[0], data.columns
+        ),
     )
     structure, leaf_of_row, sums = grown[:3]
     structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
@@ -447,7 +455,12 @@ def _grow_one(
     # select keeps XLA's CPU backend from fusing the learning rate's multiply
     # into the update as one FMA (an optimization_barrier is removed first)
     values = jnp.where(jnp.isnan(values), jnp.nan, values)
-    tree = Tree(*structure, leaf_value=values, leaf_weight=totals.weight)
+    tree = Tree(
+        *structure[:5],
+        leaf_value=values,
+        leaf_weight=totals.weight,
+        category_left=structure.category_left,
+    )
     return tree, values[leaf_of_row], n_stuck
 
 

@@ -22,6 +22,7 @@ from jax import lax
 from ..kernels.histogram_kernels import HISTOGRAM_KERNELS
 from ..kernels.interfaces import LevelSplit
 from ..kernels.leaf_sums import leaf_sums_reference
+from .categorical import CategoricalSearch, is_categorical_node
 from .constraints import (
     NodeBounds,
     TreeConstraints,
@@ -43,6 +44,10 @@ class Tree(NamedTuple):
     split_gain: jax.Array  # (2^D - 1,) float32, 0 at nodes that do not split
     leaf_value: jax.Array  # (2^D, n_outputs) float32, learning rate included
     leaf_weight: jax.Array  # (2^D,) float32 sum of training sample weights per leaf
+    # (2^D - 1, 8) uint32 with categorical features: the category bins each
+    # node sends left (jaxboost.engine.categorical; zero at numeric nodes,
+    # whose threshold is then +inf), else None
+    category_left: jax.Array | None = None
 
 
 class TreeParams(NamedTuple):
@@ -65,10 +70,19 @@ class TreeStructure(NamedTuple):
     threshold_bin: jax.Array
     missing_left: jax.Array
     split_gain: jax.Array
+    category_left: jax.Array | None = None
 
 
 def _split_search(
-    n_features, params, n_outputs, feature_mask, axis_name, cumulative, packed, constraints=None
+    n_features,
+    params,
+    n_outputs,
+    feature_mask,
+    axis_name,
+    cumulative,
+    packed,
+    constraints=None,
+    categorical=None,
 ):
     """``(shard's histograms, NodeBounds) -> SplitChoice``, the same on every
     shard (``constraints``: a `TreeConstraints`, or None: the bounds are
@@ -84,7 +98,8 @@ def _split_search(
     between the devices.  Packed histograms (``packed``: only the bins each
     feature uses, at most 0.6 of the padded ones) are summed whole with one
     ``psum`` and searched on every shard: split by slots, a shard would hold
-    parts of features.
+    parts of features (``categorical``, a `CategoricalSearch`, is not
+    packed: the caller leaves ``packed`` None with it).
     """
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     least_rows = params.min_child_samples
@@ -120,6 +135,7 @@ def _split_search(
                 min_child_samples=least_rows,
                 node_mask=node_mask,
                 monotone=monotone,
+                categorical=categorical,
             )
 
         return search_whole
@@ -145,6 +161,12 @@ def _split_search(
             node_mask = shard_slice(node_mask)
         if monotone is not None:
             monotone = (shard_slice(monotone[0]), *monotone[1:])
+        shard_categorical = categorical
+        if categorical is not None:
+            shard_categorical = categorical._replace(
+                is_categorical=shard_slice(categorical.is_categorical),
+                one_hot=shard_slice(categorical.one_hot),
+            )
         return find_best_splits(
             part,
             *settings,
@@ -157,6 +179,7 @@ def _split_search(
             min_child_samples=least_rows,
             node_mask=node_mask,
             monotone=monotone,
+            categorical=shard_categorical,
         )
 
     return search_slice
@@ -185,6 +208,7 @@ def grow_tree(
     leaf_sums: Callable = leaf_sums_reference,
     packed: PackedBins | None = None,
     constraints: TreeConstraints | None = None,
+    categorical: CategoricalSearch | None = None,
 ) -> tuple:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
@@ -214,6 +238,9 @@ def grow_tree(
         feature's histograms padded to ``max_bins + 1`` bins.
       constraints: monotone and interaction constraints
         (`jaxboost.engine.constraints`), or None.
+      categorical: the categorical features (`jaxboost.engine.categorical`),
+        or None; the kernel must route by `LevelSplit`'s ``category_left``
+        (the reference's does).
     Returns:
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
@@ -234,6 +261,7 @@ def grow_tree(
         kernel.cumulative,
         packed,
         constraints,
+        categorical,
     )
     bounds = None if constraints is None else root_bounds(constraints)
     levels = []
@@ -260,8 +288,19 @@ def grow_tree(
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
         threshold = jnp.where(choice.do_split, edges[feature, threshold_bin], jnp.inf)
-        levels.append(TreeStructure(feature, threshold, threshold_bin, missing_left, choice.gain))
-        split = LevelSplit(feature, threshold_bin, missing_left, missing_bin=max_bins)
+        category_left = choice.category_left
+        if category_left is not None:  # a categorical node's numeric test sends all left
+            numeric = ~is_categorical_node(category_left)
+            threshold_bin = jnp.where(numeric, threshold_bin, max_bins - 1)
+            threshold = jnp.where(numeric, threshold, jnp.inf)
+        levels.append(
+            TreeStructure(
+                feature, threshold, threshold_bin, missing_left, choice.gain, category_left
+            )
+        )
+        split = LevelSplit(
+            feature, threshold_bin, missing_left, missing_bin=max_bins, category_left=category_left
+        )
     structure = jax.tree.map(lambda *parts: jnp.concatenate(parts), *levels)
     if not leaf_columns:
         leaf_of_row, sums = kernel.route(bins, node_of_row, split), None

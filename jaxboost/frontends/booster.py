@@ -57,6 +57,16 @@ from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from . import distribution_predict
+from .categories import (
+    CategoryColumn,
+    categorical_columns,
+    categorical_settings,
+    check_not_monotone,
+    encode_categories,
+    fit_categories,
+    frame_category_columns,
+)
+from .categories import check_settings as check_category_settings
 from .computation_keys import keyed_loss, keyed_metrics
 from .constraints import interaction_sets, monotone_directions
 from .continued import (
@@ -273,6 +283,18 @@ class Booster:
         ``"fisher"`` (a distribution: docs/distributions.md) and ``fit`` is
         given no ``eval_set``, ``early_stopping_rounds``, groups or
         ``init_model``, on one process; ``False``: never.
+      categorical_features: the categorical columns: indices, names or a
+        boolean mask (None: none but a pandas ``category`` or polars
+        ``Categorical``/``Enum`` column, always categorical).  A split on
+        one sends a set of categories left (docs/tabular.md); numeric
+        columns hold category codes, non-negative integers.  Up to
+        ``max_bins`` categories keep a bin each; beyond, the rarest share one.
+      max_cat_to_onehot: a column of at most this many categories splits
+        one category against the rest (LightGBM's default 4).
+      max_cat_threshold: otherwise the node's categories sorted by
+        gradient over hessian, and a prefix whose smaller side holds at
+        most this many categories goes left (LightGBM's default 32).
+      cat_smooth: added to each category's hessian sum in that order (10).
     """
 
     def __init__(
@@ -306,6 +328,10 @@ class Booster:
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
         early_stopping: str | bool = "auto",
+        categorical_features: Any = None,
+        max_cat_to_onehot: int = 4,
+        max_cat_threshold: int = 32,
+        cat_smooth: float = 10.0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -336,6 +362,10 @@ class Booster:
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
         self.early_stopping = early_stopping
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -456,6 +486,7 @@ class Booster:
         monotone_directions(self.monotone_constraints)
         interaction_sets(self.interaction_constraints)
         check_early_stopping(self.early_stopping)
+        check_category_settings(self)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -594,8 +625,19 @@ class Booster:
         Returns:
           ``self``.
         """
+        self._check_settings()
+        categories = self._fit_categories(X)
+        old_categories = getattr(getattr(init_model, "booster_", init_model), "categories_", None)
+        if init_model is not None and (categories or old_categories):
+            raise ValueError(
+                "init_model: continuing a model with categorical columns is not supported yet; "
+                "fit it anew"
+            )
+        coded_X = encode_categories(X, categories)
+        if eval_set is not None:
+            eval_set = [(encode_categories(Xe, categories), *rest) for Xe, *rest in eval_set]
         arguments = _FitArguments(
-            X,
+            coded_X,
             y,
             sample_weight,
             eval_set,
@@ -616,8 +658,9 @@ class Booster:
         hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
         if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
             self._checked_inputs(arguments)  # (errors name the user's rows)
+            # (no eval_set here: the fits on the rows' parts code their categories)
             return fit_with_holdout(self, X, y, sample_weight, given)
-        inputs = self._fit_inputs(arguments)
+        inputs = self._fit_inputs(arguments)._replace(categories=categories)
         placed = place_rows(self, inputs)
         # the watched chunk on every process if any watches the rounds
         # (processes running different programs abort in the collectives)
@@ -756,6 +799,21 @@ class Booster:
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
+    def _fit_categories(self, X: Any) -> list[CategoryColumn] | None:
+        """The categorical columns' categories and codes, None without any."""
+        if self.categorical_features is None and not frame_category_columns(X):
+            return None
+        names = feature_names(X)
+        n_features = len(names) if names is not None else np.shape(X)[1]
+        columns = categorical_columns(self.categorical_features, X, n_features, names)
+        if not columns:
+            return None
+        if jax.process_count() > 1:
+            raise ValueError(
+                "categorical_features: not yet with several processes; fit in one process"
+            )
+        return fit_categories(X, columns, names, int(self.max_bins))
+
     def _constraints(self, n_features: int, names, n_outputs: int) -> dict:
         """The monotone and interaction constraints as column indices (see
         `jaxboost.frontends.constraints`), StaticSettings' fields."""
@@ -770,9 +828,19 @@ class Booster:
         """``cfg`` with the constraints, and knowing all columns' count where
         only some are trained on."""
         n_features = inputs.features.shape[1]
-        cfg = dataclasses.replace(
-            cfg, **self._constraints(n_features, inputs.names, inputs.n_outputs)
-        )
+        constraints = self._constraints(n_features, inputs.names, inputs.n_outputs)
+        cfg = dataclasses.replace(cfg, **constraints)
+        if inputs.categories:
+            columns = [table.column for table in inputs.categories]
+            check_not_monotone(constraints["monotone"], columns, inputs.names)
+            # the XLA kernels route rows by category sets (the native one does not
+            # yet): on CPU the packed one (complex pairs, about 25% faster)
+            on_cpu = cfg.histogram_kernel in ("native", "packed")
+            cfg = dataclasses.replace(
+                cfg,
+                categorical=categorical_settings(self, inputs.categories),
+                histogram_kernel="packed" if on_cpu else "reference",
+            )
         if placed.columns is None:
             return cfg
         return dataclasses.replace(cfg, all_features=n_features)
@@ -797,6 +865,7 @@ class Booster:
             "n_features_in_": inputs.features.shape[1],
             "n_estimators_": len(train_loss) - 1,
             "train_loss_": np.asarray(train_loss),
+            "categories_": inputs.categories,
         }
         if inputs.names is not None:
             fitted["feature_names_in_"] = inputs.names
@@ -820,7 +889,7 @@ class Booster:
         """Sets the fitted attributes from the rounds' trees and losses (cut
         at the best round when early stopping found one)."""
         cfg, chunks, train_loss = rounds
-        forest = Tree(*jax.tree.map(lambda *parts: np.concatenate(parts), *chunks))
+        forest = jax.tree.map(lambda *parts: np.concatenate(parts), *chunks)
         if early_stopping_rounds is not None and monitor.best_iteration is not None:
             n_rounds = monitor.best_iteration
             forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
@@ -887,6 +956,7 @@ class Booster:
 
     def _features_for_predict(self, X: Any) -> np.ndarray:
         self._check_fitted()
+        X = encode_categories(X, getattr(self, "categories_", None))
         features = as_features(X)
         check_columns(
             feature_names(X),
@@ -904,8 +974,8 @@ class Booster:
                 f"got {iteration_range}"
             )
         per_round = self.trees_per_round_
-        return Tree(
-            *(jnp.asarray(leaf[start * per_round : end * per_round]) for leaf in self.forest_)
+        return jax.tree.map(
+            lambda leaf: jnp.asarray(leaf[start * per_round : end * per_round]), self.forest_
         )
 
     def _shape_raw(self, raw: np.ndarray) -> np.ndarray:

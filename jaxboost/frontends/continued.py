@@ -99,11 +99,11 @@ def continued_from(
     first = np.broadcast_to(init_score, (n_rows, n_outputs))
     if offsets is not None:  # in the order a fit with offsets adds them
         first = first + offsets
-    forest = Tree(*(np.asarray(leaf) for leaf in model.forest_))
+    forest = jax.tree.map(np.asarray, model.forest_)
     per_round = model.trees_per_round_
     padded_rows = bucket_size(n_rows)  # (nearby sizes reuse the compiled program)
     start = scores_after_rounds(
-        Tree(*(jnp.asarray(leaf) for leaf in forest)),
+        jax.tree.map(jnp.asarray, forest),
         jax.device_put(pad_rows(np.ascontiguousarray(first, np.float32), padded_rows), device),
         jax.device_put(pad_rows(features, padded_rows), device),
         per_round,
@@ -123,7 +123,7 @@ def with_model_scores(model: Any, eval_sets: list[EvalSet], device: jax.Device) 
     """``eval_sets`` whose offsets (``fit``'s ``eval_init_score``, or none)
     hold what ``model``'s trees add to their rows too: where a continued
     fit's evaluation starts (the initial score is the model's, added apart)."""
-    forest = Tree(*(jnp.asarray(leaf) for leaf in model.forest_))
+    forest = jax.tree.map(jnp.asarray, model.forest_)
     zero = np.zeros(model.n_outputs_, np.float32)
     sets = []
     for evaluated in eval_sets:
@@ -141,7 +141,7 @@ def joined(continued: ContinuedFrom | None, forest: Tree, train_loss) -> tuple[T
     model's scores)."""
     if continued is None:
         return forest, train_loss
-    forest = Tree(*(np.concatenate([old, new]) for old, new in zip(continued.forest, forest)))
+    forest = jax.tree.map(lambda old, new: np.concatenate([old, new]), continued.forest, forest)
     return forest, list(continued.train_loss[:-1]) + list(train_loss)
 
 

@@ -29,7 +29,14 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import losses as loss_catalogue
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
+from .categories import (
+    categorical_columns,
+    encode_categories,
+    fit_categories,
+    frame_category_columns,
+)
 from .constraints import with_column_indices
+from .validation import feature_names
 
 # Estimator parameters that the estimators resolve themselves before building
 # the Booster (the loss object, the number of raw outputs).
@@ -103,8 +110,26 @@ class _BoosterEstimator(BaseEstimator):
             )
         return params
 
+    def _coded(self, X: Any, reset: bool) -> Any:
+        """``X`` with its categorical columns as codes
+        (`jaxboost.frontends.categories`): at fit (``reset``) the categories
+        are found and kept in ``categories_`` (None without categorical columns)."""
+        if reset:
+            spec = getattr(self, "categorical_features", None)
+            self.categories_ = None
+            if spec is None and not frame_category_columns(X):  # X as it is
+                return X
+            names = feature_names(X)
+            n_features = len(names) if names is not None else np.shape(X)[1]
+            columns = categorical_columns(spec, X, n_features, names)
+            self.categories_ = (
+                fit_categories(X, columns, names, int(self.max_bins)) if columns else None
+            )
+        return encode_categories(X, getattr(self, "categories_", None))
+
     def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
         """``(n_rows, n_features)`` float32, NaN allowed; sets or checks the feature count/names."""
+        X = self._coded(X, reset)
         return validate_data(self, X, reset=reset, ensure_all_finite="allow-nan", dtype=np.float32)
 
     def _eval_fit_params(
@@ -144,6 +169,9 @@ class _BoosterEstimator(BaseEstimator):
             fit_params = {**fit_params, "init_model": self.booster_}
         # X reaches the booster as an array: column names become indices
         params = with_column_indices(params, getattr(self, "feature_names_in_", None))
+        if "categorical_features" in params:  # the codes' columns (self._coded)
+            tables = getattr(self, "categories_", None) or []
+            params["categorical_features"] = [table.column for table in tables] or None
         booster = Booster(loss=loss, n_outputs=n_outputs, **params)
         booster.fit(X, targets, sample_weight, **fit_params)
         self.booster_ = booster
@@ -256,6 +284,10 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
         early_stopping: str | bool = "auto",
+        categorical_features: Any = None,
+        max_cat_to_onehot: int = 4,
+        max_cat_threshold: int = 32,
+        cat_smooth: float = 10.0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -287,6 +319,10 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
         self.early_stopping = early_stopping
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -310,6 +346,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Regressor:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and ``y (n_rows,)`` or
         ``(n_rows, n_targets)``; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
+        X = self._coded(X, reset=True)
         X, y = validate_data(
             self,
             X,
@@ -426,6 +463,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
         early_stopping: str | bool = "auto",
+        categorical_features: Any = None,
+        max_cat_to_onehot: int = 4,
+        max_cat_threshold: int = 32,
+        cat_smooth: float = 10.0,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -456,6 +497,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
         self.early_stopping = early_stopping
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
@@ -510,6 +555,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and labels ``y (n_rows,)``
         of any type; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
+        X = self._coded(X, reset=True)
         X, y = validate_data(
             self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, ensure_min_samples=2
         )

@@ -199,9 +199,14 @@ def partial_dependence(
       the raw score scale.
     """
     features, axes = _check_grid(features, grid)
-    forest = Tree(*(np.asarray(leaf) for leaf in forest))
+    forest = jax.tree.map(np.asarray, forest)
+    if forest.category_left is not None:
+        raise ValueError(
+            "partial_dependence: not yet for models with categorical columns; "
+            "average predict() over the data with the column set to each category"
+        )
     if forest.feature.ndim == 1:
-        forest = Tree(*(leaf[None] for leaf in forest))
+        forest = jax.tree.map(lambda leaf: leaf[None], forest)
     init_score = np.asarray(init_score, dtype=np.float32).reshape(-1)
     n_trees, n_outputs = forest.feature.shape[0], forest.leaf_value.shape[-1]
     if init_score.shape != (n_outputs,):
@@ -214,7 +219,9 @@ def partial_dependence(
     block_trees = max(1, min(n_trees, _PD_BLOCK_FLOATS // (points.shape[0] * n_leaves)))
     padding = -n_trees % block_trees
     if padding:  # zero-leaf trees that add nothing
-        forest = Tree(*(np.concatenate([leaf, np.zeros_like(leaf[:padding])]) for leaf in forest))
+        forest = jax.tree.map(
+            lambda leaf: np.concatenate([leaf, np.zeros_like(leaf[:padding])]), forest
+        )
         all_weight = np.concatenate([all_weight, np.zeros_like(all_weight[:padding])])
     total = _forest_partial_dependence(
         jax.tree.map(jnp.asarray, forest),

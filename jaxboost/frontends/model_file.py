@@ -49,9 +49,11 @@ from typing import Any
 import numpy as np
 
 from .. import losses as loss_catalogue
+from ..engine.categorical import BITSET_WORDS
 from ..engine.training import LEAF_METHODS, SPLIT_CRITERIA
 from ..engine.tree import Tree
 from ..losses import DATA_OUTPUTS
+from .categories import categories_from_json, categories_to_json
 
 FORMAT = "jaxboost-model"
 FORMAT_VERSION = 3
@@ -69,6 +71,7 @@ DTYPES = {
     "int32": np.dtype("<i4"),
     "bool": np.dtype("bool"),
     "uint8": np.dtype("u1"),
+    "uint32": np.dtype("<u4"),
 }
 
 # Tree field -> (dtype, shape in named dimensions); see ``jaxboost.engine.tree.Tree``.
@@ -80,7 +83,10 @@ FOREST_FIELDS = {
     "split_gain": ("float32", ("trees", "nodes")),
     "leaf_value": ("float32", ("trees", "leaves", "outputs")),
     "leaf_weight": ("float32", ("trees", "leaves")),
+    # only in models with categorical columns
+    "category_left": ("uint32", ("trees", "nodes", "words")),
 }
+_OPTIONAL_FOREST_FIELDS = ("category_left",)
 
 # Fitted attributes: (name, kind, required).  Adding one is one line here; a
 # new kind needs an encoder and a decoder in ``_CODECS``.
@@ -100,6 +106,7 @@ STATE_FIELDS = (
     ("split_criterion_", "split_criterion", False),
     ("armijo_", "bool", False),
     ("init_model_rounds_", "int", False),  # a continued fit's (frontends/continued.py)
+    ("categories_", "categories", False),  # categorical columns' codes (frontends/categories.py)
 )
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
@@ -226,13 +233,20 @@ def document_checksum(document: dict) -> str:
 
 # -- state codecs ----------------------------------------------------------------
 def _encode_forest(forest: Tree) -> dict:
-    return {field: encode_array(getattr(forest, field)) for field in Tree._fields}
+    return {
+        field: encode_array(getattr(forest, field))
+        for field in Tree._fields
+        if getattr(forest, field) is not None
+    }
 
 
 def _decode_forest(obj: Any, where: str) -> Tree:
-    _check_keys(obj, where, Tree._fields)
+    required = tuple(field for field in Tree._fields if field not in _OPTIONAL_FOREST_FIELDS)
+    _check_keys(obj, where, required, _OPTIONAL_FOREST_FIELDS)
     arrays = {}
     for field in Tree._fields:
+        if field not in obj:  # an optional field the model has not
+            continue
         if field not in FOREST_FIELDS:
             raise _fail(where, f"this jaxboost has no rule to check tree field {field!r}")
         dtype, dims = FOREST_FIELDS[field]
@@ -313,6 +327,13 @@ def _decode_evals(obj: Any, where: str) -> dict:
     }
 
 
+def _decode_categories(obj: Any, where: str) -> list:
+    try:
+        return categories_from_json(obj)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise _fail(where, f"not a list of categorical columns ({error})") from None
+
+
 _CODECS: dict[str, tuple[Callable, Callable]] = {
     "forest": (_encode_forest, _decode_forest),
     "float32_array": (
@@ -328,6 +349,7 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
     "floats": (_encode_floats, lambda obj, where: np.asarray(_decode_floats(obj, where))),
     "strings": (lambda names: [str(name) for name in names], _decode_strings),
     "evals": (_encode_evals, _decode_evals),
+    "categories": (categories_to_json, _decode_categories),
     "leaf_method": _choice_codec(LEAF_METHODS),
     "split_criterion": _choice_codec(SPLIT_CRITERIA),
 }
@@ -368,7 +390,8 @@ def _state_arrays(state: dict) -> dict[str, np.ndarray]:
             continue
         if kind == "forest":
             for field in Tree._fields:
-                arrays[f"state.{name}.{field}"] = getattr(value, field)
+                if getattr(value, field) is not None:
+                    arrays[f"state.{name}.{field}"] = getattr(value, field)
         else:
             arrays[f"state.{name}"] = value
     return arrays
@@ -640,8 +663,11 @@ def _check_shapes(state: dict, params: dict) -> None:
     if n_nodes < 1 or 2**depth != n_nodes + 1:
         raise _fail("state.forest_.feature", f"{n_nodes} nodes per tree is not 2^depth - 1")
     dims = {"trees": n_trees, "nodes": n_nodes, "leaves": n_nodes + 1, "outputs": n_outputs}
+    dims["words"] = BITSET_WORDS
     for field, (_, names) in FOREST_FIELDS.items():
         expected = tuple(dims[name] for name in names)
+        if getattr(forest, field) is None:
+            continue
         if getattr(forest, field).shape != expected:
             raise _fail(
                 f"state.forest_.{field}",

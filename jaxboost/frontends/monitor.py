@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -164,14 +165,16 @@ class Monitor:
                 break
         if self.callbacks:  # (the rounds before this chunk, and those kept of it)
             n_trees = (first_round + n_kept) * self.trees_per_round
-            self._kept = [Tree(*(leaf[:n_trees] for leaf in grown))]
+            self._kept = [jax.tree.map(lambda leaf: leaf[:n_trees], grown)]
         return n_kept, stop
 
     def _call_back(self, grown: Tree, iteration: int, loss_value: float) -> bool:
         """Every callback on the model of the first ``iteration`` rounds of
         ``grown``; whether any asked to stop (all run either way)."""
         n_trees = iteration * self.trees_per_round
-        model = self.model_at(Tree(*(leaf[:n_trees] for leaf in grown)), list(self._train_loss))
+        model = self.model_at(
+            jax.tree.map(lambda leaf: leaf[:n_trees], grown), list(self._train_loss)
+        )
         env = CallbackEnv(model, iteration, loss_value, self.evals_result)
         stop = False
         for callback in self.callbacks:
@@ -213,4 +216,6 @@ class Monitor:
 
 def _joined(chunks: list[Tree]) -> Tree:
     """One forest of the trees of ``chunks`` (numpy arrays), in order."""
-    return Tree(*(np.concatenate([np.asarray(leaf) for leaf in leaves]) for leaves in zip(*chunks)))
+    return jax.tree.map(
+        lambda *leaves: np.concatenate([np.asarray(leaf) for leaf in leaves]), *chunks
+    )

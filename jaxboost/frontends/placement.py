@@ -47,6 +47,7 @@ from ..runtime.distributed import (
 from ..runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from .categories import category_edges
 from .compile_ahead import start_loss_programs
 from .continued import ContinuedFrom
 from .grouping import GroupedRows, GroupPlacement, place_groups
@@ -69,6 +70,8 @@ class FitInputs(NamedTuple):
     groups: GroupedRows | None  # a group loss's groups, else None
     offsets: np.ndarray | None = None  # (n_rows, n_outputs) float32: fit's init_score
     continued: ContinuedFrom | None = None  # init_model's rounds, to continue from
+    # the categorical columns' codes (jaxboost.frontends.categories), or None
+    categories: list | None = None
 
 
 class PlacedRows(NamedTuple):
@@ -162,16 +165,17 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
     if inputs.continued is not None:  # the trees' thresholds are the model's edges
         edges = inputs.continued.edges
     else:
-        edges = trim_unused_bins(
-            fit_bin_edges(
-                inputs.features,
-                int(booster.max_bins),
-                seed=seed,
-                first_row=layout.first_row,
-                gather=gather,
-                weight=inputs.weight,
-            )
+        edges = fit_bin_edges(
+            inputs.features,
+            int(booster.max_bins),
+            seed=seed,
+            first_row=layout.first_row,
+            gather=gather,
+            weight=inputs.weight,
         )
+        if inputs.categories:  # one bin per category code
+            edges = category_edges(edges, inputs.categories)
+        edges = trim_unused_bins(edges)
     # constant columns have no split: trained without (the same trees)
     columns = None
     if jax.process_count() == 1:
@@ -213,6 +217,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         placement,
         group_tables or (),
         columns,
+        categorical=bool(inputs.categories),
     )
     return PlacedRows(
         mesh,
@@ -249,24 +254,27 @@ def shard_rows(
     placement: GroupPlacement | None = None,
     groups: tuple[GroupBucket, ...] = (),
     columns: np.ndarray | None = None,
+    categorical: bool = False,
 ) -> ShardData:
     """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
     place each shard on its device and bin it there; ``y`` and ``weight``
     are `target_rows`'; ``edges`` the bin edges (which also give
     the split search's packed bins); ``placement``: a group loss's groups
     (the rows already in its order), ``groups`` their tables on the devices;
-    ``columns``: the data's columns that ``features`` and ``edges`` hold."""
+    ``columns``: the data's columns that ``features`` and ``edges`` hold;
+    ``categorical``: bins as the reference kernel reads them, unpacked (the
+    kernel that routes by category sets)."""
     n_padded = layout.n_padded
     row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
     if placement is not None:
         row_id = placement.row_number
     # the float features live on the devices only until they are binned
-    native = kernels_for(mesh.devices.flat[0].platform).native
+    native = kernels_for(mesh.devices.flat[0].platform).native and not categorical
     bins = bin_rows_program(mesh, native)(
         global_rows(mesh, features, n_padded), replicated(mesh, edges)
     )
     row_id = global_rows(mesh, row_id)
-    packed = packed_bins(edges)
+    packed = None if categorical else packed_bins(edges)
     if packed is not None and jax.process_count() == 1:
         # the kernels sum a feature without missing values unclamped
         # (jaxboost/kernels/native/hist_layout.h)

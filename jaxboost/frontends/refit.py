@@ -335,7 +335,7 @@ def refit_leaves(
     mesh = make_mesh(model.devices)
     data = _shard_rows(mesh, features, targets, weight)
     replicated = NamedSharding(mesh, P())
-    forest = jax.device_put(Tree(*(np.asarray(leaf) for leaf in model.forest_)), replicated)
+    forest = jax.device_put(jax.tree.map(np.asarray, model.forest_), replicated)
     import optax
 
     program = refit_program(loss, optax.with_extra_args_support(optimizer), int(steps), mesh)

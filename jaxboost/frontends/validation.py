@@ -120,8 +120,8 @@ def as_features(
 def _not_numbers(name: str, column: Any, dtype: Any) -> ValueError:
     return ValueError(
         f"{name}: column {column!r} holds {dtype}, not numbers; encode it as numbers "
-        "(categories as integer codes, dates as numbers of days, say), with NaN for "
-        "missing values"
+        "(categories as a 'category' column, or integer codes named in "
+        "categorical_features; dates as numbers of days, say), with NaN for missing values"
     )
 
 

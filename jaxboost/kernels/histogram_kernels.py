@@ -31,7 +31,7 @@ def route_rows(bins: jax.Array, node_of_row: jax.Array, split: LevelSplit) -> ja
     Returns:
       ``(n_rows,)`` int32 node within the next level (``2 * node + go_right``).
     """
-    feature, threshold_bin, missing_left, missing_bin = split
+    feature, threshold_bin, missing_left, missing_bin = split[:4]
     row_feature = feature[node_of_row]
     n_features, n_rows = bins.shape
     if n_features * n_rows < _FLAT_INDEX_LIMIT:
@@ -40,11 +40,17 @@ def route_rows(bins: jax.Array, node_of_row: jax.Array, split: LevelSplit) -> ja
         row_bin = bins.reshape(-1)[flat_index].astype(jnp.int32)
     else:  # the flat index would overflow int32
         row_bin = jnp.take_along_axis(bins, row_feature[None, :], axis=0)[0].astype(jnp.int32)
-    goes_right = jnp.where(
-        row_bin == missing_bin,
-        ~missing_left[node_of_row],
-        row_bin > threshold_bin[node_of_row],
-    )
+    # (traced in the order of the plain test's operands: the same program without sets)
+    is_missing = row_bin == missing_bin
+    missing_right = ~missing_left[node_of_row]
+    value_goes_right = row_bin > threshold_bin[node_of_row]
+    if split.category_left is not None:  # categorical nodes test set membership
+        row_set = split.category_left[node_of_row]  # (n_rows, 8)
+        word = jnp.take_along_axis(row_set, (row_bin >> 5)[:, None], axis=1)[:, 0]
+        in_set = (word >> (row_bin & 31).astype(jnp.uint32)) & 1
+        categorical_node = jnp.any(row_set != 0, axis=1)
+        value_goes_right = jnp.where(categorical_node, in_set == 0, value_goes_right)
+    goes_right = jnp.where(is_missing, missing_right, value_goes_right)
     return 2 * node_of_row + goes_right.astype(jnp.int32)
 
 

@@ -19,6 +19,10 @@ class LevelSplit(NamedTuple):
     threshold_bin: jax.Array  # int32: value bins <= threshold_bin go left
     missing_left: jax.Array  # bool: the missing bin goes left
     missing_bin: int  # the bin index of missing values (static)
+    # (n_nodes, 8) uint32: the bins a categorical split sends left, zero at
+    # numeric nodes (jaxboost.engine.categorical), or None; only the
+    # reference routing reads it
+    category_left: jax.Array | None = None
 
 
 class SlotLayout(NamedTuple):

@@ -95,7 +95,37 @@ def main() -> int:
         if name == "monotone" and not _is_monotone(four, X[:8], {0: 1, 3: -1}):
             failures.append("monotone (4 devices: predictions not monotone)")
     failures += _offsets_and_continued(X, rng, devices)
+    failures += _categorical(X, y, rng, devices)
     return 1 if failures else 0
+
+
+def _categorical(X, y, rng, devices) -> list[str]:
+    """Category sets searched on every shard's slice of the features (the
+    reduce-scatter search): 1 and 4 devices give the same sets and scores,
+    one output and a vector output."""
+    codes = rng.integers(0, 30, size=X.shape[0]).astype(np.float32)
+    codes[rng.uniform(size=codes.size) < 0.05] = np.nan
+    X = np.c_[X, codes, rng.integers(0, 3, size=X.shape[0])].astype(np.float32)
+    effect = np.isin(codes, [2, 5, 11, 17, 23]) + 0.5 * (X[:, -1] == 1)
+    target = (y + 2 * effect).astype(np.float32)
+    failures = []
+    for name, loss, values in (
+        ("categorical", losses.squared_error, target),
+        ("categorical_multiclass", losses.softmax_cross_entropy, np.digitize(target, [0, 1.5])),
+    ):
+        settings = {"loss": loss, "n_estimators": 8, "max_depth": 3, "categorical_features": [5, 6]}
+        one = jb.Booster(devices=devices[:1], **settings).fit(X, values.astype(np.float32))
+        four = jb.Booster(devices=devices, **settings).fit(X, values.astype(np.float32))
+        same = all(
+            np.array_equal(getattr(one.forest_, field), getattr(four.forest_, field))
+            for field in ("feature", "threshold_bin", "category_left")
+        )
+        close = np.allclose(four.predict_raw(X), one.predict_raw(X), rtol=1e-5, atol=1e-6)
+        uses_sets = bool(np.any(one.forest_.category_left != 0))
+        print(f"{name}: sets used {uses_sets}, same splits {same}, raw scores within 1e-5: {close}")
+        if not (same and close and uses_sets):
+            failures.append(name)
+    return failures
 
 
 def _is_monotone(model, rows, directions) -> bool:

@@ -1,0 +1,149 @@
+"""Splits on categorical features: a set of categories goes left.
+
+A categorical feature's value bins are its category codes (bin ``c`` holds
+code ``c``; the missing bin holds NaN, and at prediction every code the model
+does not know).  A candidate split sends a set of bins left, and its gain is
+the numeric split's, with the left child's sums taken over that set:
+
+- a feature of at most ``max_cat_to_onehot`` categories (LightGBM's
+  default 4) tries each category alone against the rest;
+- otherwise the node's non-empty categories are sorted by ``G / (H +
+  cat_smooth)`` (for vector outputs, the first output's: the sum over a
+  softmax's outputs is 0, rounding noise) and every prefix of that order is a candidate whose
+  smaller side holds at most ``max_cat_threshold`` categories (LightGBM's
+  method, Fisher 1958: for one output the best set is a prefix of the order
+  by ``G / H``).
+
+Either way the candidates sit where a numeric feature's thresholds sit
+(candidate ``t``: the first ``t + 1`` categories of the order, or the
+``t``-th alone), with both missing directions, so the search picks among all
+features at once.  The chosen set is stored per node as a bitset of the 256
+bins, ``(n_nodes, 8)`` uint32 (bit ``b % 32`` of word ``b // 32``), all zero
+at numeric nodes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+BITSET_WORDS = 8  # 256 bins in 32-bit words
+
+
+class CategoricalSettings(NamedTuple):
+    """Static settings of the categorical splits (hashable).
+
+    ``columns``: the data's categorical column indices, ascending;
+    ``n_categories``: each one's number of category bins."""
+
+    columns: tuple[int, ...]
+    n_categories: tuple[int, ...]
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 32
+    cat_smooth: float = 10.0
+
+
+class CategoricalSearch(NamedTuple):
+    """What the split search needs of the bins' features, ``(n_features,)``
+    each, and the static limits."""
+
+    is_categorical: jax.Array  # bool
+    one_hot: jax.Array  # bool: one category against the rest
+    cat_smooth: float
+    max_cat_threshold: int
+
+
+def categorical_search(
+    settings: CategoricalSettings | None, n_columns: int, columns: jax.Array | None
+) -> CategoricalSearch | None:
+    """The `CategoricalSearch` of the bins' features (``columns``: the data
+    columns they are, or None: all ``n_columns``); None without categorical
+    columns, so that the programs trace nothing of it."""
+    if settings is None or not settings.columns:
+        return None
+    is_categorical = jnp.zeros(n_columns, bool).at[jnp.asarray(settings.columns)].set(True)
+    n_categories = (
+        jnp.zeros(n_columns, jnp.int32)
+        .at[jnp.asarray(settings.columns)]
+        .set(jnp.asarray(settings.n_categories, jnp.int32))
+    )
+    one_hot = is_categorical & (n_categories <= settings.max_cat_to_onehot)
+    if columns is not None:
+        is_categorical, one_hot = is_categorical[columns], one_hot[columns]
+    return CategoricalSearch(
+        is_categorical, one_hot, settings.cat_smooth, settings.max_cat_threshold
+    )
+
+
+def candidate_sums(
+    plain: jax.Array, n_outputs: int, search: CategoricalSearch
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The left child's sums of every categorical candidate.
+
+    Args:
+      plain: ``(F, N, Bv, C)`` the value bins' sums (not running sums),
+        ``C = 2 K [+ 1]``.
+    Returns:
+      ``left`` ``(F, N, Bv, C)``: candidate ``t``'s left sums; ``valid``
+      ``(F, N, Bv)`` bool: the candidates allowed; ``order`` ``(F, N, Bv)``
+      int32: the bins in sorted order.
+    """
+    grad, hess = plain[..., 0], plain[..., n_outputs]  # the first output's
+    non_empty = plain[..., n_outputs : 2 * n_outputs].sum(axis=-1) > 0
+    ratio = grad / (hess + search.cat_smooth)
+    # empty bins last, so that prefixes are of the categories present
+    order = jnp.argsort(jnp.where(non_empty, ratio, jnp.inf), axis=2, stable=True)
+    order = order.astype(jnp.int32)
+    ordered = jnp.take_along_axis(plain, order[..., None], axis=2)
+    one_hot = search.one_hot[:, None, None, None]
+    left = jnp.where(one_hot, ordered, jnp.cumsum(ordered, axis=2))
+    n_present = non_empty.sum(axis=2, keepdims=True)  # (F, N, 1)
+    size = jnp.arange(1, plain.shape[2] + 1)[None, None, :]  # categories left
+    limit = search.max_cat_threshold
+    prefix_ok = (size < n_present) & ((size <= limit) | (n_present - size <= limit))
+    valid = jnp.where(search.one_hot[:, None, None], size <= n_present, prefix_ok)
+    return left, valid, order
+
+
+def chosen_bitsets(
+    order: jax.Array, one_hot: jax.Array, feature: jax.Array, candidate: jax.Array
+) -> jax.Array:
+    """The bins sent left by each node's chosen candidate, as bitsets.
+
+    Args:
+      order: ``(F, N, Bv)`` from `candidate_sums`.
+      one_hot: ``(F,)`` bool.
+      feature, candidate: ``(N,)`` int32, the chosen local feature and candidate.
+    Returns:
+      ``(N, BITSET_WORDS)`` uint32.
+    """
+    n_nodes, n_value_bins = order.shape[1], order.shape[2]
+    node = jnp.arange(n_nodes)
+    node_order = order[feature, node]  # (N, Bv)
+    position = jnp.arange(n_value_bins)[None, :]
+    taken = jnp.where(
+        one_hot[feature][:, None], position == candidate[:, None], position <= candidate[:, None]
+    )
+    in_left = jnp.zeros((n_nodes, 32 * BITSET_WORDS), bool)
+    in_left = in_left.at[node[:, None], node_order].set(taken)
+    return pack_bits(in_left)
+
+
+def pack_bits(in_left: jax.Array) -> jax.Array:
+    """``(N, 256)`` bool as ``(N, 8)`` uint32 bitsets."""
+    words = in_left.reshape(in_left.shape[0], BITSET_WORDS, 32).astype(jnp.uint32)
+    return jnp.sum(words << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+
+
+def bin_goes_left(bitset: jax.Array, code: jax.Array) -> jax.Array:
+    """Whether ``code`` (int32 in ``[0, 256)``) is in ``bitset`` (``(..., 8)``
+    uint32, gathered per row: ``bitset[row]``): bool, shaped as ``code``."""
+    word = jnp.take_along_axis(bitset, (code >> 5)[..., None], axis=-1)[..., 0]
+    return ((word >> (code & 31).astype(jnp.uint32)) & 1) == 1
+
+
+def is_categorical_node(bitset: jax.Array) -> jax.Array:
+    """``(..., 8)`` uint32 -> bool: a categorical split (a non-empty set)."""
+    return jnp.any(bitset != 0, axis=-1)

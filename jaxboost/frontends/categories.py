@@ -1,0 +1,282 @@
+"""Categorical columns: which they are, and their categories as codes.
+
+Each categorical column keeps the categories seen in training, in order
+(numbers ascending; a pandas or polars column's categories in their listed
+order), each with a code: the code is the column's value the engine bins
+(bin ``c`` holds code ``c``, `jaxboost.engine.categorical`).  With more
+categories than ``max_bins`` (255 by default), the ``max_bins - 1`` most
+frequent keep a code of their own and the rarest share the last one.  At
+prediction a frame's categories are matched by value, whatever their order;
+a category unseen in training, like a missing value, follows each split's
+missing direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..engine.categorical import CategoricalSettings
+
+
+class CategoryColumn(NamedTuple):
+    """One categorical column: ``values`` (numbers ascending, or a frame's
+    category labels) and each one's ``codes`` (int32, ``(n_values,)``)."""
+
+    column: int
+    values: np.ndarray
+    codes: np.ndarray
+
+    @property
+    def n_codes(self) -> int:
+        return int(self.codes.max(initial=-1)) + 1
+
+
+def _frame_kind(X: Any) -> str | None:
+    module = type(X).__module__
+    if module.startswith("pandas") and hasattr(X, "dtypes"):
+        return "pandas"
+    if module.startswith("polars") and hasattr(X, "schema"):
+        return "polars"
+    return None
+
+
+def _category_labels(X: Any, column: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """A frame's category column as ``(labels (n_categories,), index of each
+    row's label (n_rows,), -1 for missing)``, or None for another column."""
+    kind = _frame_kind(X)
+    if kind == "pandas":
+        series = X.iloc[:, column]
+        if str(series.dtype) != "category":
+            return None
+        labels = np.asarray(series.cat.categories, dtype=object)
+        return labels, np.asarray(series.cat.codes, dtype=np.int64)
+    if kind == "polars":
+        series = X.to_series(column)
+        if str(series.dtype).split("(")[0] not in ("Categorical", "Enum"):
+            return None
+        text = series.cast(str).to_numpy()
+        present = np.array([value is not None for value in text])
+        labels = np.unique(text[present].astype(str)).astype(object)
+        index = np.full(len(text), -1, np.int64)
+        index[present] = np.searchsorted(labels, text[present].astype(str))
+        return labels, index
+    return None
+
+
+def frame_category_columns(X: Any) -> list[int]:
+    """The columns of a pandas or polars frame that hold categories."""
+    if _frame_kind(X) is None:
+        return []
+    return [c for c in range(len(X.columns)) if _category_labels(X, c) is not None]
+
+
+def categorical_columns(spec: Any, X: Any, n_features: int, names: list[str] | None) -> list[int]:
+    """``categorical_features`` as ascending column indices: None (a
+    frame's category columns), indices, names, or a boolean mask of
+    ``n_features``; a frame's category columns are always among them."""
+    chosen = set(frame_category_columns(X))
+    if spec is None:
+        return sorted(chosen)
+    if isinstance(spec, str):
+        entries = [spec]
+    elif isinstance(spec, np.ndarray):
+        entries = spec.reshape(-1).tolist()
+    else:
+        entries = [e.item() if isinstance(e, np.generic) else e for e in spec]
+    if entries and all(isinstance(e, (bool, np.bool_)) for e in entries):
+        if len(entries) != n_features:
+            raise ValueError(
+                f"categorical_features: a boolean mask needs one entry per column "
+                f"({n_features}), got {len(entries)}"
+            )
+        return sorted(chosen | {i for i, e in enumerate(entries) if e})
+    for entry in entries:
+        if isinstance(entry, (str, np.str_)):
+            if names is None or str(entry) not in names:
+                known = "X has no column names" if names is None else f"columns: {names}"
+                raise ValueError(
+                    f"categorical_features: unknown column {str(entry)!r} ({known}); "
+                    "pass column indices or a DataFrame with that column"
+                )
+            chosen.add(names.index(str(entry)))
+        elif isinstance(entry, (int, np.integer)) and 0 <= entry < n_features:
+            chosen.add(int(entry))
+        else:
+            raise ValueError(
+                f"categorical_features: {entry!r} is not a column index in [0, {n_features}) "
+                "nor a column name"
+            )
+    return sorted(chosen)
+
+
+def _codes_by_frequency(counts: np.ndarray, max_codes: int) -> np.ndarray:
+    """Each value's code: its position, or with more values than
+    ``max_codes`` the ``max_codes - 1`` most frequent their rank among those
+    (in value order) and the rest ``max_codes - 1``."""
+    if counts.size <= max_codes:
+        return np.arange(counts.size, dtype=np.int32)
+    kept = np.sort(np.argsort(-counts, kind="stable")[: max_codes - 1])
+    codes = np.full(counts.size, max_codes - 1, np.int32)
+    codes[kept] = np.arange(kept.size, dtype=np.int32)
+    return codes
+
+
+def _numeric_values(X: Any, column: int, name: str) -> np.ndarray:
+    kind = _frame_kind(X)
+    if kind == "pandas":
+        values = X.iloc[:, column].to_numpy(dtype=np.float64, na_value=np.nan)
+    elif kind == "polars":
+        values = X.to_series(column).cast(float).fill_null(np.nan).to_numpy()
+    else:
+        values = np.asarray(X, dtype=np.float64)[:, column]
+    present = values[~np.isnan(values)]
+    bad = present[(present < 0) | (present != np.round(present)) | ~np.isfinite(present)]
+    if bad.size:
+        raise ValueError(
+            f"categorical_features: column {name} holds {bad[0]!r}, not a category code; "
+            "codes are non-negative integers (NaN for missing): encode the column, or "
+            "pass it as a pandas 'category' column"
+        )
+    return values
+
+
+def fit_categories(
+    X: Any, columns: Sequence[int], names: list[str] | None, max_bins: int
+) -> list[CategoryColumn]:
+    """Each categorical column's `CategoryColumn`, from the training rows."""
+    tables = []
+    for column in columns:
+        name = repr(names[column]) if names else str(column)
+        labelled = _category_labels(X, column)
+        if labelled is not None:
+            labels, index = labelled
+            counts = np.bincount(index[index >= 0], minlength=len(labels))
+            seen = counts > 0
+            values, counts = labels[seen], counts[seen]
+        else:
+            raw = _numeric_values(X, column, name)
+            values, counts = np.unique(raw[~np.isnan(raw)], return_counts=True)
+        tables.append(CategoryColumn(column, values, _codes_by_frequency(counts, max_bins)))
+    return tables
+
+
+def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
+    """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen."""
+    labelled = _category_labels(X, table.column)
+    if labelled is not None:
+        labels, index = labelled
+        lookup = {value: code for value, code in zip(table.values.tolist(), table.codes)}
+        label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
+        return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
+    values = _numeric_values(X, table.column, str(table.column))
+    if table.values.dtype == object:  # a frame's categories, given as numbers
+        raise ValueError(
+            f"X: column {table.column} was a category column in training; pass it as one"
+        )
+    position = np.clip(np.searchsorted(table.values, values), 0, max(len(table.values) - 1, 0))
+    known = (table.values[position] == values) if len(table.values) else np.zeros(len(values), bool)
+    return np.where(known, table.codes[position], np.nan).astype(np.float32)
+
+
+def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
+    """``X`` with its categorical columns replaced by their codes: a pandas
+    frame stays a frame (its names are kept), anything else becomes a float
+    array; ``X`` itself without tables."""
+    if not tables:
+        return X
+    kind = _frame_kind(X)
+    codes = {table.column: _column_codes(X, table) for table in tables}
+    if kind == "pandas":
+        X = X.copy()
+        for column, values in codes.items():
+            X[X.columns[column]] = values
+        return X
+    if kind == "polars":
+        import polars as pl
+
+        return X.with_columns([pl.Series(X.columns[c], values) for c, values in codes.items()])
+    array = np.array(X, dtype=np.float32, copy=True)
+    for column, values in codes.items():
+        array[:, column] = values
+    return array
+
+
+def categorical_settings(booster: Any, tables: list[CategoryColumn]) -> CategoricalSettings:
+    """The engine's `CategoricalSettings` of a Booster's settings."""
+    return CategoricalSettings(
+        columns=tuple(table.column for table in tables),
+        n_categories=tuple(table.n_codes for table in tables),
+        max_cat_to_onehot=int(booster.max_cat_to_onehot),
+        max_cat_threshold=int(booster.max_cat_threshold),
+        cat_smooth=float(booster.cat_smooth),
+    )
+
+
+def category_edges(edges: np.ndarray, tables: list[CategoryColumn]) -> np.ndarray:
+    """``edges`` ``(n_features, max_bins)`` with each categorical column's
+    value bins one per code (upper edge ``c + 0.5``)."""
+    edges = edges.copy()
+    for table in tables:
+        n_codes = table.n_codes
+        edges[table.column] = np.inf
+        edges[table.column, : max(n_codes - 1, 0)] = np.arange(n_codes - 1) + 0.5
+    return edges
+
+
+def check_settings(booster: Any) -> None:
+    """The categorical split settings' ranges."""
+    for name, least in (("max_cat_to_onehot", 1), ("max_cat_threshold", 1)):
+        value = getattr(booster, name)
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < least:
+            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+    smooth = booster.cat_smooth
+    if not isinstance(smooth, (int, float, np.number)) or not np.isfinite(smooth) or smooth < 0:
+        raise ValueError(f"cat_smooth: expected a finite number >= 0, got {smooth!r}")
+
+
+def check_not_monotone(monotone: tuple[int, ...], columns: Sequence[int], names) -> None:
+    """Refuses a monotone constraint on a categorical column (categories have no order)."""
+    for column in columns:
+        if monotone and monotone[column] != 0:
+            name = repr(names[column]) if names else str(column)
+            raise ValueError(
+                f"monotone_constraints: column {name} is categorical, and categories have no "
+                "order; set its constraint to 0, or drop it from categorical_features"
+            )
+
+
+def categories_to_json(tables: list[CategoryColumn]) -> list[dict]:
+    """Model-file form: per column its index, values (numbers, or a frame's
+    labels as JSON strings or numbers) and codes."""
+    return [
+        {
+            "column": int(table.column),
+            "labels": table.values.dtype == object,
+            "values": [v.item() if isinstance(v, np.generic) else v for v in table.values.tolist()],
+            "codes": [int(code) for code in table.codes],
+        }
+        for table in tables
+    ]
+
+
+def categories_from_json(obj: Any) -> list[CategoryColumn]:
+    """`categories_to_json`'s inverse; a ValueError for anything else."""
+    if not isinstance(obj, list):
+        raise TypeError("expected a list")
+    tables = []
+    for entry in obj:
+        if set(entry) != {"column", "labels", "values", "codes"}:
+            raise ValueError(f"unexpected keys {sorted(entry)}")
+        values = entry["values"]
+        if entry["labels"]:
+            values = np.array(values, dtype=object)
+        else:
+            values = np.asarray(values, dtype=np.float64)
+        codes = np.asarray(entry["codes"], dtype=np.int32)
+        if codes.shape != values.shape or (codes.size and codes.min() < 0):
+            raise ValueError("values and codes differ in length, or a code is negative")
+        tables.append(CategoryColumn(int(entry["column"]), values, codes))
+    return tables
