@@ -45,6 +45,12 @@ def _histograms(used, n_nodes, n_value_bins, n_outputs, weight_column, rng):
     return hist
 
 
+# jitted with the numeric settings traced: one program per shape, not one per
+# call (an eager lax.cond compiles its branches at every call)
+_full_search = jax.jit(find_best_splits, static_argnums=1, static_argnames="cumulative")
+_packed_search = jax.jit(find_best_packed_splits, static_argnums=2)
+
+
 @pytest.mark.parametrize("n_outputs, weight_column", [(1, False), (1, True), (3, False)])
 def test_packed_and_full_searches_choose_the_same_splits(n_outputs, weight_column):
     rng = np.random.default_rng(n_outputs + 10 * weight_column)
@@ -65,9 +71,9 @@ def test_packed_and_full_searches_choose_the_same_splits(n_outputs, weight_colum
             given = hist.copy()
             if cumulative:
                 given[:, :, :-1] = np.cumsum(given[:, :, :-1], axis=2)
-            full = find_best_splits(jnp.asarray(given), *settings, mask, cumulative=cumulative)
+            full = _full_search(jnp.asarray(given), *settings, mask, cumulative=cumulative)
             packed_hist = in_slots(jnp.asarray(given), slots, cumulative)
-            found = find_best_packed_splits(packed_hist, packed, *settings, mask)
+            found = _packed_search(packed_hist, packed, *settings, mask)
             for name, a, b in zip(full._fields, full, found):
                 np.testing.assert_array_equal(a, b, err_msg=f"{name}, trial {trial}")
 
