@@ -43,14 +43,14 @@ def test_line_search_leaves_of_one_class_stay_finite(classification, name, subsa
 
 def test_quantile_line_search_leaves_stay_exact_quantiles_with_reg_lambda():
     """XGBoost and LightGBM set pinball leaves to the residuals' quantile
-    whatever the L2 penalty; so does the default reg_lambda=1 here."""
+    whatever the L2 penalty; so does reg_lambda=1 (a point loss's default) here."""
     rng = np.random.default_rng(1)
     X = rng.uniform(size=(600, 2)).astype(np.float32)
     y = (3 * X[:, 0] + rng.normal(size=600)).astype(np.float32)
     model = jb.Booster(
-        loss=losses.quantile(0.8), n_estimators=1, learning_rate=1.0, max_depth=2
+        loss=losses.quantile(0.8), n_estimators=1, learning_rate=1.0, max_depth=2, reg_lambda=1.0
     ).fit(X, y)
-    assert model.leaf_method_ == "line_search" and model.reg_lambda == 1.0
+    assert model.leaf_method_ == "line_search"
     prediction = model.predict_raw(X)
     leaves = np.unique(prediction)
     assert len(leaves) == 4

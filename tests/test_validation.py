@@ -89,7 +89,8 @@ def test_a_feature_that_is_only_sometimes_missing_is_not_constant(data):
     _, y = data
     X = np.ones((40, 1), np.float32)
     X[y > 0, 0] = np.nan
-    model = jb.Booster(n_estimators=3, max_depth=1).fit(X, y)
+    # (min_child_samples 0: fewer than the default 20 rows are missing)
+    model = jb.Booster(n_estimators=3, max_depth=1, min_child_samples=0).fit(X, y)
     assert model.forest_.split_gain[0, 0] > 0  # split on missing vs present
 
 
