@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from threaded_parts import run_parts
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.engine.binning import (
@@ -192,35 +191,13 @@ def test_max_bins_out_of_range_is_rejected(max_bins):
 
 
 def _edges_from_processes(X, parts, max_bins, sample_size, seed):
-    """Each part's rows fitted in its own thread, ``gather`` joining all parts
-    in order, as processes would."""
-    n_parts = len(parts)
-    barrier = threading.Barrier(n_parts)
-    slots = [None] * n_parts
-    results = [None] * n_parts
-
-    def gather_for(index):
-        def gather(array):
-            slots[index] = array
-            barrier.wait()
-            joined = np.concatenate(slots, axis=0)
-            barrier.wait()
-            return joined
-
-        return gather
-
-    def run(index):
-        rows = parts[index]
-        results[index] = fit_bin_edges(
-            X[rows], max_bins, sample_size, seed, first_row=rows.start, gather=gather_for(index)
-        )
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(n_parts)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    """Each part's rows fitted in its own thread, as processes would."""
+    return run_parts(
+        parts,
+        lambda rows, gather: fit_bin_edges(
+            X[rows], max_bins, sample_size, seed, first_row=rows.start, gather=gather
+        ),
+    )
 
 
 def test_edges_are_the_same_however_rows_are_split_between_processes():

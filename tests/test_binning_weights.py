@@ -3,10 +3,9 @@ quantiles of the rows repeated by their weights, and unchanged by unit weights."
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
+from threaded_parts import run_parts
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.engine.binning import fit_bin_edges
@@ -92,30 +91,13 @@ def test_many_values_of_weight_zero_do_not_make_a_column_quantile():
 
 
 def _weighted_edges_from_processes(X, weight, parts, sample_size):
-    """Each part's rows and weights fitted in its own thread, ``gather``
-    joining all parts in order, as processes would."""
-    barrier = threading.Barrier(len(parts))
-    slots, results = [None] * len(parts), [None] * len(parts)
-
-    def run(index):
-        def gather(array):
-            slots[index] = array
-            barrier.wait()
-            joined = np.concatenate(slots, axis=0)
-            barrier.wait()
-            return joined
-
-        rows = parts[index]
-        results[index] = fit_bin_edges(
+    """Each part's rows and weights fitted in its own thread, as processes would."""
+    return run_parts(
+        parts,
+        lambda rows, gather: fit_bin_edges(
             X[rows], 32, sample_size, 5, first_row=rows.start, gather=gather, weight=weight[rows]
-        )
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(parts))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+        ),
+    )
 
 
 @pytest.mark.parametrize("sample_size", [700, 10_000])

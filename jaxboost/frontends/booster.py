@@ -973,10 +973,12 @@ class Booster:
                 f"iteration_range: expected 0 <= start <= end <= {self.n_estimators_}, "
                 f"got {iteration_range}"
             )
-        per_round = self.trees_per_round_
-        return jax.tree.map(
-            lambda leaf: jnp.asarray(leaf[start * per_round : end * per_round]), self.forest_
-        )
+        if (start, end) == (0, self.n_estimators_):
+            return jax.tree.map(jnp.asarray, self.forest_)
+        # sliced on the host: a device array's slice compiles a program per
+        # range (staged_predict asks for every one)
+        rows = slice(start * self.trees_per_round_, end * self.trees_per_round_)
+        return jax.tree.map(lambda leaf: jnp.asarray(np.asarray(leaf)[rows]), self.forest_)
 
     def _shape_raw(self, raw: np.ndarray) -> np.ndarray:
         return raw[..., 0] if self.n_outputs_ == 1 else raw
