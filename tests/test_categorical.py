@@ -2,6 +2,7 @@
 categories at the boundary, model files and validation."""
 
 import itertools
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -157,14 +158,25 @@ def test_save_and_load_keep_the_sets_and_the_codes(tmp_path):
 def test_more_categories_than_bins_share_the_last_code_by_rarity():
     rng = np.random.default_rng(0)
     codes = np.concatenate([np.repeat(np.arange(300), 2), np.arange(254).repeat(3)])
-    tables = fit_categories(codes[:, None].astype(np.float64), [0], None, max_bins=255)
+    # 46 categories of 2 rows each share a bin: 92 of 1362 rows
+    with pytest.warns(UserWarning, match=r"column 0 has 300 categories.* 46 rarest \(6\.8%"):
+        tables = fit_categories(codes[:, None].astype(np.float64), [0], None, max_bins=255)
     assert tables[0].n_codes == 255
     shared = tables[0].values[tables[0].codes == 254]
     assert shared.size == 300 - 254 and shared.min() >= 254  # the rarest: seen twice
     y = (codes % 3 == 0).astype(np.float32) + 0.1 * rng.normal(size=codes.size)
     X = np.c_[codes, rng.normal(size=codes.size)].astype(np.float32)
-    model = jb.Booster(categorical_features=[0], n_estimators=3).fit(X, y)
+    with pytest.warns(UserWarning, match="leave the column out of categorical_features"):
+        model = jb.Booster(categorical_features=[0], n_estimators=3).fit(X, y)
     assert np.isfinite(model.predict(X)).all()
+
+
+def test_as_many_categories_as_bins_fit_without_a_warning():
+    codes = np.arange(255).repeat(2).astype(np.float64)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tables = fit_categories(codes, [0], None, max_bins=255)
+    assert tables[0].n_codes == 255
 
 
 def test_vector_outputs_and_group_losses_split_on_sets():

@@ -13,6 +13,7 @@ missing direction.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -159,8 +160,30 @@ def fit_categories(
         else:
             raw = _numeric_values(X, column, name)
             values, counts = np.unique(raw[~np.isnan(raw)], return_counts=True)
-        tables.append(CategoryColumn(column, values, _codes_by_frequency(counts, max_bins)))
+        codes = _codes_by_frequency(counts, max_bins)
+        if counts.size > max_bins:
+            _warn_shared_bin(name, counts, codes, max_bins)
+        tables.append(CategoryColumn(column, values, codes))
     return tables
+
+
+def _warn_shared_bin(name: str, counts: np.ndarray, codes: np.ndarray, max_bins: int) -> None:
+    """Warns that the rarest categories of column ``name`` (``counts`` rows
+    each) share the last code: splits cannot tell them apart.  On lme4's
+    InstEval (2972 students, 1128 lecturers, about 25 rows each) that bin
+    held 79% and 37% of the rows and the model lost to one on the codes as
+    numbers, so the user is told, with the ways out."""
+    shared = codes == max_bins - 1
+    share = counts[shared].sum() / counts.sum()
+    warnings.warn(
+        f"categorical_features: column {name} has {counts.size} categories, more than "
+        f"max_bins={max_bins}: the {int(shared.sum())} rarest ({share:.1%} of the training "
+        "rows) share one bin and no split tells them "
+        "apart. Group the rare categories before fitting, or leave the column out of "
+        "categorical_features (its codes are then split by ranges, as numbers)",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
