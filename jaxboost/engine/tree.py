@@ -30,6 +30,7 @@ from .constraints import (
     node_feature_mask,
     root_bounds,
 )
+from .leafwise import best_first_tree
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -60,6 +61,9 @@ class TreeParams(NamedTuple):
     histogram_kernel: str = "reference"
     # least rows of positive weight in a child, read from the stats' count column
     min_child_samples: float = 0.0
+    # grow_policy="lossguide": at most this many leaves, chosen best-first
+    # within the depth-max_depth tree (jaxboost.engine.leafwise); 0: depth-wise
+    max_leaves: int = 0
 
 
 class TreeStructure(NamedTuple):
@@ -214,7 +218,9 @@ def grow_tree(
 
     Each level builds the histograms of all its nodes in one pass over the
     rows, sums them over shards (``psum``), so every shard takes the same
-    decisions, and routes the rows one level down.
+    decisions, and routes the rows one level down.  With
+    ``params.max_leaves`` the tree is then pruned to the best-first tree of
+    that many leaves (`jaxboost.engine.leafwise`).
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
@@ -264,7 +270,7 @@ def grow_tree(
         categorical,
     )
     bounds = None if constraints is None else root_bounds(constraints)
-    levels = []
+    levels, level_bounds = [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
     for depth in range(params.max_depth):
@@ -281,6 +287,7 @@ def grow_tree(
             choice = search(hist)
         else:
             choice = search(hist, bounds)
+            level_bounds.append(bounds)
             bounds = children_bounds(
                 constraints, bounds, choice.feature, choice.do_split, choice.middle
             )
@@ -306,6 +313,13 @@ def grow_tree(
         leaf_of_row, sums = kernel.route(bins, node_of_row, split), None
     else:
         leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
+    if params.max_leaves:
+        node_bounds = None
+        if constraints is not None:
+            node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_bounds, bounds)
+        structure, leaf_of_row, sums, bounds = best_first_tree(
+            structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
+        )
     if constraints is None:
         return structure, leaf_of_row, sums
     return structure, leaf_of_row, sums, bounds
