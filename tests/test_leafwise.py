@@ -289,3 +289,27 @@ def test_default_max_leaves_is_lightgbms():
     model = jb.Booster(grow_policy="lossguide", n_estimators=1, min_child_samples=0)
     model.fit(X, Y)
     assert _leaf_count(model.forest_).max() == 31
+
+
+def test_refit_leaves_keeps_the_pruned_splits(fitted):
+    refitted = jb.refit_leaves(fitted, X, Y, steps=20)
+    np.testing.assert_array_equal(refitted.apply(X), fitted.apply(X))
+    before = np.mean((fitted.predict(X) - Y) ** 2)
+    assert np.mean((refitted.predict(X) - Y) ** 2) < before
+    # leaves no row reaches keep their value (0)
+    unreached = np.asarray(fitted.forest_.leaf_weight) == 0
+    np.testing.assert_array_equal(
+        np.asarray(refitted.forest_.leaf_value)[unreached],
+        np.asarray(fitted.forest_.leaf_value)[unreached],
+    )
+
+
+def test_continued_training_equals_one_longer_fit():
+    settings = {"max_leaves": 6, **_LOSSGUIDE}
+    longer = jb.Booster(n_estimators=6, **settings).fit(X, Y)
+    first = jb.Booster(n_estimators=3, **settings).fit(X, Y)
+    continued = jb.Booster(n_estimators=3, **settings).fit(X, Y, init_model=first)
+    np.testing.assert_array_equal(continued.predict_raw(X), longer.predict_raw(X))
+    np.testing.assert_array_equal(
+        np.asarray(continued.forest_.feature), np.asarray(longer.forest_.feature)
+    )
