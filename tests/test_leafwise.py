@@ -3,6 +3,8 @@ the splits a numpy best-first grower takes, at most ``max_leaves`` leaves,
 the depth-wise model at a full budget, and everything that reads the heap
 (prediction, ``apply``, files, constraints, group and vector losses)."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -313,3 +315,46 @@ def test_continued_training_equals_one_longer_fit():
     np.testing.assert_array_equal(
         np.asarray(continued.forest_.feature), np.asarray(longer.forest_.feature)
     )
+
+
+@pytest.mark.parametrize("max_leaves", [3, 5, 9, 20])
+def test_searching_live_nodes_only_keeps_the_best_first_tree(max_leaves):
+    # the search skips nodes whose parent best-first growth on the levels
+    # above does not keep (engine.leafwise.live_nodes): the tree must equal
+    # the complete depth-wise tree pruned afterwards
+    from jaxboost.engine.binning import apply_bins, fit_bin_edges
+    from jaxboost.engine.leafwise import best_first_tree
+    from jaxboost.engine.tree import TreeParams, grow_tree
+
+    rng = np.random.default_rng(max_leaves)
+    X_wide = rng.normal(size=(2000, 6)).astype(np.float32)
+    signal = np.sin(2 * X_wide[:, 0]) + X_wide[:, 1] * X_wide[:, 2] + (X_wide[:, 3] > 1)
+    stats = np.c_[-(signal + rng.normal(size=2000)), np.ones(2000)].astype(np.float32)
+    edges = jnp.asarray(fit_bin_edges(X_wide, 32))
+    bins = apply_bins(jnp.asarray(X_wide), edges)
+    params = TreeParams(max_depth=6, reg_lambda=1.0, min_child_weight=1.0, min_split_gain=0.0)
+    columns = (jnp.asarray(stats.T),)
+
+    def grow(leaves):
+        return jax.jit(
+            lambda: grow_tree(
+                bins,
+                jnp.asarray(stats),
+                edges,
+                params._replace(max_leaves=leaves),
+                None,
+                leaf_columns=columns,
+            )
+        )()
+
+    structure, leaf_of_row, sums = grow(max_leaves)
+    complete = grow(0)
+    expected = best_first_tree(*complete, None, max_leaves, 32)
+    for field in structure._fields:
+        if getattr(structure, field) is not None:
+            np.testing.assert_array_equal(
+                np.asarray(getattr(structure, field)), np.asarray(getattr(expected[0], field))
+            )
+    np.testing.assert_array_equal(np.asarray(leaf_of_row), np.asarray(expected[1]))
+    np.testing.assert_allclose(np.asarray(sums), np.asarray(expected[2]), rtol=1e-6, atol=1e-4)
+    assert int(np.sum(np.asarray(structure.split_gain) > 0)) == max_leaves - 1

@@ -145,3 +145,47 @@ def best_first_tree(
         pruned_sums(sums, leaf_map),
         bounds,
     )
+
+
+# Searching only the nodes that can still be kept.  Best-first growth on the
+# levels above depth d alone pops its nodes in an order of which the full
+# growth's pops above d are a prefix (the nodes open above d, and so the next
+# one popped there, depend only on the pops above d; deeper pops only spend
+# the budget).  So a node at depth d can be kept only if its parent is kept
+# by best-first growth on the levels above: those are the live nodes, at most
+# 2 (max_leaves - d) of them (each kept node at depth d - 1 has d kept
+# ancestors), and only they need a split search.
+
+
+def live_capacity(depth: int, max_leaves: int) -> int:
+    """The most nodes at ``depth`` that best-first growth of ``max_leaves``
+    leaves can keep open (at least 1, for a fixed shape)."""
+    return max(1, min(2**depth, 2 * (max_leaves - depth)))
+
+
+def live_nodes(gain_above: jax.Array, depth: int, max_leaves: int) -> tuple[jax.Array, jax.Array]:
+    """``(index, valid)``, each ``(live_capacity,)``: the level's nodes (their
+    index within the level, in order) whose parent best-first growth keeps
+    on the levels above, from those levels' gains ``gain_above`` ``(2^depth -
+    1,)``; ``valid`` False on the padding."""
+    chosen = best_first_splits(gain_above, max_leaves)
+    parent_kept = chosen[2 ** (depth - 1) - 1 :]  # the level above, (2^(depth - 1),)
+    live = jnp.repeat(parent_kept, 2)
+    capacity = live_capacity(depth, max_leaves)
+    (index,) = jnp.nonzero(live, size=capacity, fill_value=2**depth)
+    return jnp.minimum(index, 2**depth - 1), index < 2**depth
+
+
+def spread_choice(choice, index: jax.Array, valid: jax.Array, n_nodes: int):
+    """A `jaxboost.engine.split.SplitChoice` of the live nodes ``index``
+    spread to the level's ``n_nodes``: the others do not split (every field
+    0 or False there)."""
+    target = jnp.where(valid, index, n_nodes)  # padding: dropped
+
+    def spread(values):
+        if values is None:
+            return None
+        whole = jnp.zeros((n_nodes,) + values.shape[1:], values.dtype)
+        return whole.at[target].set(values, mode="drop")
+
+    return type(choice)(*(spread(values) for values in choice))

@@ -30,7 +30,7 @@ from .constraints import (
     node_feature_mask,
     root_bounds,
 )
-from .leafwise import best_first_tree
+from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -200,6 +200,25 @@ def _node_constraints(constraints: TreeConstraints | None, bounds: NodeBounds | 
     return node_feature_mask(constraints, bounds), monotone
 
 
+def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
+    """The `SplitChoice` of a level's nodes: every node searched, or with
+    ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
+    (`jaxboost.engine.leafwise.live_nodes`; the others do not split)."""
+    n_nodes = 2**depth
+    if not max_leaves or live_capacity(depth, max_leaves) >= n_nodes:
+        return search(hist) if bounds is None else search(hist, bounds)
+    gain_above = jnp.concatenate([level.split_gain for level in levels])
+    index, valid = live_nodes(gain_above, depth, max_leaves)
+    # histograms: (n_features, n_nodes, ...) padded, (n_slots, n_nodes, ...) packed
+    live_hist = jnp.take(hist, index, axis=1)
+    if bounds is None:
+        choice = search(live_hist)
+    else:
+        live_bounds = NodeBounds(*(None if part is None else part[index] for part in bounds))
+        choice = search(live_hist, live_bounds)
+    return spread_choice(choice, index, valid, n_nodes)
+
+
 def grow_tree(
     bins: jax.Array,
     row_stats: jax.Array,
@@ -283,10 +302,8 @@ def grow_tree(
             hist, carry, node_of_row = kernel.level_quantised(
                 bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
-        if constraints is None:
-            choice = search(hist)
-        else:
-            choice = search(hist, bounds)
+        choice = _level_choice(search, hist, bounds, levels, depth, params.max_leaves)
+        if constraints is not None:
             level_bounds.append(bounds)
             bounds = children_bounds(
                 constraints, bounds, choice.feature, choice.do_split, choice.middle
