@@ -358,3 +358,11 @@ def test_searching_live_nodes_only_keeps_the_best_first_tree(max_leaves):
     np.testing.assert_array_equal(np.asarray(leaf_of_row), np.asarray(expected[1]))
     np.testing.assert_allclose(np.asarray(sums), np.asarray(expected[2]), rtol=1e-6, atol=1e-4)
     assert int(np.sum(np.asarray(structure.split_gain) > 0)) == max_leaves - 1
+
+
+def test_importances_count_the_kept_splits_only(fitted):
+    splits = np.asarray(fitted.forest_.split_gain) > 0
+    features = np.asarray(fitted.forest_.feature)[splits]
+    counts = np.bincount(features, minlength=X.shape[1]) / features.size
+    np.testing.assert_allclose(fitted.feature_importance("split"), counts, rtol=1e-6)
+    assert splits.sum() == 6 * 5  # 6 trees of 6 leaves: pruned nodes are not counted
