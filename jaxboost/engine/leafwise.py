@@ -13,6 +13,10 @@ A row's leaf in the pruned tree is a function of its leaf in the complete
 one: its path stops at its first unchosen node ``n`` and then goes left, to
 the leftmost leaf under ``n``.  So rows are never routed again: their
 leaves, and the leaves' sums, are mapped through a table of ``2^D`` entries.
+
+Only nodes that can still be kept need a split search: a level's live nodes
+(`live_nodes`, at most ``2 (max_leaves - depth)``) are searched, the others
+do not split.
 """
 
 from __future__ import annotations

@@ -238,8 +238,9 @@ def grow_tree(
     Each level builds the histograms of all its nodes in one pass over the
     rows, sums them over shards (``psum``), so every shard takes the same
     decisions, and routes the rows one level down.  With
-    ``params.max_leaves`` the tree is then pruned to the best-first tree of
-    that many leaves (`jaxboost.engine.leafwise`).
+    ``params.max_leaves`` a level searches only its live nodes and the tree
+    is then pruned to the best-first tree of that many leaves
+    (`jaxboost.engine.leafwise`).
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
