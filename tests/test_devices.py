@@ -26,6 +26,7 @@ def test_four_cpu_devices_train_the_single_device_model():
         "quantised",
         "monotone",
         "interaction",
+        "lossguide",
         "redescending",
         "groups",
         "groups_joint_newton",

@@ -115,6 +115,9 @@ class StaticSettings:
     # (jaxboost.engine.categorical; the reference histogram kernel and
     # unpacked bins with them), or None
     categorical: CategoricalSettings | None = None
+    # grow_policy="lossguide": the leaves of each tree, chosen best-first
+    # within depth max_depth (jaxboost.engine.leafwise); 0: depth-wise
+    max_leaves: int = 0
 
     @property
     def grouped(self) -> bool:
@@ -388,6 +391,7 @@ def _grow_one(
         hyper.min_split_gain * unit * unit,
         cfg.histogram_kernel,
         hyper.min_child_samples,
+        max_leaves=cfg.max_leaves,
     )
     # the sums of the outputs this tree fits: summed by the last routing pass
     # (the native kernel's: no pass of their own), then one psum

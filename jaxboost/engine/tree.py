@@ -30,6 +30,7 @@ from .constraints import (
     node_feature_mask,
     root_bounds,
 )
+from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -60,6 +61,9 @@ class TreeParams(NamedTuple):
     histogram_kernel: str = "reference"
     # least rows of positive weight in a child, read from the stats' count column
     min_child_samples: float = 0.0
+    # grow_policy="lossguide": at most this many leaves, chosen best-first
+    # within the depth-max_depth tree (jaxboost.engine.leafwise); 0: depth-wise
+    max_leaves: int = 0
 
 
 class TreeStructure(NamedTuple):
@@ -196,6 +200,25 @@ def _node_constraints(constraints: TreeConstraints | None, bounds: NodeBounds | 
     return node_feature_mask(constraints, bounds), monotone
 
 
+def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
+    """The `SplitChoice` of a level's nodes: every node searched, or with
+    ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
+    (`jaxboost.engine.leafwise.live_nodes`; the others do not split)."""
+    n_nodes = 2**depth
+    if not max_leaves or live_capacity(depth, max_leaves) >= n_nodes:
+        return search(hist) if bounds is None else search(hist, bounds)
+    gain_above = jnp.concatenate([level.split_gain for level in levels])
+    index, valid = live_nodes(gain_above, depth, max_leaves)
+    # histograms: (n_features, n_nodes, ...) padded, (n_slots, n_nodes, ...) packed
+    live_hist = jnp.take(hist, index, axis=1)
+    if bounds is None:
+        choice = search(live_hist)
+    else:
+        live_bounds = NodeBounds(*(None if part is None else part[index] for part in bounds))
+        choice = search(live_hist, live_bounds)
+    return spread_choice(choice, index, valid, n_nodes)
+
+
 def grow_tree(
     bins: jax.Array,
     row_stats: jax.Array,
@@ -214,7 +237,10 @@ def grow_tree(
 
     Each level builds the histograms of all its nodes in one pass over the
     rows, sums them over shards (``psum``), so every shard takes the same
-    decisions, and routes the rows one level down.
+    decisions, and routes the rows one level down.  With
+    ``params.max_leaves`` a level searches only its live nodes and the tree
+    is then pruned to the best-first tree of that many leaves
+    (`jaxboost.engine.leafwise`).
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
@@ -264,7 +290,7 @@ def grow_tree(
         categorical,
     )
     bounds = None if constraints is None else root_bounds(constraints)
-    levels = []
+    levels, level_bounds = [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
     for depth in range(params.max_depth):
@@ -277,10 +303,9 @@ def grow_tree(
             hist, carry, node_of_row = kernel.level_quantised(
                 bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
-        if constraints is None:
-            choice = search(hist)
-        else:
-            choice = search(hist, bounds)
+        choice = _level_choice(search, hist, bounds, levels, depth, params.max_leaves)
+        if constraints is not None:
+            level_bounds.append(bounds)
             bounds = children_bounds(
                 constraints, bounds, choice.feature, choice.do_split, choice.middle
             )
@@ -306,6 +331,13 @@ def grow_tree(
         leaf_of_row, sums = kernel.route(bins, node_of_row, split), None
     else:
         leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
+    if params.max_leaves:
+        node_bounds = None
+        if constraints is not None:
+            node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_bounds, bounds)
+        structure, leaf_of_row, sums, bounds = best_first_tree(
+            structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
+        )
     if constraints is None:
         return structure, leaf_of_row, sums
     return structure, leaf_of_row, sums, bounds

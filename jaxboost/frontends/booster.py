@@ -107,6 +107,7 @@ from .settings import (
     finite_number,
     fraction,
     least_child_rows,
+    tree_leaves,
     whole_number,
 )
 from .validation import (
@@ -295,6 +296,14 @@ class Booster:
         gradient over hessian, and a prefix whose smaller side holds at
         most this many categories goes left (LightGBM's default 32).
       cat_smooth: added to each category's hessian sum in that order (10).
+      grow_policy: ``"depthwise"`` (every node of a level splits where it
+        gains: complete trees of ``max_depth``) or ``"lossguide"`` (the leaf
+        of largest gain splits next, up to ``max_leaves`` leaves within
+        ``max_depth``: LightGBM's leaf-wise growth; docs/tabular.md).
+      max_leaves: the leaves of a ``"lossguide"`` tree, at most
+        ``2^max_depth`` (LightGBM's ``num_leaves``, XGBoost's
+        ``max_leaves``); None: 31, LightGBM's default.  Depth-wise trees take
+        None.
     """
 
     def __init__(
@@ -332,6 +341,8 @@ class Booster:
         max_cat_to_onehot: int = 4,
         max_cat_threshold: int = 32,
         cat_smooth: float = 10.0,
+        grow_policy: str = "depthwise",
+        max_leaves: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -366,6 +377,8 @@ class Booster:
         self.max_cat_to_onehot = max_cat_to_onehot
         self.max_cat_threshold = max_cat_threshold
         self.cat_smooth = cat_smooth
+        self.grow_policy = grow_policy
+        self.max_leaves = max_leaves
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -464,6 +477,7 @@ class Booster:
             vector_row_options=n_outputs > 1 and rows_per_shard >= VECTOR_OPTIONS_ROWS,
             fast_compile=n_rows <= FAST_COMPILE_ROWS,
             count_rows=bool(self._hyper().min_child_samples > 0),
+            max_leaves=tree_leaves(self.grow_policy, self.max_leaves, int(self.max_depth)),
         )
         hyper = self._hyper()
         if self.reg_lambda is None:  # (a distribution's prior: distribution_defaults)
@@ -475,6 +489,7 @@ class Booster:
         ``devices`` of the wrong type) names the first one out of range."""
         whole_number("n_estimators", self.n_estimators)
         whole_number("max_depth", self.max_depth)
+        tree_leaves(self.grow_policy, self.max_leaves, int(self.max_depth))
         if self.rounds_per_chunk is not None:
             whole_number("rounds_per_chunk", self.rounds_per_chunk)
         self._hyper()

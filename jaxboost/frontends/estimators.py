@@ -288,6 +288,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         max_cat_to_onehot: int = 4,
         max_cat_threshold: int = 32,
         cat_smooth: float = 10.0,
+        grow_policy: str = "depthwise",
+        max_leaves: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -323,6 +325,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.max_cat_to_onehot = max_cat_to_onehot
         self.max_cat_threshold = max_cat_threshold
         self.cat_smooth = cat_smooth
+        self.grow_policy = grow_policy
+        self.max_leaves = max_leaves
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -467,6 +471,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         max_cat_to_onehot: int = 4,
         max_cat_threshold: int = 32,
         cat_smooth: float = 10.0,
+        grow_policy: str = "depthwise",
+        max_leaves: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -501,6 +507,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.max_cat_to_onehot = max_cat_to_onehot
         self.max_cat_threshold = max_cat_threshold
         self.cat_smooth = cat_smooth
+        self.grow_policy = grow_policy
+        self.max_leaves = max_leaves
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.leafwise import DEFAULT_MAX_LEAVES
+
 
 def whole_number(name: str, value: int) -> int:
     """``value`` as an int, after checking it is a whole number >= 1 (an int,
@@ -135,3 +137,39 @@ def check_histogram_memory(
             f"x {n_bins} bins), more than the {memory / 2**30:.1f} GiB a device has; use a "
             "smaller max_depth (or max_bins)"
         )
+
+
+GROW_POLICIES = ("depthwise", "lossguide")
+
+
+def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int) -> int:
+    """The leaves of a ``grow_policy="lossguide"`` tree (``max_leaves``, None:
+    `jaxboost.engine.leafwise.DEFAULT_MAX_LEAVES`), or 0 for depth-wise trees;
+    a ValueError names the setting out of range and the fix."""
+    choice("grow_policy", grow_policy, GROW_POLICIES)
+    if grow_policy == "depthwise":
+        if max_leaves is not None:
+            raise ValueError(
+                f"max_leaves: {max_leaves!r} bounds leaf-wise trees only; set "
+                'grow_policy="lossguide" to grow them, or max_leaves=None'
+            )
+        return 0
+    if max_leaves is None:
+        max_leaves = DEFAULT_MAX_LEAVES
+    whole = isinstance(max_leaves, (int, np.integer)) and not isinstance(max_leaves, bool)
+    whole = whole or (
+        isinstance(max_leaves, (float, np.floating)) and float(max_leaves).is_integer()
+    )
+    if not (whole and int(max_leaves) >= 2):
+        raise ValueError(
+            f"max_leaves: expected a whole number >= 2 (a tree of one leaf does not split), "
+            f"got {max_leaves!r}"
+        )
+    if int(max_leaves) > 2**max_depth:
+        needed = (int(max_leaves) - 1).bit_length()
+        raise ValueError(
+            f"max_leaves: {int(max_leaves)} leaves do not fit in trees of max_depth={max_depth} "
+            f"(at most 2^{max_depth} = {2**max_depth} leaves); set max_depth >= {needed} or "
+            f"max_leaves <= {2**max_depth}"
+        )
+    return int(max_leaves)

@@ -60,6 +60,12 @@ def main() -> int:
         "monotone": (losses.squared_error, y, {"monotone_constraints": [1, 0, 0, -1, 0]}),
         # each node's allowed features sliced to every shard's features
         "interaction": (losses.squared_error, y, {"interaction_constraints": [[0, 1], [2, 3, 4]]}),
+        # live nodes searched on every shard, pruned best-first, leaf bounds mapped
+        "lossguide": (
+            losses.squared_error,
+            y,
+            {"grow_policy": "lossguide", "max_leaves": 5, "monotone_constraints": [1, 0, 0, -1, 0]},
+        ),
         # F0 from the targets' median: at 0 every residual is on the flat stretch
         "redescending": (tukey_biweight, y + 30.0, {"hessian_mode": "clip", "armijo": True}),
         # groups of 1 to 40 rows, whole on one device each, rows subsampled
@@ -92,7 +98,7 @@ def main() -> int:
         print(f"{name}: same splits {same_splits}, raw scores within 1e-5: {close}")
         if not (same_splits and close):
             failures.append(name)
-        if name == "monotone" and not _is_monotone(four, X[:8], {0: 1, 3: -1}):
+        if name in ("monotone", "lossguide") and not _is_monotone(four, X[:8], {0: 1, 3: -1}):
             failures.append("monotone (4 devices: predictions not monotone)")
     failures += _offsets_and_continued(X, rng, devices)
     failures += _categorical(X, y, rng, devices)

@@ -1,0 +1,195 @@
+"""Leaf-wise (best-first) growth as a pruning of the depth-wise tree.
+
+A node's best split depends only on its own rows, so the complete depth-``D``
+tree grown level by level (`jaxboost.engine.tree.grow_tree`) holds every
+node's best split and gain.  Best-first growth with ``max_leaves`` leaves,
+bounded by depth ``D`` (LightGBM's ``num_leaves`` growth), is then exactly:
+start from the root; ``max_leaves - 1`` times, split the open node of largest
+positive gain (ties: lowest heap index) and open its children.  The nodes not
+chosen become non-splits (every row left), so the tree keeps the heap layout
+of `jaxboost.engine.tree.Tree` and everything that reads it.
+
+A row's leaf in the pruned tree is a function of its leaf in the complete
+one: its path stops at its first unchosen node ``n`` and then goes left, to
+the leftmost leaf under ``n``.  So rows are never routed again: their
+leaves, and the leaves' sums, are mapped through a table of ``2^D`` entries.
+
+Only nodes that can still be kept need a split search: a level's live nodes
+(`live_nodes`, at most ``2 (max_leaves - depth)``) are searched, the others
+do not split.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .constraints import NodeBounds
+
+# grow_policy="lossguide"'s max_leaves when not given: LightGBM's num_leaves
+DEFAULT_MAX_LEAVES = 31
+
+
+def best_first_splits(gain: jax.Array, max_leaves: int) -> jax.Array:
+    """``(2^D - 1,)`` bool: the internal nodes best-first growth splits.
+
+    Args:
+      gain: ``(2^D - 1,)`` float32 split gains of the complete tree's nodes in
+        heap order, > 0 exactly where a node would split.
+      max_leaves: at most this many leaves (``max_leaves - 1`` splits).
+    """
+    n_internal = gain.shape[0]
+    # children past the internal nodes (leaves) never open: padded away
+    open_nodes = jnp.zeros(2 * n_internal + 1, bool).at[0].set(True)
+    chosen = jnp.zeros(2 * n_internal + 1, bool)
+    padded_gain = jnp.concatenate([gain, jnp.zeros(n_internal + 1, gain.dtype)])
+
+    def split_best(_, state):
+        open_nodes, chosen = state
+        candidate = open_nodes & (padded_gain > 0)
+        best = jnp.argmax(jnp.where(candidate, padded_gain, -jnp.inf))  # first of ties
+        take = candidate[best]
+        children = jnp.stack([2 * best + 1, 2 * best + 2])
+        open_nodes = open_nodes.at[best].set(open_nodes[best] & ~take)
+        open_nodes = open_nodes.at[children].set(open_nodes[children] | take, mode="drop")
+        return open_nodes, chosen.at[best].set(chosen[best] | take)
+
+    _, chosen = lax.fori_loop(0, max_leaves - 1, split_best, (open_nodes, chosen))
+    return chosen[:n_internal]
+
+
+def stop_depth(chosen: jax.Array, max_depth: int) -> jax.Array:
+    """``(2^D,)`` int32: for each leaf of the complete tree, the depth of the
+    first unchosen node on its path (``max_depth`` where all are chosen)."""
+    leaf = jnp.arange(2**max_depth, dtype=jnp.int32)
+    depth = jnp.full(leaf.shape, max_depth, jnp.int32)
+    for level in reversed(range(max_depth)):  # the shallowest unchosen wins
+        node = 2**level - 1 + (leaf >> (max_depth - level))
+        depth = jnp.where(chosen[node], depth, level)
+    return depth
+
+
+def pruned_leaf(stop: jax.Array, max_depth: int) -> jax.Array:
+    """``(2^D,)`` int32: each complete-tree leaf's leaf in the pruned tree, the
+    leftmost leaf under the node where its path stops (``stop``: `stop_depth`)."""
+    leaf = jnp.arange(2**max_depth, dtype=jnp.int32)
+    shift = max_depth - stop
+    return (leaf >> shift) << shift
+
+
+def stop_node(stop: jax.Array, max_depth: int) -> jax.Array:
+    """``(2^D,)`` int32: the heap index (of all ``2^(D+1) - 1`` nodes) of the
+    node where each complete-tree leaf's path stops."""
+    leaf = jnp.arange(2**max_depth, dtype=jnp.int32)
+    return (1 << stop) - 1 + (leaf >> (max_depth - stop))
+
+
+def prune_structure(structure, chosen: jax.Array, max_bins: int):
+    """The tree's internal nodes (a `jaxboost.engine.tree.TreeStructure`) with
+    every unchosen node made a non-split: feature 0, every row left."""
+    feature = jnp.where(chosen, structure.feature, 0)
+    category_left = structure.category_left
+    if category_left is not None:
+        category_left = jnp.where(chosen[:, None], category_left, 0)
+    return structure._replace(
+        feature=feature,
+        threshold=jnp.where(chosen, structure.threshold, jnp.inf),
+        threshold_bin=jnp.where(chosen, structure.threshold_bin, max_bins - 1),
+        missing_left=jnp.where(chosen, structure.missing_left, True),
+        split_gain=jnp.where(chosen, structure.split_gain, 0.0),
+        category_left=category_left,
+    )
+
+
+def pruned_sums(sums: jax.Array | None, leaf_map: jax.Array) -> jax.Array | None:
+    """Per-leaf sums ``(2^D, V)`` of the complete tree summed into the pruned
+    tree's leaves (``leaf_map``: `pruned_leaf`); None stays None."""
+    if sums is None:
+        return None
+    return jax.ops.segment_sum(sums, leaf_map, num_segments=sums.shape[0])
+
+
+def pruned_bounds(node_bounds: NodeBounds, stop: jax.Array, max_depth: int) -> NodeBounds:
+    """The pruned tree's leaf bounds ``(2^D,)`` from the bounds of every node
+    of the complete tree (``node_bounds``, ``(2^(D+1) - 1,)`` in heap order):
+    a pruned leaf's are those of the node where its paths stop.  Leaves that
+    no path reaches keep bounds too; they hold no rows."""
+    node = stop_node(stop, max_depth)
+    return NodeBounds(*(None if part is None else part[node] for part in node_bounds))
+
+
+def best_first_tree(
+    structure,
+    leaf_of_row: jax.Array,
+    sums: jax.Array | None,
+    node_bounds: NodeBounds | None,
+    max_leaves: int,
+    max_bins: int,
+):
+    """``(structure, leaf_of_row, sums, leaf bounds)`` of the best-first tree
+    of at most ``max_leaves`` leaves within the complete one.
+
+    Args:
+      structure: the complete tree's internal nodes (``2^D - 1`` each).
+      leaf_of_row: ``(n_rows,)`` int32 leaves of the complete tree.
+      sums: ``(2^D, V)`` float32 per-leaf sums, or None.
+      node_bounds: `NodeBounds` of all ``2^(D+1) - 1`` nodes, or None.
+      max_leaves: the budget of leaves.
+      max_bins: value bins per feature (a non-split's ``threshold_bin`` is the last).
+    """
+    max_depth = (structure.feature.shape[0] + 1).bit_length() - 1
+    chosen = best_first_splits(structure.split_gain, max_leaves)
+    stop = stop_depth(chosen, max_depth)
+    leaf_map = pruned_leaf(stop, max_depth)
+    bounds = None if node_bounds is None else pruned_bounds(node_bounds, stop, max_depth)
+    return (
+        prune_structure(structure, chosen, max_bins),
+        leaf_map[leaf_of_row],
+        pruned_sums(sums, leaf_map),
+        bounds,
+    )
+
+
+# Searching only the nodes that can still be kept.  Best-first growth on the
+# levels above depth d alone pops its nodes in an order of which the full
+# growth's pops above d are a prefix (the nodes open above d, and so the next
+# one popped there, depend only on the pops above d; deeper pops only spend
+# the budget).  So a node at depth d can be kept only if its parent is kept
+# by best-first growth on the levels above: those are the live nodes, at most
+# 2 (max_leaves - d) of them (each kept node at depth d - 1 has d kept
+# ancestors), and only they need a split search.
+
+
+def live_capacity(depth: int, max_leaves: int) -> int:
+    """The most nodes at ``depth`` that best-first growth of ``max_leaves``
+    leaves can keep open (at least 1, for a fixed shape)."""
+    return max(1, min(2**depth, 2 * (max_leaves - depth)))
+
+
+def live_nodes(gain_above: jax.Array, depth: int, max_leaves: int) -> tuple[jax.Array, jax.Array]:
+    """``(index, valid)``, each ``(live_capacity,)``: the level's nodes (their
+    index within the level, in order) whose parent best-first growth keeps
+    on the levels above, from those levels' gains ``gain_above`` ``(2^depth -
+    1,)``; ``valid`` False on the padding."""
+    chosen = best_first_splits(gain_above, max_leaves)
+    parent_kept = chosen[2 ** (depth - 1) - 1 :]  # the level above, (2^(depth - 1),)
+    live = jnp.repeat(parent_kept, 2)
+    capacity = live_capacity(depth, max_leaves)
+    (index,) = jnp.nonzero(live, size=capacity, fill_value=2**depth)
+    return jnp.minimum(index, 2**depth - 1), index < 2**depth
+
+
+def spread_choice(choice, index: jax.Array, valid: jax.Array, n_nodes: int):
+    """A `jaxboost.engine.split.SplitChoice` of the live nodes ``index``
+    spread to the level's ``n_nodes``: the others do not split (every field
+    0 or False there)."""
+    target = jnp.where(valid, index, n_nodes)  # padding: dropped
+
+    def spread(values):
+        if values is None:
+            return None
+        whole = jnp.zeros((n_nodes,) + values.shape[1:], values.dtype)
+        return whole.at[target].set(values, mode="drop")
+
+    return type(choice)(*(spread(values) for values in choice))
