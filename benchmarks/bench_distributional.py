@@ -40,8 +40,11 @@ Models, none tuned per data set:
   depth 6, rounds chosen as jaxboost's are (up to 500, stopped 10 rounds
   after the best NLL on 20% of the training fold held out, then all of it
   refitted for that many): XGBoostLSS leaves its settings to a search, so
-  these are jaxboost's; run only where ``xgboostlss`` imports (it needs
-  PyTorch and Pyro: not in the ``bench`` extra);
+  these are jaxboost's.  ``initialize=True`` starts from its own fit of one
+  Gaussian to the targets (``initialize=False``, from 0, had a higher NLL on
+  all four); on raw targets that fit can fail (Housing: a location of 0.5)
+  and the mean is then not learnt.  Run only where ``xgboostlss`` imports
+  (it needs PyTorch and Pyro: not in the ``bench`` extra);
 - ``point + constant sd``: jaxboost ``squared_error`` at its defaults for the
   mean, and a Gaussian of one standard deviation for every row: the RMSE of
   a model fitted on 80% of the training fold, on the other 20%.
