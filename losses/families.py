@@ -23,7 +23,7 @@ import numpy as np
 from jax.scipy.special import betainc, gammaln, polygamma
 from jax.scipy.stats import norm
 
-from . import links
+from . import links, negative_binomial
 
 # raw score -> parameter, and back (the start: parameters -> raw scores)
 PARAMETER_LINKS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -138,9 +138,12 @@ def _poisson_start(y, weight):
 def _negative_binomial_start(y, weight):
     mean, variance = _moments(y, weight)
     mean = max(mean, 1e-6)
-    # variance = mean + mean^2 / concentration; near-Poisson data: a large one
-    excess = max(variance - mean, 1e-3 * mean * mean)
-    return mean, mean * mean / excess
+    if variance <= mean:
+        # not over-dispersed: the likelihood rises with the concentration up
+        # to the Poisson limit, negative_binomial.MAX_CONCENTRATION
+        return mean, negative_binomial.MAX_CONCENTRATION
+    # variance = mean + mean^2 / concentration
+    return mean, mean * mean / (variance - mean)
 
 
 def _zero_inflated_poisson_start(y, weight):
@@ -260,6 +263,8 @@ FAMILIES: dict[str, Family] = {
         ("exp", "exp"),
         "count",
         _negative_binomial_start,
+        fisher=negative_binomial.fisher,
+        log_prob=negative_binomial.log_prob,
     ),
     "zero_inflated_poisson": Family(
         "ZeroInflatedPoisson",

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..losses import negative_binomial
 from ..losses.distribution_loss import as_distribution_loss
 from ..losses.families import student_t_cdf
 
@@ -77,9 +78,12 @@ def quantiles(dist: Any, q: Sequence[float] | float) -> np.ndarray:
 
 def _cdf(dist: Any, x: jax.Array) -> jax.Array:
     """``dist.cdf(x)``, with the zero-inflated families' mixture written out,
-    and the Student-t's accurate at any df."""
+    and the Student-t's and negative binomial's accurate at any df and
+    concentration."""
     if type(dist).__name__ == "StudentT":
         return student_t_cdf((x - dist.loc) / dist.scale, dist.df)
+    if type(dist).__name__ == "NegativeBinomial2":
+        return negative_binomial.cdf(dist, x)
     try:
         return dist.cdf(x)
     except NotImplementedError:
