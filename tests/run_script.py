@@ -38,3 +38,19 @@ def xla_flags_without(*names: str) -> str:
     ``--xla_force_host_platform_device_count``), for a script's environment."""
     flags = os.environ.get("XLA_FLAGS", "").split()
     return " ".join(flag for flag in flags if flag.split("=")[0] not in names)
+
+
+def four_device_cases(part: int) -> list[str]:
+    """The names of the cases part ``part`` (1 or 2) of scripts/four_devices.py
+    ran on 4 CPU devices, after checking each gave 1 device's splits and scores."""
+    # a device count forced in XLA_FLAGS would override the one asked for; the
+    # suite's other flags (LLVM at -O0, conftest.py) stay
+    flags = xla_flags_without("--xla_force_host_platform_device_count")
+    environment = {"JAXBOOST_CPU_DEVICES": "4", "XLA_FLAGS": flags}
+    result = run_script(
+        Path(__file__).parent / "scripts" / "four_devices.py", environment, args=(str(part),)
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert all(line.endswith("same splits True, raw scores within 1e-5: True") for line in lines)
+    return [line.split(":")[0] for line in lines]
