@@ -1,6 +1,6 @@
 """A pytest plugin that records, per test, where its time went in JAX's
-compile pipeline: ``pytest -p compile_profile ...`` (from ``tests/``, which
-is on the path) appends one JSON line per test to
+compile pipeline: ``PYTHONPATH=tests python -m pytest -p compile_profile
+-n 2 --dist loadscope tests`` appends one JSON line per test to
 ``$COMPILE_PROFILE_OUT.<pid>.jsonl`` (default ``compile_profile``):
 ``id``, ``wall`` (the call, fixtures apart), ``backend`` (XLA compiles,
 persistent-cache reads included), ``retrieve`` (those reads), ``trace``,
