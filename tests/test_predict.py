@@ -211,6 +211,39 @@ def test_the_native_kernel_matches_numpy_walk(regression, three_classes, n_rows)
         np.testing.assert_allclose(np.asarray(raw), expected, rtol=1e-6, atol=1e-6)
 
 
+def test_the_native_kernel_jumps_over_nodes_that_send_every_row_left():
+    """Random depth-4 trees whose nodes do not split (threshold +inf, NaN
+    left) at every level, with splitting nodes below them, and a tree whose
+    root does not split: the native walk, which jumps from such a node to the
+    first splitting node or leaf down its left side, scores as the
+    level-by-level heap walk."""
+    from jaxboost.engine.predict import predict_forest_native
+
+    rng = np.random.default_rng(3)
+    n_trees, depth = 5, 4
+    n_internal = 2**depth - 1
+    idle = rng.random((n_trees, n_internal)) < 0.4
+    idle[0, 0] = True  # a tree whose root sends every row left
+    idle[1, :] = False
+    idle[1, 1:3] = True  # both children of the root; their subtrees split
+    forest = Tree(
+        feature=rng.integers(0, N_FEATURES, size=(n_trees, n_internal)).astype(np.int32),
+        threshold=np.where(idle, np.inf, rng.normal(size=(n_trees, n_internal))).astype(np.float32),
+        threshold_bin=np.zeros((n_trees, n_internal), np.int32),
+        missing_left=idle | (rng.random((n_trees, n_internal)) < 0.5),
+        split_gain=np.zeros((n_trees, n_internal), np.float32),
+        leaf_value=rng.normal(size=(n_trees, n_internal + 1, 1)).astype(np.float32),
+        leaf_weight=np.ones((n_trees, n_internal + 1), np.float32),
+    )
+    X_new = _features(13, n_rows=200)
+    X_new[::9] = np.nan
+    init_score = np.zeros(1, np.float32)
+    native = jax.tree.map(jnp.asarray, forest)
+    raw = predict_forest_native(native, jnp.asarray(init_score), jnp.asarray(X_new))
+    expected = _walk(forest, init_score, X_new)
+    np.testing.assert_allclose(np.asarray(raw), expected, rtol=1e-6, atol=1e-6)
+
+
 def test_the_native_kernel_rejects_a_split_feature_out_of_range(regression):
     from jaxboost.engine.predict import predict_forest_native
 
