@@ -222,13 +222,6 @@ def test_a_monotone_constraint_on_a_categorical_column_is_refused():
         jb.Booster(categorical_features=[0], monotone_constraints=[1, 0], n_estimators=1).fit(X, y)
 
 
-def test_continuing_a_model_with_categorical_columns_is_refused():
-    X, y = _set_effect(300)
-    model = jb.Booster(categorical_features=[0], n_estimators=1).fit(X, y)
-    with pytest.raises(ValueError, match="init_model: continuing a model with categorical"):
-        jb.Booster(n_estimators=1).fit(X, y, init_model=model)
-
-
 def test_interaction_constraints_hold_with_categorical_columns():
     X, y = _set_effect()
     X = np.c_[X, X[:, 1] * 2].astype(np.float32)

@@ -62,6 +62,7 @@ from .categories import (
     categorical_columns,
     categorical_settings,
     check_not_monotone,
+    continued_categories,
     encode_categories,
     fit_categories,
     frame_category_columns,
@@ -641,13 +642,7 @@ class Booster:
           ``self``.
         """
         self._check_settings()
-        categories = self._fit_categories(X)
-        old_categories = getattr(getattr(init_model, "booster_", init_model), "categories_", None)
-        if init_model is not None and (categories or old_categories):
-            raise ValueError(
-                "init_model: continuing a model with categorical columns is not supported yet; "
-                "fit it anew"
-            )
+        categories = self._fit_categories(X, init_model)
         coded_X = encode_categories(X, categories)
         if eval_set is not None:
             eval_set = [(encode_categories(Xe, categories), *rest) for Xe, *rest in eval_set]
@@ -814,19 +809,29 @@ class Booster:
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
-    def _fit_categories(self, X: Any) -> list[CategoryColumn] | None:
-        """The categorical columns' categories and codes, None without any."""
-        if self.categorical_features is None and not frame_category_columns(X):
+    def _fit_categories(self, X: Any, init_model: Any = None) -> list[CategoryColumn] | None:
+        """The categorical columns' categories and codes, None without any:
+        ``init_model``'s where it is given (its codes mean the same categories)."""
+        old_tables = getattr(fitted_model(init_model), "categories_", None) if init_model else None
+        if (
+            self.categorical_features is None
+            and not frame_category_columns(X)
+            and init_model is None
+        ):
             return None
         names = feature_names(X)
         n_features = len(names) if names is not None else np.shape(X)[1]
         columns = categorical_columns(self.categorical_features, X, n_features, names)
+        if init_model is not None:
+            columns = continued_categories(old_tables, columns, names)
         if not columns:
             return None
         if jax.process_count() > 1:
             raise ValueError(
                 "categorical_features: not yet with several processes; fit in one process"
             )
+        if init_model is not None:
+            return old_tables
         return fit_categories(X, columns, names, int(self.max_bins))
 
     def _constraints(self, n_features: int, names, n_outputs: int) -> dict:

@@ -113,6 +113,26 @@ def categorical_columns(spec: Any, X: Any, n_features: int, names: list[str] | N
     return sorted(chosen)
 
 
+def continued_categories(
+    tables: list[CategoryColumn] | None, columns: Sequence[int], names: list[str] | None
+) -> list[int]:
+    """A continued fit's categorical columns: those of ``init_model``'s
+    ``tables`` (None without categorical columns), which must be this fit's
+    ``columns``; else a ValueError naming the setting and the fix."""
+    fitted = [table.column for table in tables or []]
+    if fitted != list(columns):
+
+        def shown(indices):
+            return [names[c] for c in indices] if names else list(indices)
+
+        raise ValueError(
+            f"categorical_features: init_model's categorical columns are {shown(fitted)}, "
+            f"this fit's {shown(columns)}: pass categorical_features={shown(fitted)} "
+            "(and X's category columns as when it was fitted) to continue it"
+        )
+    return fitted
+
+
 def _codes_by_frequency(counts: np.ndarray, max_codes: int) -> np.ndarray:
     """Each value's code: its position, or with more values than
     ``max_codes`` the ``max_codes - 1`` most frequent their rank among those
