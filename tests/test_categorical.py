@@ -128,8 +128,6 @@ def test_unseen_categories_follow_the_missing_direction():
     rows = np.array([[np.nan, 0.0], [55.0, 0.0], [12.0, 0.0]], np.float32)  # missing, unseen
     raw = model.predict_raw(rows)
     assert raw[1] == raw[0] and raw[2] == raw[0]
-    with pytest.raises(ValueError, match="partial_dependence: not yet for models with categorical"):
-        model.partial_dependence(X, 1)
     importance = model.feature_importances_
     assert importance[0] > importance[1]  # the set split carries the gain
     frame = _frame(X[:, 0].astype(int), X[:, 1], "abcdefghij")

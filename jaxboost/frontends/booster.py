@@ -61,6 +61,7 @@ from .categories import (
     CategoryColumn,
     categorical_columns,
     categorical_settings,
+    category_grid,
     check_not_monotone,
     continued_categories,
     encode_categories,
@@ -952,17 +953,29 @@ class Booster:
         from the forest by Friedman's weighted tree traversal (2001, section 8.2).
 
         Args:
-          X: ``(n_rows, n_features)`` data whose percentiles set the grid.
+          X: ``(n_rows, n_features)`` data whose percentiles set the grid; on
+            a categorical column the grid is its categories seen in fit and
+            present in ``X`` (as scikit-learn's for categorical features).
           features: one or two feature indices, or column names of a pandas
             fit (one feature may be given alone).
         Returns:
-          ``(grid, values)``: one grid array per feature, and values of shape
+          ``(grid, values)``: one grid array per feature (a categorical
+          column's category values or labels), and values of shape
           ``(len(grid[0]), [len(grid[1]),] n_outputs)``.
         """
         features_array = self._features_for_predict(X)
         features = feature_indices(features, getattr(self, "feature_names_in_", None))
-        grid = [grid_from_data(features_array, f, grid_resolution) for f in features]
-        values = partial_dependence(self.forest_, self.init_score_, features, grid)
+        tables = {table.column: table for table in getattr(self, "categories_", None) or []}
+        grid, points = [], []  # what the user reads, and the values the trees compare
+        for feature in features:
+            if feature in tables:
+                categories, codes = category_grid(X, tables[feature])
+                grid.append(categories)
+                points.append(codes.astype(np.float32))
+            else:
+                grid.append(grid_from_data(features_array, feature, grid_resolution))
+                points.append(grid[-1])
+        values = partial_dependence(self.forest_, self.init_score_, features, points)
         return grid, np.asarray(values)
 
     def save(self, path) -> None:

@@ -224,6 +224,26 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
     return np.where(known, table.codes[position], np.nan).astype(np.float32)
 
 
+def category_grid(X: Any, table: CategoryColumn) -> tuple[np.ndarray, np.ndarray]:
+    """The categories of ``table`` (the fitted ones) found in ``X``'s column,
+    in the table's order, and their codes: a partial dependence grid
+    (scikit-learn's for a categorical feature: its categories in the data)."""
+    labelled = _category_labels(X, table.column)
+    if labelled is not None:
+        labels, index = labelled
+        present = set(labels[np.unique(index[index >= 0])].tolist())
+    else:
+        values = _numeric_values(X, table.column, str(table.column))
+        present = set(np.unique(values[~np.isnan(values)]).tolist())
+    found = np.array([value in present for value in table.values.tolist()], bool)
+    if not found.any():
+        raise ValueError(
+            f"X: column {table.column} holds none of the categories seen in fit; "
+            "pass rows with some of them"
+        )
+    return table.values[found], table.codes[found]
+
+
 def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
     """``X`` with its categorical columns replaced by their codes: a pandas
     frame stays a frame (its names are kept), anything else becomes a float
