@@ -812,28 +812,26 @@ class Booster:
 
     def _fit_categories(self, X: Any, init_model: Any = None) -> list[CategoryColumn] | None:
         """The categorical columns' categories and codes, None without any:
-        ``init_model``'s where it is given (its codes mean the same categories)."""
-        old_tables = getattr(fitted_model(init_model), "categories_", None) if init_model else None
+        ``init_model``'s where it is given (its codes mean the same
+        categories); with several processes, of all processes' rows."""
+        several = jax.process_count() > 1  # (each process then takes part in the exchange)
         if (
             self.categorical_features is None
             and not frame_category_columns(X)
             and init_model is None
+            and not several
         ):
             return None
         names = feature_names(X)
         n_features = len(names) if names is not None else np.shape(X)[1]
-        columns = categorical_columns(self.categorical_features, X, n_features, names)
+        columns = on_every_process(
+            lambda: categorical_columns(self.categorical_features, X, n_features, names)
+        )
         if init_model is not None:
-            columns = continued_categories(old_tables, columns, names)
-        if not columns:
-            return None
-        if jax.process_count() > 1:
-            raise ValueError(
-                "categorical_features: not yet with several processes; fit in one process"
-            )
-        if init_model is not None:
-            return old_tables
-        return fit_categories(X, columns, names, int(self.max_bins))
+            old_tables = getattr(fitted_model(init_model), "categories_", None)
+            on_every_process(lambda: continued_categories(old_tables, columns, names))
+            return old_tables or None
+        return fit_categories(X, columns, names, int(self.max_bins)) or None
 
     def _constraints(self, n_features: int, names, n_outputs: int) -> dict:
         """The monotone and interaction constraints as column indices (see

@@ -17,9 +17,12 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from ..engine.categorical import CategoricalSettings
+from ..runtime.distributed import on_every_process
+from .category_union import ColumnCategories, categories_of_all_processes
 
 
 class CategoryColumn(NamedTuple):
@@ -164,22 +167,36 @@ def _numeric_values(X: Any, column: int, name: str) -> np.ndarray:
     return values
 
 
+def _column_categories(X: Any, column: int, name: str) -> ColumnCategories:
+    """A column's categories in ``X``'s rows: a frame's listed labels with
+    their row counts (0 for a label no row holds), or the distinct numbers."""
+    labelled = _category_labels(X, column)
+    if labelled is not None:
+        labels, index = labelled
+        counts = np.bincount(index[index >= 0], minlength=len(labels)).astype(np.int64)
+        return ColumnCategories(labels, counts, True)
+    raw = _numeric_values(X, column, name)
+    values, counts = np.unique(raw[~np.isnan(raw)], return_counts=True)
+    return ColumnCategories(values, counts.astype(np.int64), False)
+
+
 def fit_categories(
     X: Any, columns: Sequence[int], names: list[str] | None, max_bins: int
 ) -> list[CategoryColumn]:
-    """Each categorical column's `CategoryColumn`, from the training rows."""
+    """Each categorical column's `CategoryColumn`, from the training rows
+    (with several processes, all processes' rows: `jaxboost.frontends.category_union`)."""
+
+    def found_here() -> list[ColumnCategories]:
+        return [_column_categories(X, c, repr(names[c]) if names else str(c)) for c in columns]
+
+    found = on_every_process(found_here)
+    if jax.process_count() > 1:
+        found = categories_of_all_processes(columns, found, names)
     tables = []
-    for column in columns:
+    for column, (values, counts, _) in zip(columns, found):
         name = repr(names[column]) if names else str(column)
-        labelled = _category_labels(X, column)
-        if labelled is not None:
-            labels, index = labelled
-            counts = np.bincount(index[index >= 0], minlength=len(labels))
-            seen = counts > 0
-            values, counts = labels[seen], counts[seen]
-        else:
-            raw = _numeric_values(X, column, name)
-            values, counts = np.unique(raw[~np.isnan(raw)], return_counts=True)
+        seen = counts > 0
+        values, counts = values[seen], counts[seen]
         codes = _codes_by_frequency(counts, max_bins)
         if counts.size > max_bins:
             _warn_shared_bin(name, counts, codes, max_bins)
