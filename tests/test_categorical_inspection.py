@@ -122,3 +122,21 @@ def test_deeper_trees_match_a_recursive_traversal_with_category_sets():
                     {0: codes[shop], 1: number},
                 )
             np.testing.assert_allclose(values[i, j], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_plot_draws_the_categories_along_their_axis():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from jaxboost.frontends.plotting import plot_partial_dependence
+
+    X, y = _data(seed=3)
+    frame = _frame(X)
+    model = jb.Booster(n_estimators=3, max_depth=2).fit(frame, y)
+    ax = plot_partial_dependence(model, frame, "shop")
+    (line,) = ax.get_lines()
+    _, values = model.partial_dependence(frame, "shop")
+    np.testing.assert_array_equal(line.get_ydata(), values[:, 0])
+    assert [label.get_text() for label in ax.get_xticklabels()] == list("abcdefghij")
+    ax = plot_partial_dependence(model, frame, ["number", "shop"], grid_resolution=5)
+    assert [label.get_text() for label in ax.get_yticklabels()] == list("abcdefghij")
+    matplotlib.pyplot.close("all")
