@@ -40,6 +40,7 @@ def _same_trees(one, other) -> bool:
     [
         (losses.squared_error, {"subsample": 0.7, "colsample_bytree": 0.7}),
         (losses.softmax_cross_entropy, {"multi_strategy": "one_output_per_tree"}),
+        (losses.softmax_cross_entropy, {}),  # vector leaves
     ],
 )
 def test_more_rounds_grow_the_trees_of_one_longer_fit(loss, settings):
@@ -53,6 +54,20 @@ def test_more_rounds_grow_the_trees_of_one_longer_fit(loss, settings):
     assert continued.forest_.category_left is not None
     assert continued.n_estimators_ == 7 and _same_trees(continued, longer)
     np.testing.assert_array_equal(continued.predict_raw(X), longer.predict_raw(X))
+
+
+def test_a_group_loss_continues_as_one_longer_fit():
+    X, y = _shops(seed=5)
+    relevance = np.digitize(y, [-0.5, 0.5, 1.5]).astype(np.float32)
+    group = np.full(40, 20)  # 40 queries of 20 rows
+    settings = {"loss": losses.lambdarank(), "max_depth": 3, "categorical_features": [0]}
+    longer = jb.Booster(n_estimators=5, **settings).fit(X, relevance, group=group)
+    first = jb.Booster(n_estimators=2, **settings).fit(X, relevance, group=group)
+    continued = jb.Booster(n_estimators=3, **settings).fit(
+        X, relevance, group=group, init_model=first
+    )
+    assert continued.forest_.category_left.any()
+    assert _same_trees(continued, longer)
 
 
 def test_a_loaded_model_continues_as_one_longer_fit(tmp_path):
