@@ -638,7 +638,8 @@ class Booster:
             set, None for a set without).
           init_model: a fitted Booster or estimator to add ``n_estimators``
             rounds to (docs/tabular.md): the result holds its trees and the
-            new ones, binned by its bin edges.
+            new ones, binned by its bin edges and coded by its categories
+            (``categorical_features`` must name its categorical columns).
         Returns:
           ``self``.
         """
