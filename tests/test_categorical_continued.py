@@ -130,3 +130,13 @@ def test_other_categorical_columns_are_refused_by_name(first_columns, then_colum
     ).fit(X, y)
     with pytest.raises(ValueError, match="categorical_features: " + message):
         estimator.set_params(n_estimators=2, categorical_features=then_columns).fit(X, y)
+
+
+def test_an_x_that_is_not_a_table_is_refused_by_name():
+    X, y = _shops(n_rows=200, seed=6)
+    first = jb.Booster(n_estimators=1, categorical_features=[0]).fit(X, y)
+    for init_model in (None, first):  # (its columns were read before X's checks)
+        with pytest.raises(ValueError, match="X: expected a 2-D array"):
+            jb.Booster(n_estimators=1, categorical_features=[0]).fit(
+                X[:, 0], y, init_model=init_model
+            )

@@ -824,10 +824,17 @@ class Booster:
         ):
             return None
         names = feature_names(X)
-        n_features = len(names) if names is not None else np.shape(X)[1]
-        columns = on_every_process(
-            lambda: categorical_columns(self.categorical_features, X, n_features, names)
-        )
+        table = names is not None or np.ndim(X) == 2
+        if not table and not several:
+            return None  # fit's input checks refuse X by name
+
+        def chosen_columns() -> list[int]:
+            if not table:
+                return []  # (on every process, which then refuse X alike)
+            n_features = len(names) if names is not None else np.shape(X)[1]
+            return categorical_columns(self.categorical_features, X, n_features, names)
+
+        columns = on_every_process(chosen_columns)
         if init_model is not None:
             old_tables = getattr(fitted_model(init_model), "categories_", None)
             on_every_process(lambda: continued_categories(old_tables, columns, names))
