@@ -140,3 +140,6 @@ def test_an_x_that_is_not_a_table_is_refused_by_name():
             jb.Booster(n_estimators=1, categorical_features=[0]).fit(
                 X[:, 0], y, init_model=init_model
             )
+    estimator = jb.Regressor(n_estimators=1, warm_start=True).fit(X, y)
+    with pytest.raises(ValueError, match="Expected 2D array"):  # scikit-learn's words
+        estimator.set_params(n_estimators=2).fit(X[:, 0], y)

@@ -122,6 +122,8 @@ class _BoosterEstimator(BaseEstimator):
                 self.categories_ = None
                 return X  # X as it is
             names = feature_names(X)
+            if names is None and np.ndim(X) != 2:
+                return X  # (validate_data refuses it by name)
             n_features = len(names) if names is not None else np.shape(X)[1]
             columns = categorical_columns(spec, X, n_features, names)
             if continuing:  # the fitted categories: their codes are the trees'
