@@ -128,8 +128,6 @@ def test_unseen_categories_follow_the_missing_direction():
     rows = np.array([[np.nan, 0.0], [55.0, 0.0], [12.0, 0.0]], np.float32)  # missing, unseen
     raw = model.predict_raw(rows)
     assert raw[1] == raw[0] and raw[2] == raw[0]
-    with pytest.raises(ValueError, match="partial_dependence: not yet for models with categorical"):
-        model.partial_dependence(X, 1)
     importance = model.feature_importances_
     assert importance[0] > importance[1]  # the set split carries the gain
     frame = _frame(X[:, 0].astype(int), X[:, 1], "abcdefghij")
@@ -220,13 +218,6 @@ def test_a_monotone_constraint_on_a_categorical_column_is_refused():
     X, y = _set_effect(200)
     with pytest.raises(ValueError, match="monotone_constraints: column 0 is categorical"):
         jb.Booster(categorical_features=[0], monotone_constraints=[1, 0], n_estimators=1).fit(X, y)
-
-
-def test_continuing_a_model_with_categorical_columns_is_refused():
-    X, y = _set_effect(300)
-    model = jb.Booster(categorical_features=[0], n_estimators=1).fit(X, y)
-    with pytest.raises(ValueError, match="init_model: continuing a model with categorical"):
-        jb.Booster(n_estimators=1).fit(X, y, init_model=model)
 
 
 def test_interaction_constraints_hold_with_categorical_columns():

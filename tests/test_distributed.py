@@ -131,3 +131,33 @@ def test_an_evaluation_set_on_process_0_alone_trains():
     first, second = _two_processes("watched-on-0")
     assert first["code"] == 0 and second["code"] == 0, (first, second)
     assert first["last"] == second["last"]
+
+
+def test_two_processes_agree_the_category_tables_and_train_the_single_process_model(tmp_path):
+    # each process sees some categories only, listed in its own order: the
+    # tables are the union, in process 0's order, so every process codes alike
+    for worker in _two_processes("categories", "--output", str(tmp_path)):
+        assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
+    first, second = (jb.load(tmp_path / f"model_process{i}.json") for i in (0, 1))
+    checks = _checks_module()
+    X, y = checks.category_rows()
+    single = checks.make_model().fit(X, y)
+    for model in (first, second):
+        (table,) = model.categories_
+        assert table.values.tolist() == list("abcdefghijkl")
+        np.testing.assert_array_equal(table.codes, single.categories_[0].codes)
+        for field in ("feature", "threshold_bin", "category_left"):
+            np.testing.assert_array_equal(
+                getattr(model.forest_, field), getattr(single.forest_, field), err_msg=field
+            )
+        np.testing.assert_allclose(
+            model.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5
+        )
+    assert single.forest_.category_left.any()
+
+
+def test_processes_with_other_categorical_columns_stop_with_the_reason():
+    for worker in _two_processes("categories-differ"):
+        assert worker["code"] == 3, worker
+        message = "categorical_features: the processes have other categorical columns"
+        assert message in worker["last"], worker

@@ -138,3 +138,44 @@ def test_grid_search_scores_rankers_by_ndcg_with_qid_routed_to_each_split():
     assert search.cv_results_["split0_test_score"][0] == pytest.approx(expected, rel=1e-6)
     assert 0.5 < expected < 1.0 and search.best_params_["learning_rate"] in (0.05, 0.5)
     assert cross.shape == (2,) and np.all((0.5 < cross) & (cross <= 1.0))
+
+
+def _shop_queries(n_queries=40, seed=3):
+    """Queries whose relevance depends on a set of shops (codes 0..9) and a number."""
+    X, _, sizes = _queries(n_queries, seed)
+    rng = np.random.default_rng(seed)
+    shops = rng.integers(0, 10, X.shape[0])
+    X[:, 1] = shops
+    relevance = 2.0 * np.isin(shops, [2, 5, 8]) + (X[:, 0] > 0.5)
+    return X, relevance.astype(np.float32), sizes
+
+
+def test_the_ranker_takes_categorical_columns_as_the_booster_does():
+    pd = pytest.importorskip("pandas")
+    X, y, sizes = _shop_queries()
+    settings = {"n_estimators": 6, "max_depth": 3}
+    ranker = jb.Ranker(categorical_features=[1], **settings).fit(X, y, group=sizes)
+    booster = jb.Booster(loss=losses.lambdarank(), categorical_features=[1], **settings)
+    booster.fit(X, y, group=sizes)
+    assert ranker.booster_.forest_.category_left.any()
+    np.testing.assert_array_equal(ranker.predict(X), booster.predict_raw(X))
+    # a pandas category column is categorical anyway, its categories matched by value
+    labels = np.array(list("abcdefghij"), dtype=object)[X[:, 1].astype(int)]
+    frame = pd.DataFrame({f"x{c}": X[:, c] for c in range(5)})
+    frame["x1"] = pd.Categorical(labels, categories=list("abcdefghij"))
+    from_frame = jb.Ranker(**settings).fit(frame, y, group=sizes)
+    np.testing.assert_array_equal(from_frame.predict(frame), booster.predict_raw(X))
+    frame["x1"] = pd.Categorical(labels, categories=list("jihgfedcba"))
+    np.testing.assert_array_equal(from_frame.predict(frame), booster.predict_raw(X))
+    assert from_frame.score(frame, y, group=sizes) > 0.9
+
+
+def test_a_lossguide_ranker_grows_trees_of_at_most_max_leaves():
+    X, y, sizes = _queries(seed=4)
+    settings = {"n_estimators": 5, "max_depth": 4, "grow_policy": "lossguide", "max_leaves": 5}
+    ranker = jb.Ranker(**settings).fit(X, y, group=sizes)
+    leaves = 1 + np.sum(np.asarray(ranker.booster_.forest_.split_gain) > 0, axis=1)
+    assert leaves.max() == 5
+    assert all(np.unique(ranker.apply(X)[:, t]).size <= 5 for t in range(5))
+    booster = jb.Booster(loss=losses.lambdarank(), **settings).fit(X, y, group=sizes)
+    np.testing.assert_array_equal(ranker.predict(X), booster.predict_raw(X))

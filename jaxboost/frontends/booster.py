@@ -61,7 +61,9 @@ from .categories import (
     CategoryColumn,
     categorical_columns,
     categorical_settings,
+    category_grid,
     check_not_monotone,
+    continued_categories,
     encode_categories,
     fit_categories,
     frame_category_columns,
@@ -636,18 +638,13 @@ class Booster:
             set, None for a set without).
           init_model: a fitted Booster or estimator to add ``n_estimators``
             rounds to (docs/tabular.md): the result holds its trees and the
-            new ones, binned by its bin edges.
+            new ones, binned by its bin edges and coded by its categories
+            (``categorical_features`` must name its categorical columns).
         Returns:
           ``self``.
         """
         self._check_settings()
-        categories = self._fit_categories(X)
-        old_categories = getattr(getattr(init_model, "booster_", init_model), "categories_", None)
-        if init_model is not None and (categories or old_categories):
-            raise ValueError(
-                "init_model: continuing a model with categorical columns is not supported yet; "
-                "fit it anew"
-            )
+        categories = self._fit_categories(X, init_model)
         coded_X = encode_categories(X, categories)
         if eval_set is not None:
             eval_set = [(encode_categories(Xe, categories), *rest) for Xe, *rest in eval_set]
@@ -814,20 +811,35 @@ class Booster:
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
 
-    def _fit_categories(self, X: Any) -> list[CategoryColumn] | None:
-        """The categorical columns' categories and codes, None without any."""
-        if self.categorical_features is None and not frame_category_columns(X):
+    def _fit_categories(self, X: Any, init_model: Any = None) -> list[CategoryColumn] | None:
+        """The categorical columns' categories and codes, None without any:
+        ``init_model``'s where it is given (its codes mean the same
+        categories); with several processes, of all processes' rows."""
+        several = jax.process_count() > 1  # (each process then takes part in the exchange)
+        if (
+            self.categorical_features is None
+            and not frame_category_columns(X)
+            and init_model is None
+            and not several
+        ):
             return None
         names = feature_names(X)
-        n_features = len(names) if names is not None else np.shape(X)[1]
-        columns = categorical_columns(self.categorical_features, X, n_features, names)
-        if not columns:
-            return None
-        if jax.process_count() > 1:
-            raise ValueError(
-                "categorical_features: not yet with several processes; fit in one process"
-            )
-        return fit_categories(X, columns, names, int(self.max_bins))
+        table = names is not None or np.ndim(X) == 2
+        if not table and not several:
+            return None  # fit's input checks refuse X by name
+
+        def chosen_columns() -> list[int]:
+            if not table:
+                return []  # (on every process, which then refuse X alike)
+            n_features = len(names) if names is not None else np.shape(X)[1]
+            return categorical_columns(self.categorical_features, X, n_features, names)
+
+        columns = on_every_process(chosen_columns)
+        if init_model is not None:
+            old_tables = getattr(fitted_model(init_model), "categories_", None)
+            on_every_process(lambda: continued_categories(old_tables, columns, names))
+            return old_tables or None
+        return fit_categories(X, columns, names, int(self.max_bins)) or None
 
     def _constraints(self, n_features: int, names, n_outputs: int) -> dict:
         """The monotone and interaction constraints as column indices (see
@@ -947,17 +959,29 @@ class Booster:
         from the forest by Friedman's weighted tree traversal (2001, section 8.2).
 
         Args:
-          X: ``(n_rows, n_features)`` data whose percentiles set the grid.
+          X: ``(n_rows, n_features)`` data whose percentiles set the grid; on
+            a categorical column the grid is its categories seen in fit and
+            present in ``X`` (as scikit-learn's for categorical features).
           features: one or two feature indices, or column names of a pandas
             fit (one feature may be given alone).
         Returns:
-          ``(grid, values)``: one grid array per feature, and values of shape
+          ``(grid, values)``: one grid array per feature (a categorical
+          column's category values or labels), and values of shape
           ``(len(grid[0]), [len(grid[1]),] n_outputs)``.
         """
         features_array = self._features_for_predict(X)
         features = feature_indices(features, getattr(self, "feature_names_in_", None))
-        grid = [grid_from_data(features_array, f, grid_resolution) for f in features]
-        values = partial_dependence(self.forest_, self.init_score_, features, grid)
+        tables = {table.column: table for table in getattr(self, "categories_", None) or []}
+        grid, points = [], []  # what the user reads, and the values the trees compare
+        for feature in features:
+            if feature in tables:
+                categories, codes = category_grid(X, tables[feature])
+                grid.append(categories)
+                points.append(codes.astype(np.float32))
+            else:
+                grid.append(grid_from_data(features_array, feature, grid_resolution))
+                points.append(grid[-1])
+        values = partial_dependence(self.forest_, self.init_score_, features, points)
         return grid, np.asarray(values)
 
     def save(self, path) -> None:

@@ -17,9 +17,12 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from ..engine.categorical import CategoricalSettings
+from ..runtime.distributed import on_every_process
+from .category_union import ColumnCategories, categories_of_all_processes
 
 
 class CategoryColumn(NamedTuple):
@@ -113,6 +116,26 @@ def categorical_columns(spec: Any, X: Any, n_features: int, names: list[str] | N
     return sorted(chosen)
 
 
+def continued_categories(
+    tables: list[CategoryColumn] | None, columns: Sequence[int], names: list[str] | None
+) -> list[int]:
+    """A continued fit's categorical columns: those of ``init_model``'s
+    ``tables`` (None without categorical columns), which must be this fit's
+    ``columns``; else a ValueError naming the setting and the fix."""
+    fitted = [table.column for table in tables or []]
+    if fitted != list(columns):
+
+        def shown(indices):
+            return [names[c] for c in indices] if names else list(indices)
+
+        raise ValueError(
+            f"categorical_features: init_model's categorical columns are {shown(fitted)}, "
+            f"this fit's {shown(columns)}: pass categorical_features={shown(fitted)} "
+            "(and X's category columns as when it was fitted) to continue it"
+        )
+    return fitted
+
+
 def _codes_by_frequency(counts: np.ndarray, max_codes: int) -> np.ndarray:
     """Each value's code: its position, or with more values than
     ``max_codes`` the ``max_codes - 1`` most frequent their rank among those
@@ -144,22 +167,36 @@ def _numeric_values(X: Any, column: int, name: str) -> np.ndarray:
     return values
 
 
+def _column_categories(X: Any, column: int, name: str) -> ColumnCategories:
+    """A column's categories in ``X``'s rows: a frame's listed labels with
+    their row counts (0 for a label no row holds), or the distinct numbers."""
+    labelled = _category_labels(X, column)
+    if labelled is not None:
+        labels, index = labelled
+        counts = np.bincount(index[index >= 0], minlength=len(labels)).astype(np.int64)
+        return ColumnCategories(labels, counts, True)
+    raw = _numeric_values(X, column, name)
+    values, counts = np.unique(raw[~np.isnan(raw)], return_counts=True)
+    return ColumnCategories(values, counts.astype(np.int64), False)
+
+
 def fit_categories(
     X: Any, columns: Sequence[int], names: list[str] | None, max_bins: int
 ) -> list[CategoryColumn]:
-    """Each categorical column's `CategoryColumn`, from the training rows."""
+    """Each categorical column's `CategoryColumn`, from the training rows
+    (with several processes, all processes' rows: `jaxboost.frontends.category_union`)."""
+
+    def found_here() -> list[ColumnCategories]:
+        return [_column_categories(X, c, repr(names[c]) if names else str(c)) for c in columns]
+
+    found = on_every_process(found_here)
+    if jax.process_count() > 1:
+        found = categories_of_all_processes(columns, found, names)
     tables = []
-    for column in columns:
+    for column, (values, counts, _) in zip(columns, found):
         name = repr(names[column]) if names else str(column)
-        labelled = _category_labels(X, column)
-        if labelled is not None:
-            labels, index = labelled
-            counts = np.bincount(index[index >= 0], minlength=len(labels))
-            seen = counts > 0
-            values, counts = labels[seen], counts[seen]
-        else:
-            raw = _numeric_values(X, column, name)
-            values, counts = np.unique(raw[~np.isnan(raw)], return_counts=True)
+        seen = counts > 0
+        values, counts = values[seen], counts[seen]
         codes = _codes_by_frequency(counts, max_bins)
         if counts.size > max_bins:
             _warn_shared_bin(name, counts, codes, max_bins)
@@ -202,6 +239,26 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
     position = np.clip(np.searchsorted(table.values, values), 0, max(len(table.values) - 1, 0))
     known = (table.values[position] == values) if len(table.values) else np.zeros(len(values), bool)
     return np.where(known, table.codes[position], np.nan).astype(np.float32)
+
+
+def category_grid(X: Any, table: CategoryColumn) -> tuple[np.ndarray, np.ndarray]:
+    """The categories of ``table`` (the fitted ones) found in ``X``'s column,
+    in the table's order, and their codes: a partial dependence grid
+    (scikit-learn's for a categorical feature: its categories in the data)."""
+    labelled = _category_labels(X, table.column)
+    if labelled is not None:
+        labels, index = labelled
+        present = set(labels[np.unique(index[index >= 0])].tolist())
+    else:
+        values = _numeric_values(X, table.column, str(table.column))
+        present = set(np.unique(values[~np.isnan(values)]).tolist())
+    found = np.array([value in present for value in table.values.tolist()], bool)
+    if not found.any():
+        raise ValueError(
+            f"X: column {table.column} holds none of the categories seen in fit; "
+            "pass rows with some of them"
+        )
+    return table.values[found], table.codes[found]
 
 
 def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:

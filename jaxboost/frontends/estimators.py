@@ -31,6 +31,7 @@ from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
 from .categories import (
     categorical_columns,
+    continued_categories,
     encode_categories,
     fit_categories,
     frame_category_columns,
@@ -116,15 +117,21 @@ class _BoosterEstimator(BaseEstimator):
         are found and kept in ``categories_`` (None without categorical columns)."""
         if reset:
             spec = getattr(self, "categorical_features", None)
-            self.categories_ = None
-            if spec is None and not frame_category_columns(X):  # X as it is
-                return X
+            continuing = getattr(self, "warm_start", False) and hasattr(self, "booster_")
+            if spec is None and not frame_category_columns(X) and not continuing:
+                self.categories_ = None
+                return X  # X as it is
             names = feature_names(X)
+            if names is None and np.ndim(X) != 2:
+                return X  # (validate_data refuses it by name)
             n_features = len(names) if names is not None else np.shape(X)[1]
             columns = categorical_columns(spec, X, n_features, names)
-            self.categories_ = (
-                fit_categories(X, columns, names, int(self.max_bins)) if columns else None
-            )
+            if continuing:  # the fitted categories: their codes are the trees'
+                continued_categories(getattr(self, "categories_", None), columns, names)
+            else:
+                self.categories_ = (
+                    fit_categories(X, columns, names, int(self.max_bins)) if columns else None
+                )
         return encode_categories(X, getattr(self, "categories_", None))
 
     def _validate_X(self, X: Any, reset: bool) -> np.ndarray:

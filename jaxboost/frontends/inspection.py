@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..engine.categorical import is_categorical_node
 from ..engine.predict import tree_depth
 from ..engine.tree import Tree
 
@@ -102,6 +103,12 @@ def _tree_partial_dependence(
     )
     is_target = tree.feature[:, None] == features[None, :]  # (N, n_targets)
     goes_left = points[:, None, :] <= tree.threshold[None, :, None]  # (P, N, n_targets)
+    if tree.category_left is not None:  # categorical nodes: codes in the set go left
+        goes_left = jnp.where(
+            is_categorical_node(tree.category_left)[None, :, None],
+            _codes_go_left(tree.category_left, points),
+            goes_left,
+        )
     target_left = jnp.any(is_target & goes_left, axis=-1).astype(jnp.float32)
     left = jnp.where(jnp.any(is_target, axis=-1), target_left, share_left)  # (P, N)
     reach = jnp.ones((points.shape[0], 1), jnp.float32)
@@ -110,6 +117,16 @@ def _tree_partial_dependence(
         reach = jnp.stack([reach * left_of_level, reach * (1 - left_of_level)], axis=-1)
         reach = reach.reshape(points.shape[0], -1)
     return reach @ tree.leaf_value
+
+
+def _codes_go_left(category_left: jax.Array, points: jax.Array) -> jax.Array:
+    """Whether each grid point's value, read as a category code, is in each
+    node's set: ``category_left (N, 8)`` uint32, ``points (P, n_targets)``
+    -> ``(P, N, n_targets)`` bool."""
+    code = jnp.clip(points, 0, 255).astype(jnp.int32)
+    bit = jnp.arange(256, dtype=jnp.uint32)
+    in_set = ((category_left[:, bit >> 5] >> (bit & 31)) & 1) == 1  # (N, 256)
+    return jnp.moveaxis(in_set[:, code], 0, 1)
 
 
 @functools.partial(jax.jit, static_argnames="block_trees")
@@ -193,18 +210,14 @@ def partial_dependence(
       forest: trees stacked on a leading ``(n_trees,)`` axis.
       init_score: ``(K,)`` the raw score before the first tree.
       features: 1 or 2 distinct feature indices.
-      grid: one 1-D array of finite values per feature.
+      grid: one 1-D array of finite values per feature (category codes
+        for a feature the forest splits on as categories).
     Returns:
       ``(len(grid[0]), K)`` or ``(len(grid[0]), len(grid[1]), K)`` float32 on
       the raw score scale.
     """
     features, axes = _check_grid(features, grid)
     forest = jax.tree.map(np.asarray, forest)
-    if forest.category_left is not None:
-        raise ValueError(
-            "partial_dependence: not yet for models with categorical columns; "
-            "average predict() over the data with the column set to each category"
-        )
     if forest.feature.ndim == 1:
         forest = jax.tree.map(lambda leaf: leaf[None], forest)
     init_score = np.asarray(init_score, dtype=np.float32).reshape(-1)

@@ -115,7 +115,8 @@ def plot_partial_dependence(
 
     Args:
       X: ``(n_rows, n_features)`` data the grid is taken from
-        (`jaxboost.frontends.inspection.grid_from_data`).
+        (`jaxboost.frontends.inspection.grid_from_data`; a categorical
+        column's grid is its categories, named by the axis's ticks).
       features: one or two feature indices, or names when the model has
         ``feature_names_in_``.
     """
@@ -124,10 +125,20 @@ def plot_partial_dependence(
     indices = _feature_indices(model, features)
     if len(indices) not in (1, 2):
         raise ValueError(f"features: expected 1 or 2 features, got {features!r}")
-    grid = [grid_from_data(X, index, grid_resolution) for index in indices]
-    pd = partial_dependence(model.forest_, model.init_score_, indices, grid)
+    categorical = {table.column for table in getattr(model, "categories_", None) or []}
+    if categorical:  # (the model codes the categories; their grid is the categories)
+        grid, pd = model.partial_dependence(X, indices, grid_resolution)
+    else:
+        grid = [grid_from_data(X, index, grid_resolution) for index in indices]
+        pd = partial_dependence(model.forest_, model.init_score_, indices, grid)
+    # a categorical axis: the categories at 0, 1, ..., named by ticks
+    shown = [np.arange(g.size) if i in categorical else g for i, g in zip(indices, grid)]
     names = [_feature_names(model)[index] for index in indices]
     ax = _axes(ax)
+    for axis, index, values in zip((ax.xaxis, ax.yaxis), indices, grid):
+        if index in categorical:
+            axis.set_ticks(np.arange(values.size), labels=[str(v) for v in values])
+    grid = shown
     if len(indices) == 1:
         for k in range(pd.shape[-1]):
             label = "partial dependence" if pd.shape[-1] == 1 else f"output {k}"

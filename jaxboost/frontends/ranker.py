@@ -32,7 +32,10 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         catalogue name: ``"lambdarank"`` (LightGBM's gradients, truncation
         30), ``"listnet"``, ``"ranknet"``.
 
-    Every other parameter is `jaxboost.Booster`'s, with its default.
+    Every other parameter is `jaxboost.Booster`'s, with its default: among
+    them ``categorical_features`` (pandas ``category`` and polars
+    ``Categorical`` columns are categorical anyway) and ``grow_policy``,
+    ``max_leaves`` (leaf-wise trees).
     ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
     take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.
 
@@ -43,7 +46,8 @@ class Ranker(_BoosterEstimator, BaseEstimator):
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
     (DataFrame input), ``n_estimators_``, ``feature_importances_``,
-    ``evals_result_``, ``best_iteration_``, ``best_score_``.
+    ``evals_result_``, ``best_iteration_``, ``best_score_``, ``categories_``
+    (the categorical columns' categories and codes, None without any).
     """
 
     def __init__(
@@ -62,6 +66,12 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         random_state: int | None = 0,
         devices: Sequence[jax.Device] | None = None,
         rounds_per_chunk: int | None = None,
+        categorical_features: Any = None,
+        max_cat_to_onehot: int = 4,
+        max_cat_threshold: int = 32,
+        cat_smooth: float = 10.0,
+        grow_policy: str = "depthwise",
+        max_leaves: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -77,6 +87,12 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         self.random_state = random_state
         self.devices = devices
         self.rounds_per_chunk = rounds_per_chunk
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.max_cat_threshold = max_cat_threshold
+        self.cat_smooth = cat_smooth
+        self.grow_policy = grow_policy
+        self.max_leaves = max_leaves
 
     def fit(
         self,
@@ -101,6 +117,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
             )
         if group is None and qid is None:
             raise ValueError("group, qid: Ranker needs the queries (group sizes or qid ids)")
+        X = self._coded(X, reset=True)
         X, y = validate_data(
             self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, y_numeric=True
         )

@@ -18,6 +18,10 @@ Cases:
                      has no callback);
   gather-64bit       no fit: prints ``ok`` and, as JSON, what
                      `exchanged_64bit_values` gives.
+  categories         each process holds part of `category_rows` (a frame
+                     with a category column; process 0 lacks one category,
+                     process 1 another and lists them in reverse order).
+  categories-differ  as ``categories``, but process 1's shops are numbers.
 """
 
 import argparse
@@ -41,6 +45,29 @@ def all_rows() -> tuple[np.ndarray, np.ndarray]:
     X = rng.normal(size=(ABOVE_SAMPLE_ROWS, 4)).astype(np.float32)
     y = X[:, 0] - 2.0 * X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=ABOVE_SAMPLE_ROWS)
     return X, y.astype(np.float32)
+
+
+def category_rows(process_id: int | None = None) -> tuple[object, np.ndarray]:
+    """The ``categories`` case's rows (all, or one process's): a frame of a
+    category column ``shop`` (12 labels, a set effect) and two numbers, and
+    the target.  Process 0 has no shop "l", process 1 no shop "a" and lists
+    the shops in reverse order."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    shops = rng.integers(0, 12, 800)
+    numbers = rng.normal(size=(800, 2)).astype(np.float32)
+    y = np.isin(shops, [1, 4, 7, 10]) - 0.5 * np.isin(shops, [2, 3]) + numbers[:, 0]
+    y = (y + 0.2 * rng.normal(size=800)).astype(np.float32)
+    part_of = np.where(np.arange(800) < 400, 0, 1)
+    keep = np.where(part_of == 0, shops != 11, shops != 0)
+    if process_id is not None:
+        keep &= part_of == process_id
+    order = list("abcdefghijkl")[:: -1 if process_id == 1 else 1]
+    labels = np.array(list("abcdefghijkl"), dtype=object)[shops[keep]]
+    frame = pd.DataFrame({"shop": pd.Categorical(labels, categories=order)})
+    frame["a"], frame["b"] = numbers[keep, 0], numbers[keep, 1]
+    return frame, y[keep]
 
 
 def make_model() -> jb.Booster:
@@ -81,6 +108,11 @@ def exchanged_64bit_values(process_id: int) -> dict:
 
 
 def rows(case: str, process_id: int) -> tuple[np.ndarray, np.ndarray]:
+    if case in ("categories", "categories-differ"):
+        X, y = category_rows(process_id)
+        if case == "categories-differ" and process_id == 1:
+            X["shop"] = X["shop"].cat.codes.astype(np.float32)
+        return X, y
     if case == "above-sample":
         half = slice(process_id * ABOVE_SAMPLE_ROWS // 2, (process_id + 1) * ABOVE_SAMPLE_ROWS // 2)
         X, y = all_rows()
