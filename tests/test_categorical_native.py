@@ -1,6 +1,6 @@
 """Categorical splits on the native CPU kernels: routing rows by category
-sets (the routing and children histogram kernels), and whole trees and fits
-against the XLA reference path."""
+sets (the routing and children histogram kernels), the search's sort of the
+categories, and whole trees and fits against the XLA reference path."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
+import jaxboost.engine.categorical as categorical_module
 from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
 from jaxboost.engine.categorical import CategoricalSettings, categorical_search
 from jaxboost.engine.tree import TreeParams, grow_tree
 from jaxboost.frontends import booster as booster_module
 from jaxboost.frontends import placement as placement_module
+from jaxboost.kernels.category_order import native_category_order
 from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS, route_rows
 from jaxboost.kernels.interfaces import LevelSplit
 from jaxboost.kernels.registry import KernelChoice
@@ -126,6 +128,17 @@ def test_native_children_route_by_category_sets_and_sum_where_rows_went(quantise
     np.testing.assert_array_equal(plain, np.asarray(reference))
 
 
+def test_native_category_order_is_a_stable_argsort():
+    rng = np.random.default_rng(6)
+    keys = rng.integers(-3, 4, size=(3, 5, 64)).astype(np.float32)  # many ties
+    keys[0, 0, :8] = [np.inf, np.nan, -0.0, 0.0, -np.inf, np.nan, 0.0, -0.0]
+    keys[1] = rng.normal(size=(5, 64))
+    expected = np.asarray(jnp.argsort(jnp.asarray(keys), axis=-1, stable=True))
+    np.testing.assert_array_equal(np.asarray(jax.jit(native_category_order)(keys)), expected)
+    batched = jax.vmap(native_category_order)(jnp.asarray(keys))
+    np.testing.assert_array_equal(np.asarray(batched), expected)
+
+
 def _categorical_table(seed, n_rows):
     """Two categorical columns (codes 0..39 and 0..4, some missing) and two
     numeric ones (one with missing values), and integer-valued gradients:
@@ -152,7 +165,7 @@ def test_a_grown_tree_with_category_sets_is_the_same_on_every_kernel():
     settings = CategoricalSettings((1, 2), (40, 5))
     grown = {}
     for kernel in ("reference", "native"):
-        search = categorical_search(settings, 4, None)
+        search = categorical_search(settings, 4, None, native_order=kernel == "native")
         params = TreeParams(5, 1.0, 0.0, 0.0, histogram_kernel=kernel)
         on_kernel = tile_bins(bins) if kernel == "native" else bins
         grow = jax.jit(
@@ -175,18 +188,26 @@ def _fit_and_predict(monkeypatch, native, X, y, X_new):
         xla = KernelChoice(histogram="packed", leaf="reference", native=False)
         for module in (booster_module, placement_module):
             monkeypatch.setattr(module, "kernels_for", lambda platform: xla)
+    sorted_natively = []
+    order = categorical_module.native_category_order
+    monkeypatch.setattr(
+        categorical_module,
+        "native_category_order",
+        lambda keys: sorted_natively.append(1) or order(keys),
+    )
     settings = {"n_estimators": 4, "max_depth": 4, "cat_smooth": 3.0, "max_cat_to_onehot": 5}
     model = jb.Booster(categorical_features=[1, 2], **settings).fit(X, y)
     monkeypatch.undo()
-    return model, model.predict(X_new)
+    return model, model.predict(X_new), bool(sorted_natively)
 
 
 def test_a_categorical_fit_on_the_native_kernels_equals_the_xla_one(monkeypatch):
     X, y = _categorical_table(8, 2000)
     X_new = X[:300].copy()
     X_new[:100, 1] = 41.0  # a category unseen in training: the missing direction
-    xla, xla_prediction = _fit_and_predict(monkeypatch, False, X, y, X_new)
-    native, native_prediction = _fit_and_predict(monkeypatch, True, X, y, X_new)
+    xla, xla_prediction, xla_native = _fit_and_predict(monkeypatch, False, X, y, X_new)
+    native, native_prediction, sorted_natively = _fit_and_predict(monkeypatch, True, X, y, X_new)
+    assert sorted_natively and not xla_native  # the native search ran, and only there
     for name in ("feature", "threshold_bin", "missing_left", "category_left"):
         np.testing.assert_array_equal(getattr(native.forest_, name), getattr(xla.forest_, name))
     np.testing.assert_allclose(native_prediction, xla_prediction, rtol=1e-5, atol=1e-5)
