@@ -1,6 +1,7 @@
 """Categorical splits on the native CPU kernels: routing rows by category
 sets (the routing and children histogram kernels), the search's sort of the
-categories, and whole trees and fits against the XLA reference path."""
+categories, whole trees and fits against the XLA reference path, and
+prediction by the native walk against the JAX one."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import pytest
 
 import jaxboost as jb
 import jaxboost.engine.categorical as categorical_module
+import jaxboost.engine.predict as predict_module
 from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
 from jaxboost.engine.categorical import CategoricalSettings, categorical_search
+from jaxboost.engine.predict import predict_forest, predict_forest_native
 from jaxboost.engine.tree import TreeParams, grow_tree
 from jaxboost.frontends import booster as booster_module
 from jaxboost.frontends import placement as placement_module
@@ -213,3 +216,32 @@ def test_a_categorical_fit_on_the_native_kernels_equals_the_xla_one(monkeypatch)
     np.testing.assert_allclose(native_prediction, xla_prediction, rtol=1e-5, atol=1e-5)
     unseen = native.predict(np.where(np.arange(4) == 1, np.nan, X_new[:100]))
     np.testing.assert_allclose(native_prediction[:100], unseen, rtol=1e-6, atol=1e-6)
+
+
+def test_native_prediction_walks_category_sets_as_the_jax_walk(monkeypatch):
+    X, y = _categorical_table(9, 1500)
+    model = jb.Booster(categorical_features=[1, 2], n_estimators=5, max_depth=4).fit(X, y)
+    forest = jax.tree.map(jnp.asarray, model.forest_)
+    assert np.any(model.forest_.category_left != 0)
+    # codes as the model's encoding gives them, NaN, and codes out of range,
+    # which both walks clamp to [0, 255]
+    X_new = X[:400].copy()
+    X_new[:50, 1] = np.nan
+    X_new[50:60, 1] = [-1.0, 300.0, np.inf, -np.inf, 39.0, 40.0, 254.0, 255.0, 2.5, 0.0]
+    init_score = jnp.asarray(model.init_score_)
+    native = predict_forest_native(forest, init_score, jnp.asarray(X_new))
+    walked = predict_forest(forest, init_score, jnp.asarray(X_new))
+    np.testing.assert_allclose(np.asarray(native), np.asarray(walked), rtol=1e-6, atol=1e-6)
+    # and predict() takes the native kernel on CPUs
+    calls = []
+    monkeypatch.setattr(
+        predict_module,
+        "predict_forest_native",
+        lambda *arguments: calls.append(1) or predict_forest_native(*arguments),
+    )
+    X_valid = X[:400].copy()
+    X_valid[50:60, 1] = 45.0  # unseen: encoded as missing
+    encoded = jnp.asarray(np.where(X_valid > 39, np.nan, X_valid))
+    expected = np.asarray(predict_forest(forest, init_score, encoded))[:, 0]
+    np.testing.assert_allclose(model.predict(X_valid), expected, rtol=1e-6, atol=1e-6)
+    assert calls
