@@ -21,7 +21,7 @@ from jaxboost.engine.predict import predict_forest, predict_forest_native
 from jaxboost.engine.tree import TreeParams, grow_tree
 from jaxboost.frontends import booster as booster_module
 from jaxboost.frontends import placement as placement_module
-from jaxboost.kernels.category_order import native_category_order
+from jaxboost.kernels.category_order import native_category_order, native_category_sums
 from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS, route_rows
 from jaxboost.kernels.interfaces import LevelSplit
 from jaxboost.kernels.registry import KernelChoice
@@ -131,7 +131,7 @@ def test_native_children_route_by_category_sets_and_sum_where_rows_went(quantise
     np.testing.assert_array_equal(plain, np.asarray(reference))
 
 
-def test_native_category_order_is_a_stable_argsort():
+def test_native_category_order_is_a_stable_argsort_and_sums_in_that_order():
     rng = np.random.default_rng(6)
     keys = rng.integers(-3, 4, size=(3, 5, 64)).astype(np.float32)  # many ties
     keys[0, 0, :8] = [np.inf, np.nan, -0.0, 0.0, -np.inf, np.nan, 0.0, -0.0]
@@ -140,6 +140,14 @@ def test_native_category_order_is_a_stable_argsort():
     np.testing.assert_array_equal(np.asarray(jax.jit(native_category_order)(keys)), expected)
     batched = jax.vmap(native_category_order)(jnp.asarray(keys))
     np.testing.assert_array_equal(np.asarray(batched), expected)
+    # and the bins' sums in that order: running (exact here: small integers), or as they are
+    sums = rng.integers(-4, 5, size=(3, 5, 64, 3)).astype(np.float32)
+    prefix = rng.random((3, 5)) < 0.5
+    order, left = jax.jit(native_category_sums)(keys, sums, prefix)
+    np.testing.assert_array_equal(np.asarray(order), expected)
+    ordered = np.take_along_axis(sums, expected[..., None], axis=2)
+    running = np.where(prefix[..., None, None], np.cumsum(ordered, axis=2), ordered)
+    np.testing.assert_array_equal(np.asarray(left), running)
 
 
 def _categorical_table(seed, n_rows):
@@ -192,11 +200,11 @@ def _fit_and_predict(monkeypatch, native, X, y, X_new):
         for module in (booster_module, placement_module):
             monkeypatch.setattr(module, "kernels_for", lambda platform: xla)
     sorted_natively = []
-    order = categorical_module.native_category_order
+    native_sums = categorical_module.native_category_sums
     monkeypatch.setattr(
         categorical_module,
-        "native_category_order",
-        lambda keys: sorted_natively.append(1) or order(keys),
+        "native_category_sums",
+        lambda *arguments: sorted_natively.append(1) or native_sums(*arguments),
     )
     settings = {"n_estimators": 4, "max_depth": 4, "cat_smooth": 3.0, "max_cat_to_onehot": 5}
     model = jb.Booster(categorical_features=[1, 2], **settings).fit(X, y)

@@ -67,6 +67,7 @@ _TARGETS = {
     "jaxboost_route_rows": "JaxboostRouteRows",
     "jaxboost_route_leaf_sums": "JaxboostRouteLeafSums",
     "jaxboost_category_order": "JaxboostCategoryOrder",
+    "jaxboost_category_sums": "JaxboostCategorySums",
 }
 
 
