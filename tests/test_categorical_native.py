@@ -177,7 +177,7 @@ def test_a_grown_tree_with_category_sets_is_the_same_on_every_kernel():
     grown = {}
     for kernel in ("reference", "native"):
         search = categorical_search(settings, 4, None, native_order=kernel == "native")
-        params = TreeParams(5, 1.0, 0.0, 0.0, histogram_kernel=kernel)
+        params = TreeParams(4, 1.0, 0.0, 0.0, histogram_kernel=kernel)
         on_kernel = tile_bins(bins) if kernel == "native" else bins
         grow = jax.jit(
             functools.partial(grow_tree, params=params, axis_name=None, categorical=search)
@@ -206,7 +206,7 @@ def _fit_and_predict(monkeypatch, native, X, y, X_new):
         "native_category_sums",
         lambda *arguments: sorted_natively.append(1) or native_sums(*arguments),
     )
-    settings = {"n_estimators": 4, "max_depth": 4, "cat_smooth": 3.0, "max_cat_to_onehot": 5}
+    settings = {"n_estimators": 4, "max_depth": 3, "cat_smooth": 3.0, "max_cat_to_onehot": 5}
     model = jb.Booster(categorical_features=[1, 2], **settings).fit(X, y)
     monkeypatch.undo()
     return model, model.predict(X_new), bool(sorted_natively)
