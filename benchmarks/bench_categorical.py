@@ -2,6 +2,7 @@
 
     python benchmarks/bench_categorical.py [--rows 200000] [--rounds 200]
     python benchmarks/bench_categorical.py --data insteval [--rounds 200]
+    python benchmarks/bench_categorical.py --models native lightgbm  # some of them
 
 A synthetic regression table made here: two high-cardinality categorical
 columns (50 and 200 levels, each level a random effect drawn from N(0, 1),
@@ -37,6 +38,15 @@ import jaxboost as jb
 
 LEVELS = (50, 200)
 N_NUMERIC = 10
+# --models' names of the runs
+MODELS_BY_NAME = {
+    "jaxboost native categories": "native",
+    "jaxboost integer codes": "codes",
+    "jaxboost one-hot": "one-hot",
+    "LightGBM categorical_feature": "lightgbm",
+    "HGB categorical_features": "hgb",
+}
+MODELS = tuple(MODELS_BY_NAME.values())
 
 
 def make_table(n_rows: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +93,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--data", choices=["synthetic", "insteval"], default="synthetic")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=list(MODELS),
+        default=list(MODELS),
+        help="the models to fit (default: all)",
+    )
     args = parser.parse_args(argv)
     print_header(argv, ["lightgbm", "scikit-learn"])
     if args.data == "insteval":
@@ -138,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.data == "insteval":
         del runs["jaxboost one-hot"], runs["HGB categorical_features"]
+    runs = {name: run for name, run in runs.items() if MODELS_BY_NAME[name] in args.models}
     rows = []
     for name, run in runs.items():
         seconds, prediction = run()

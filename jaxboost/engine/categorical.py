@@ -29,6 +29,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..kernels.category_order import native_category_sums
+
 BITSET_WORDS = 8  # 256 bins in 32-bit words
 
 
@@ -53,14 +55,23 @@ class CategoricalSearch(NamedTuple):
     one_hot: jax.Array  # bool: one category against the rest
     cat_smooth: float
     max_cat_threshold: int
+    # static: at most this many of the features are categorical (None: any)
+    n_categorical: int | None = None
+    # the categories sorted by the native CPU kernel (XLA's CPU sort is slow)
+    native_order: bool = False
 
 
 def categorical_search(
-    settings: CategoricalSettings | None, n_columns: int, columns: jax.Array | None
+    settings: CategoricalSettings | None,
+    n_columns: int,
+    columns: jax.Array | None,
+    native_order: bool = False,
 ) -> CategoricalSearch | None:
     """The `CategoricalSearch` of the bins' features (``columns``: the data
     columns they are, or None: all ``n_columns``); None without categorical
-    columns, so that the programs trace nothing of it."""
+    columns, so that the programs trace nothing of it.  ``native_order``:
+    sort by the native CPU kernel (only where the programs run on CPUs that
+    built it)."""
     if settings is None or not settings.columns:
         return None
     is_categorical = jnp.zeros(n_columns, bool).at[jnp.asarray(settings.columns)].set(True)
@@ -73,7 +84,12 @@ def categorical_search(
     if columns is not None:
         is_categorical, one_hot = is_categorical[columns], one_hot[columns]
     return CategoricalSearch(
-        is_categorical, one_hot, settings.cat_smooth, settings.max_cat_threshold
+        is_categorical,
+        one_hot,
+        settings.cat_smooth,
+        settings.max_cat_threshold,
+        len(settings.columns),
+        native_order,
     )
 
 
@@ -81,6 +97,10 @@ def candidate_sums(
     plain: jax.Array, n_outputs: int, search: CategoricalSearch
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The left child's sums of every categorical candidate.
+
+    Computed on the categorical features only (the sort and the running
+    sums cost per feature); the results' rows of the other features are
+    those of some categorical one, for the caller to mask.
 
     Args:
       plain: ``(F, N, Bv, C)`` the value bins' sums (not running sums),
@@ -90,21 +110,38 @@ def candidate_sums(
       ``(F, N, Bv)`` bool: the candidates allowed; ``order`` ``(F, N, Bv)``
       int32: the bins in sorted order.
     """
-    grad, hess = plain[..., 0], plain[..., n_outputs]  # the first output's
-    non_empty = plain[..., n_outputs : 2 * n_outputs].sum(axis=-1) > 0
+    n_features = plain.shape[0]
+    n_categorical = min(search.n_categorical or n_features, n_features)
+    # (F,) categorical features up to each (a triangular sum: cumsum and
+    # nonzero cost XLA ~0.7 s of compilation each per level)
+    up_to = jnp.arange(n_features)
+    count = jnp.sum(search.is_categorical[None, :] & (up_to[None, :] <= up_to[:, None]), axis=1)
+    # (n_categorical,) the categorical features' places (the last where fewer are)
+    place = jnp.minimum(
+        jnp.sum(count[None, :] <= jnp.arange(n_categorical)[:, None], axis=1), n_features - 1
+    )
+    sums = plain[place]
+    grad, hess = sums[..., 0], sums[..., n_outputs]  # the first output's
+    non_empty = sums[..., n_outputs : 2 * n_outputs].sum(axis=-1) > 0
     ratio = grad / (hess + search.cat_smooth)
     # empty bins last, so that prefixes are of the categories present
-    order = jnp.argsort(jnp.where(non_empty, ratio, jnp.inf), axis=2, stable=True)
-    order = order.astype(jnp.int32)
-    ordered = jnp.take_along_axis(plain, order[..., None], axis=2)
-    one_hot = search.one_hot[:, None, None, None]
-    left = jnp.where(one_hot, ordered, jnp.cumsum(ordered, axis=2))
-    n_present = non_empty.sum(axis=2, keepdims=True)  # (F, N, 1)
-    size = jnp.arange(1, plain.shape[2] + 1)[None, None, :]  # categories left
+    key = jnp.where(non_empty, ratio, jnp.inf)
+    one_hot = search.one_hot[place][:, None, None, None]
+    if search.native_order:
+        prefix = jnp.broadcast_to(~one_hot[:, :, 0, 0], key.shape[:2])
+        order, left = native_category_sums(key, sums, prefix)
+    else:
+        order = jnp.argsort(key, axis=2, stable=True).astype(jnp.int32)
+        ordered = jnp.take_along_axis(sums, order[..., None], axis=2)
+        left = jnp.where(one_hot, ordered, jnp.cumsum(ordered, axis=2))
+    n_present = non_empty.sum(axis=2, keepdims=True)  # (n_categorical, N, 1)
+    size = jnp.arange(1, sums.shape[2] + 1)[None, None, :]  # categories left
     limit = search.max_cat_threshold
     prefix_ok = (size < n_present) & ((size <= limit) | (n_present - size <= limit))
-    valid = jnp.where(search.one_hot[:, None, None], size <= n_present, prefix_ok)
-    return left, valid, order
+    valid = jnp.where(one_hot[..., 0], size <= n_present, prefix_ok)
+    # every feature's row: its own where categorical
+    row = jnp.clip(count - 1, 0, n_categorical - 1)
+    return left[row], valid[row], order[row]
 
 
 def chosen_bitsets(

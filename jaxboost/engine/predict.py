@@ -108,15 +108,22 @@ def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> 
     n_outputs = forest.leaf_value.shape[-1]
     result = jax.ShapeDtypeStruct((X.shape[0], n_outputs), jnp.float32)
     call = jax.ffi.ffi_call("jaxboost_predict_forest", result, vmap_method="sequential")
-    raw = call(X, forest.feature, forest.threshold, forest.missing_left, forest.leaf_value)
+    category_left = forest.category_left
+    if category_left is None:
+        category_left = jnp.zeros(0, jnp.uint32)
+    raw = call(
+        X,
+        forest.feature,
+        forest.threshold,
+        forest.missing_left,
+        forest.leaf_value,
+        category_left.astype(jnp.uint32),
+    )
     return raw + init_score
 
 
-def _predict_function(devices: Sequence[jax.Device], categorical: bool = False):
-    """The native kernel on CPUs where it builds, else the XLA program (also
-    for ``categorical`` forests: the native walk has no category sets)."""
-    if categorical:
-        return predict_forest
+def _predict_function(devices: Sequence[jax.Device]):
+    """The native kernel on CPUs where it builds, else the XLA program."""
     platforms = {device.platform for device in devices}
     native = len(platforms) == 1 and kernels_for(platforms.pop()).native
     return predict_forest_native if native else predict_forest
@@ -155,7 +162,7 @@ def predict_on_devices(
     n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
     aligned = in_place_on(devices[0].platform)
     padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=aligned)
-    predict = _predict_function(devices, forest.category_left is not None)
+    predict = _predict_function(devices)
     if n_devices == 1:
         raw = predict(forest, init_score, jax.device_put(padded, devices[0]))
     else:

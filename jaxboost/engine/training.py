@@ -112,8 +112,7 @@ class StaticSettings:
     # sets of the data's column indices that may share a path; () for none
     interaction: tuple[tuple[int, ...], ...] = ()
     # the categorical columns and their split settings
-    # (jaxboost.engine.categorical; the reference histogram kernel and
-    # unpacked bins with them), or None
+    # (jaxboost.engine.categorical; unpacked bins with them), or None
     categorical: CategoricalSettings | None = None
     # grow_policy="lossguide": the leaves of each tree, chosen best-first
     # within depth max_depth (jaxboost.engine.leafwise); 0: depth-wise
@@ -420,7 +419,10 @@ def _grow_one(
         packed=data.packed,
         constraints=constraints,
         categorical=categorical_search(
-            cfg.categorical, cfg.all_features or data.bins.shape[0], data.columns
+            cfg.categorical,
+            cfg.all_features or data.bins.shape[0],
+            data.columns,
+            native_order=cfg.histogram_kernel == "native",
         ),
     )
     structure, leaf_of_row, sums = grown[:3]

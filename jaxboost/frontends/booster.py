@@ -860,13 +860,8 @@ class Booster:
         if inputs.categories:
             columns = [table.column for table in inputs.categories]
             check_not_monotone(constraints["monotone"], columns, inputs.names)
-            # the XLA kernels route rows by category sets (the native one does not
-            # yet): on CPU the packed one (complex pairs, about 25% faster)
-            on_cpu = cfg.histogram_kernel in ("native", "packed")
             cfg = dataclasses.replace(
-                cfg,
-                categorical=categorical_settings(self, inputs.categories),
-                histogram_kernel="packed" if on_cpu else "reference",
+                cfg, categorical=categorical_settings(self, inputs.categories)
             )
         if placed.columns is None:
             return cfg

@@ -262,14 +262,14 @@ def shard_rows(
     the split search's packed bins); ``placement``: a group loss's groups
     (the rows already in its order), ``groups`` their tables on the devices;
     ``columns``: the data's columns that ``features`` and ``edges`` hold;
-    ``categorical``: bins as the reference kernel reads them, unpacked (the
-    kernel that routes by category sets)."""
+    ``categorical``: no packed bins (the packed split search has no category
+    sets)."""
     n_padded = layout.n_padded
     row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
     if placement is not None:
         row_id = placement.row_number
     # the float features live on the devices only until they are binned
-    native = kernels_for(mesh.devices.flat[0].platform).native and not categorical
+    native = kernels_for(mesh.devices.flat[0].platform).native
     bins = bin_rows_program(mesh, native)(
         global_rows(mesh, features, n_padded), replicated(mesh, edges)
     )

@@ -194,7 +194,7 @@ def _nodes_like(node_of_row: jax.Array) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(node_of_row.shape, jnp.int32)
 
 
-def _split_arguments(split: LevelSplit | None) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _split_arguments(split: LevelSplit | None) -> tuple[jax.Array, ...]:
     """The children kernels' split buffers (`split_buffers`)."""
     if split is None:
         raise ValueError("the native kernel sums children as it routes: pass the level's split")

@@ -20,8 +20,7 @@ class LevelSplit(NamedTuple):
     missing_left: jax.Array  # bool: the missing bin goes left
     missing_bin: int  # the bin index of missing values (static)
     # (n_nodes, 8) uint32: the bins a categorical split sends left, zero at
-    # numeric nodes (jaxboost.engine.categorical), or None; only the
-    # reference routing reads it
+    # numeric nodes (jaxboost.engine.categorical), or None
     category_left: jax.Array | None = None
 
 

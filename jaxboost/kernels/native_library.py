@@ -1,7 +1,8 @@
 """The native CPU kernels (C++ through XLA's FFI): building and loading them.
 
 ``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction,
-binning, the line search's leaf sums, routing rows) are compiled on first use with the C++ compiler (``$CXX``, else
+binning, the line search's leaf sums, routing rows, the categorical split
+search's sort) are compiled on first use with the C++ compiler (``$CXX``, else
 ``g++``, ``c++`` or ``clang++``) against the FFI headers that ship with
 jaxlib, into one shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
 once per source and jaxlib version, and registered as XLA custom-call
@@ -34,7 +35,14 @@ from ..runtime.compilation_cache import cache_root
 
 SOURCES = tuple(
     Path(__file__).with_name("native") / name
-    for name in ("histogram.cc", "predict.cc", "binning.cc", "leaf_sums.cc", "route.cc")
+    for name in (
+        "histogram.cc",
+        "predict.cc",
+        "binning.cc",
+        "leaf_sums.cc",
+        "route.cc",
+        "category_order.cc",
+    )
 )
 # included by the sources: part of what a cached build was built from
 HEADERS = tuple(
@@ -58,6 +66,8 @@ _TARGETS = {
     "jaxboost_first_true_rows": "JaxboostFirstTrueRows",
     "jaxboost_route_rows": "JaxboostRouteRows",
     "jaxboost_route_leaf_sums": "JaxboostRouteLeafSums",
+    "jaxboost_category_order": "JaxboostCategoryOrder",
+    "jaxboost_category_sums": "JaxboostCategorySums",
 }
 
 

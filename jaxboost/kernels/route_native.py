@@ -3,7 +3,8 @@
 XLA fuses the split search's last per-node steps into its per-row routing
 loop and recomputes them for every row; as a custom call the routing cannot
 be fused into.  The plain reference it must equal is
-`jaxboost.kernels.histogram_kernels.route_rows`.  The last level's routing also sums the
+`jaxboost.kernels.histogram_kernels.route_rows`, categorical splits (a
+category set per node) included.  The last level's routing also sums the
 leaves' values in the same pass (the reference: route, then
 `jaxboost.kernels.leaf_sums.leaf_sums_native`).
 """
@@ -20,13 +21,19 @@ from .interfaces import LevelSplit
 from .native_library import load
 
 
-def split_buffers(split: LevelSplit) -> tuple[jax.Array, jax.Array, jax.Array]:
+def split_buffers(split: LevelSplit) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """A level's splits as the native kernels take them: ``(n_nodes,)`` int32
-    feature, int32 threshold bin and bool missing-left."""
+    feature, int32 threshold bin and bool missing-left, and the category
+    sets ``(n_nodes, 8)`` uint32 (all zero at numeric nodes), or ``(0,)``
+    without categorical features."""
+    category_left = split.category_left
+    if category_left is None:
+        category_left = jnp.zeros(0, jnp.uint32)
     return (
         split.feature.astype(jnp.int32),
         split.threshold_bin.astype(jnp.int32),
         split.missing_left.astype(jnp.bool_),
+        category_left.astype(jnp.uint32),
     )
 
 

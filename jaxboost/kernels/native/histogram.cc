@@ -27,6 +27,9 @@
 //   parent_hist  (n_features, n_nodes / 2, n_bins, n_stats) float64
 //   feature, threshold_bin, missing_left  (n_nodes / 2,) int32, int32, bool:
 //                the splits of the level above (children kernels)
+//   category_left (n_nodes / 2, 8) uint32: the bins each split of the level
+//                above sends left, all zero at numeric splits; or (0,)
+//                without categorical features (route_rows.h)
 //   slot_start   (0,) int32: the histograms padded, as below; or
 //                (n_features + 1,) int32: packed (hist_layout.h), feature
 //                f's value bins and then its missing bin in slots
@@ -709,8 +712,9 @@ ffi::Error CheckInputs(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_o
 ffi::Error ReadParentSplits(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
                             ffi::Span<const int64_t> stats_dims, ffi::Buffer<ffi::S32>& feature,
                             ffi::Buffer<ffi::S32>& threshold_bin,
-                            ffi::Buffer<ffi::PRED>& missing_left, int64_t n_parents,
-                            int64_t n_bins, LevelSplits* splits) {
+                            ffi::Buffer<ffi::PRED>& missing_left,
+                            ffi::Buffer<ffi::U32>& category_left, int64_t n_parents,
+                            int64_t n_bins, int64_t missing_bin, LevelSplits* splits) {
   if (auto err = CheckShapes(bins, node_of_row, stats_dims, 2 * n_parents, n_bins);
       err.failure()) {
     return err;
@@ -723,17 +727,22 @@ ffi::Error ReadParentSplits(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& n
                     n_parents, bins.dimensions()[0])) {
     return ffi::Error::InvalidArgument("jaxboost histogram: split feature out of range");
   }
+  if (!splits->ReadSets(category_left.typed_data(), category_left.element_count(), missing_bin)) {
+    return ffi::Error::InvalidArgument("jaxboost histogram: category_left not (n_parents, 8)");
+  }
   return ffi::Error::Success();
 }
 
 ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node_of_row,
                          ffi::Span<const int64_t> stats_dims, ffi::Buffer<ffi::S32>& feature,
                          ffi::Buffer<ffi::S32>& threshold_bin,
-                         ffi::Buffer<ffi::PRED>& missing_left, int64_t n_parents, int64_t n_bins,
+                         ffi::Buffer<ffi::PRED>& missing_left,
+                         ffi::Buffer<ffi::U32>& category_left, int64_t n_parents, int64_t n_bins,
                          int64_t missing_bin, int32_t* next, std::vector<int64_t>* count) {
   LevelSplits splits;
   if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
-                                  missing_left, n_parents, n_bins, &splits);
+                                  missing_left, category_left, n_parents, n_bins, missing_bin,
+                                  &splits);
       err.failure()) {
     return err;
   }
@@ -762,7 +771,7 @@ std::vector<uint8_t> LighterChildren(const typename Sums::Acc* parent, const Sum
     const auto* hist = parent + layout.Segment(f, p) * n_stored;
     typename Sums::Acc side[2] = {0, 0};  // hessian sums, left and right
     for (int64_t b = 0; b <= missing; ++b) {
-      const int right = b == missing ? splits.missing_right[p] : b > splits.threshold[p];
+      const int right = b == missing ? splits.missing_right[p] : splits.ValueRight(p, b);
       side[right] += sums.Hessian(hist + b * n_stored);
     }
     summed[2 * p + (side[1] < side[0] ? 1 : 0)] = 1;
@@ -1039,7 +1048,8 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
                          ffi::Span<const int64_t> stats_dims, const typename Sums::Stat* stats,
                          ffi::Span<const int64_t> parent_dims, const typename Sums::Acc* parent,
                          ffi::Buffer<ffi::S32>& feature, ffi::Buffer<ffi::S32>& threshold_bin,
-                         ffi::Buffer<ffi::PRED>& missing_left, ffi::Buffer<ffi::S32>& slot_start,
+                         ffi::Buffer<ffi::PRED>& missing_left,
+                         ffi::Buffer<ffi::U32>& category_left, ffi::Buffer<ffi::S32>& slot_start,
                          ffi::Buffer<ffi::PRED>& has_missing, int32_t* next,
                          ffi::Span<const int64_t> result_dims, typename Sums::Acc* result,
                          float* cumulative, int64_t n_bins,
@@ -1061,7 +1071,8 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
   if (2 * n_parents <= (int64_t{1} << kGroupShift)) {  // one list in row order
     LevelSplits splits;
     if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
-                                    missing_left, n_parents, n_bins, &splits);
+                                    missing_left, category_left, n_parents, n_bins, missing_bin,
+                                    &splits);
         err.failure()) {
       return err;
     }
@@ -1077,7 +1088,8 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
   }
   std::vector<int64_t> count;
   if (auto err = RouteChildren(bins, node_of_row, stats_dims, feature, threshold_bin,
-                               missing_left, n_parents, n_bins, missing_bin, next, &count);
+                               missing_left, category_left, n_parents, n_bins, missing_bin, next,
+                               &count);
       err.failure()) {
     return err;
   }
@@ -1090,7 +1102,8 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
 ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                         ffi::Buffer<ffi::F32> row_stats, ffi::Buffer<ffi::F64> parent_hist,
                         ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
-                        ffi::Buffer<ffi::PRED> missing_left, ffi::Buffer<ffi::S32> slot_start,
+                        ffi::Buffer<ffi::PRED> missing_left, ffi::Buffer<ffi::U32> category_left,
+                        ffi::Buffer<ffi::S32> slot_start,
                         ffi::Buffer<ffi::PRED> has_missing, ffi::ResultBuffer<ffi::S32> next,
                         ffi::ResultBuffer<ffi::F64> result,
                         ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
@@ -1098,7 +1111,8 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
   const FloatSums sums{row_stats.dimensions()[1]};
   return ChildrenLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
-                          threshold_bin, missing_left, slot_start, has_missing, next->typed_data(),
+                          threshold_bin, missing_left, category_left, slot_start, has_missing,
+                          next->typed_data(),
                           result->dimensions(), result->typed_data(), cumulative->typed_data(),
                           n_bins, missing_bin, sums, &tls_list);
 }
@@ -1122,6 +1136,7 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
                                  ffi::Buffer<ffi::S64> parent_hist, ffi::Buffer<ffi::S32> feature,
                                  ffi::Buffer<ffi::S32> threshold_bin,
                                  ffi::Buffer<ffi::PRED> missing_left,
+                                 ffi::Buffer<ffi::U32> category_left,
                                  ffi::Buffer<ffi::S32> slot_start,
                                  ffi::Buffer<ffi::PRED> has_missing,
                                  ffi::ResultBuffer<ffi::S32> next,
@@ -1132,7 +1147,8 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
   const PackedSums sums{row_stats.dimensions()[1] / 2, scale.typed_data()};
   return ChildrenLevel<1>(bins, node_of_row, row_stats.dimensions(), PackedWords(row_stats),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
-                          threshold_bin, missing_left, slot_start, has_missing, next->typed_data(),
+                          threshold_bin, missing_left, category_left, slot_start, has_missing,
+                          next->typed_data(),
                           result->dimensions(), result->typed_data(), cumulative->typed_data(),
                           n_bins, missing_bin, sums, &tls_packed_list);
 }
@@ -1160,6 +1176,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
@@ -1191,6 +1208,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildrenQuantised, ChildrenQuanti
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()

@@ -4,8 +4,10 @@
 //
 // Trees are complete and in heap order (node i has children 2i+1, 2i+2; the
 // 2^D - 1 internal nodes first): x <= threshold goes left, NaN goes left
-// where missing_left.  Rows are walked in blocks, one level of every row of
-// the block at a time, so the block's walks are independent and overlap.
+// where missing_left; at a categorical node (a non-empty category set) the
+// code x (clamped to [0, 255], truncated) goes left when it is in the set.
+// Rows are walked in blocks, one level of every row of the block at a time,
+// so the block's walks are independent and overlap.
 //
 // Shapes (row-major):
 //   X             (n_rows, n_features) float32, NaN for missing
@@ -13,6 +15,9 @@
 //   threshold     (n_trees, 2^D - 1) float32
 //   missing_left  (n_trees, 2^D - 1) bool
 //   leaf_value    (n_trees, 2^D, n_outputs) float32
+//   category_left (n_trees, 2^D - 1, 8) uint32: bit c % 32 of word c / 32
+//                 sends code c left, all zero at numeric nodes; or (0,)
+//                 without categorical features
 //   result        (n_rows, n_outputs) float32: the sum over trees
 
 #include <algorithm>
@@ -27,10 +32,49 @@ namespace ffi = xla::ffi;
 namespace {
 
 constexpr int64_t kBlockRows = 64;
+constexpr int64_t kSetWords = 8;  // 256 codes in 32-bit words
+
+// A tree's nodes as the walk reads them.
+struct TreeNodes {
+  const int32_t* feature;
+  const float* threshold;
+  const bool* missing_left;
+  const uint32_t* sets;        // (n_internal, 8), or null without sets
+  const uint8_t* categorical;  // (n_internal,): the node's set is not empty
+};
+
+// 1 when value v (not NaN) goes right at node k of a tree.
+template <bool kSets>
+inline int32_t ValueRight(const TreeNodes& tree, int32_t k, float v) {
+  if constexpr (kSets) {
+    if (tree.categorical[k]) {
+      const int32_t code = static_cast<int32_t>(std::min(std::max(v, 0.0f), 255.0f));
+      const uint32_t word = tree.sets[kSetWords * k + (code >> 5)];
+      return static_cast<int32_t>(((word >> (code & 31)) & 1) == 0);
+    }
+  }
+  return static_cast<int32_t>(v > tree.threshold[k]);
+}
+
+// node[i] = the leaf (heap index) of each of the block's rows.
+template <bool kSets>
+void WalkBlock(const float* block, int64_t rows, int64_t n_features, int depth,
+               const TreeNodes& tree, int32_t* node) {
+  std::fill(node, node + rows, 0);
+  for (int level = 0; level < depth; ++level) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const int32_t k = node[i];
+      const float v = block[i * n_features + tree.feature[k]];
+      const int32_t right = std::isnan(v) ? !tree.missing_left[k] : ValueRight<kSets>(tree, k, v);
+      node[i] = 2 * k + 1 + right;
+    }
+  }
+}
 
 ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
                        ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
-                       ffi::Buffer<ffi::F32> leaf_value, ffi::ResultBuffer<ffi::F32> result) {
+                       ffi::Buffer<ffi::F32> leaf_value, ffi::Buffer<ffi::U32> category_left,
+                       ffi::ResultBuffer<ffi::F32> result) {
   auto x_dims = X.dimensions();
   auto node_dims = feature.dimensions();
   auto leaf_dims = leaf_value.dimensions();
@@ -57,6 +101,15 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
       return ffi::Error::InvalidArgument("jaxboost predict: split feature out of range");
     }
   }
+  const int64_t n_set_words = category_left.element_count();
+  if (n_set_words != 0 && n_set_words != n_trees * n_internal * kSetWords) {
+    return ffi::Error::InvalidArgument("jaxboost predict: category_left not (n_trees, n_nodes, 8)");
+  }
+  const uint32_t* sets = n_set_words ? category_left.typed_data() : nullptr;
+  std::vector<uint8_t> categorical(sets ? n_trees * n_internal : 0, 0);
+  for (size_t i = 0; i < categorical.size(); ++i) {
+    for (int64_t w = 0; w < kSetWords; ++w) categorical[i] |= sets[kSetWords * i + w] != 0;
+  }
   float* out = result->typed_data();
   std::vector<double> sums(kBlockRows * n_outputs);
   int32_t node[kBlockRows];
@@ -65,17 +118,14 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
     std::fill(sums.begin(), sums.end(), 0.0);
     const float* block = x + first * n_features;
     for (int64_t t = 0; t < n_trees; ++t) {
-      const int32_t* f = features + t * n_internal;
-      const float* thr = thresholds + t * n_internal;
-      const bool* miss = missing + t * n_internal;
-      std::fill(node, node + rows, 0);
-      for (int level = 0; level < depth; ++level) {
-        for (int64_t i = 0; i < rows; ++i) {
-          const int32_t k = node[i];
-          const float v = block[i * n_features + f[k]];
-          const bool right = std::isnan(v) ? !miss[k] : v > thr[k];
-          node[i] = 2 * k + 1 + static_cast<int32_t>(right);
-        }
+      const int64_t start = t * n_internal;
+      const TreeNodes tree{features + start, thresholds + start, missing + start,
+                           sets ? sets + start * kSetWords : nullptr,
+                           sets ? categorical.data() + start : nullptr};
+      if (sets) {
+        WalkBlock<true>(block, rows, n_features, depth, tree, node);
+      } else {
+        WalkBlock<false>(block, rows, n_features, depth, tree, node);
       }
       const float* tree_leaves = leaves + t * n_leaves * n_outputs;
       for (int64_t i = 0; i < rows; ++i) {
@@ -99,4 +149,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostPredictForest, PredictImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());

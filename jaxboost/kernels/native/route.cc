@@ -23,6 +23,8 @@
 //   feature        (n_nodes,) int32 in [0, n_features); likewise
 //   threshold_bin  (n_nodes,) int32
 //   missing_left   (n_nodes,) bool
+//   category_left  (n_nodes, 8) uint32 the bins each node sends left (all
+//                  zero at numeric nodes), or (0,) without categorical features
 //   result         (n_rows,) int32 node within the next level
 //   values         any number of (n_values_j, n_rows) float32 buffers
 //   sums           (2 n_nodes, sum of n_values_j) float32
@@ -45,7 +47,9 @@ namespace {
 ffi::Error ReadLevel(const std::string& kernel, const ffi::Buffer<ffi::U8>& bins,
                      const ffi::Buffer<ffi::S32>& node_of_row, const ffi::Buffer<ffi::S32>& feature,
                      const ffi::Buffer<ffi::S32>& threshold_bin,
-                     const ffi::Buffer<ffi::PRED>& missing_left, LevelSplits* splits) {
+                     const ffi::Buffer<ffi::PRED>& missing_left,
+                     const ffi::Buffer<ffi::U32>& category_left, int64_t missing_bin,
+                     LevelSplits* splits) {
   auto dims = bins.dimensions();
   const int64_t n_nodes = feature.element_count();
   if (dims.size() != 2 || node_of_row.element_count() != dims[1] ||
@@ -56,16 +60,19 @@ ffi::Error ReadLevel(const std::string& kernel, const ffi::Buffer<ffi::U8>& bins
                     n_nodes, dims[0])) {
     return ffi::Error::InvalidArgument(kernel + ": feature out of range");
   }
+  if (!splits->ReadSets(category_left.typed_data(), category_left.element_count(), missing_bin)) {
+    return ffi::Error::InvalidArgument(kernel + ": category_left not (n_nodes, 8)");
+  }
   return ffi::Error::Success();
 }
 
 ffi::Error RouteImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                      ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
-                     ffi::Buffer<ffi::PRED> missing_left, ffi::ResultBuffer<ffi::S32> next,
-                     int64_t missing_bin) {
+                     ffi::Buffer<ffi::PRED> missing_left, ffi::Buffer<ffi::U32> category_left,
+                     ffi::ResultBuffer<ffi::S32> next, int64_t missing_bin) {
   LevelSplits splits;
-  ffi::Error read =
-      ReadLevel("jaxboost route", bins, node_of_row, feature, threshold_bin, missing_left, &splits);
+  ffi::Error read = ReadLevel("jaxboost route", bins, node_of_row, feature, threshold_bin,
+                              missing_left, category_left, missing_bin, &splits);
   if (read.failure()) return read;
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   if (!RouteRows<false>(bins.typed_data(), BinTiles(n_features, n_rows), node_of_row.typed_data(),
@@ -96,12 +103,13 @@ bool RouteAndSum(const uint8_t* bins, const BinTiles& tiles, const int32_t* node
 
 ffi::Error RouteLeafSumsImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
                              ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
-                             ffi::Buffer<ffi::PRED> missing_left, ffi::RemainingArgs values,
+                             ffi::Buffer<ffi::PRED> missing_left,
+                             ffi::Buffer<ffi::U32> category_left, ffi::RemainingArgs values,
                              ffi::ResultBuffer<ffi::S32> next, ffi::ResultBuffer<ffi::F32> sums,
                              int64_t missing_bin) {
   LevelSplits splits;
   ffi::Error read = ReadLevel("jaxboost route leaf sums", bins, node_of_row, feature,
-                              threshold_bin, missing_left, &splits);
+                              threshold_bin, missing_left, category_left, missing_bin, &splits);
   if (read.failure()) return read;
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const int64_t n_leaves = 2 * splits.n_nodes();
@@ -146,14 +154,15 @@ ffi::Error RouteLeafSumsImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> no
 }
 
 // Both kernels' first arguments: the bins, node_of_row and the level's
-// splits (feature, threshold bin, missing left).
+// splits (feature, threshold bin, missing left, category sets).
 auto BindLevel() {
   return ffi::Ffi::Bind()
       .Arg<ffi::Buffer<ffi::U8>>()
       .Arg<ffi::Buffer<ffi::S32>>()
       .Arg<ffi::Buffer<ffi::S32>>()
       .Arg<ffi::Buffer<ffi::S32>>()
-      .Arg<ffi::Buffer<ffi::PRED>>();
+      .Arg<ffi::Buffer<ffi::PRED>>()
+      .Arg<ffi::Buffer<ffi::U32>>();
 }
 
 }  // namespace
