@@ -109,6 +109,9 @@ class StaticSettings:
     # per column of the data (all_features of them): -1, 0 or +1, the
     # monotone constraints (jaxboost.engine.constraints); () for none
     monotone: tuple[int, ...] = ()
+    # how the monotone bounds are found: "basic" or "intermediate"
+    # (jaxboost.engine.constraints, jaxboost.engine.neighbours)
+    monotone_method: str = "basic"
     # sets of the data's column indices that may share a path; () for none
     interaction: tuple[tuple[int, ...], ...] = ()
     # the categorical columns and their split settings
@@ -405,7 +408,11 @@ def _grow_one(
         raw=raw if cfg.leaf_method == "line_search" else None,
     )
     constraints = tree_constraints(
-        cfg.monotone, cfg.interaction, cfg.all_features or data.bins.shape[0], data.columns
+        cfg.monotone,
+        cfg.interaction,
+        cfg.all_features or data.bins.shape[0],
+        data.columns,
+        cfg.monotone_method,
     )
     grown = grow_tree(
         data.bins,

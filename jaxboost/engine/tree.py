@@ -31,6 +31,7 @@ from .constraints import (
     root_bounds,
 )
 from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
+from .neighbours import children_boxes, neighbour_bounds, root_boxes
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -200,6 +201,23 @@ def _node_constraints(constraints: TreeConstraints | None, bounds: NodeBounds | 
     return node_feature_mask(constraints, bounds), monotone
 
 
+def _children_boxes(boxes, choice):
+    """The next level's `jaxboost.engine.neighbours.NodeBoxes` from a
+    level's `SplitChoice` (categorical splits keep their node's box)."""
+    whole = None
+    if choice.category_left is not None:
+        whole = is_categorical_node(choice.category_left)
+    return children_boxes(
+        boxes,
+        choice.feature,
+        choice.threshold_bin,
+        choice.missing_left,
+        choice.child_values,
+        choice.do_split,
+        whole,
+    )
+
+
 def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
     """The `SplitChoice` of a level's nodes: every node searched, or with
     ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
@@ -290,7 +308,10 @@ def grow_tree(
         categorical,
     )
     bounds = None if constraints is None else root_bounds(constraints)
-    levels, level_bounds = [], []
+    boxes = None  # monotone_constraints_method="intermediate": the level's boxes
+    if constraints is not None and constraints.intermediate:
+        boxes = root_boxes(bins.shape[0], max_bins)
+    levels, level_bounds, level_boxes = [], [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
     for depth in range(params.max_depth):
@@ -303,12 +324,18 @@ def grow_tree(
             hist, carry, node_of_row = kernel.level_quantised(
                 bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
+        if boxes is not None:
+            lower, upper = neighbour_bounds(constraints.monotone, boxes)
+            bounds = bounds._replace(lower=lower, upper=upper)
         choice = _level_choice(search, hist, bounds, levels, depth, params.max_leaves)
         if constraints is not None:
             level_bounds.append(bounds)
             bounds = children_bounds(
                 constraints, bounds, choice.feature, choice.do_split, choice.middle
             )
+        if boxes is not None:
+            level_boxes.append(boxes)
+            boxes = _children_boxes(boxes, choice)
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
@@ -333,11 +360,18 @@ def grow_tree(
         leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
     if params.max_leaves:
         node_bounds = None
-        if constraints is not None:
+        if boxes is not None:  # the pruned leaves' boxes, bounded below
+            node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_boxes, boxes)
+        elif constraints is not None:
             node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_bounds, bounds)
         structure, leaf_of_row, sums, bounds = best_first_tree(
             structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
         )
+        if boxes is not None:
+            boxes, bounds = bounds, NodeBounds(None, None, None)
+    if boxes is not None:  # the leaves' bounds from the leaves that touch
+        lower, upper = neighbour_bounds(constraints.monotone, boxes)
+        bounds = bounds._replace(lower=lower, upper=upper)
     if constraints is None:
         return structure, leaf_of_row, sums
     return structure, leaf_of_row, sums, bounds

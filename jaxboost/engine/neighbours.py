@@ -1,0 +1,157 @@
+"""Monotone bounds from neighbouring regions (``monotone_constraints_method="intermediate"``).
+
+Every node of a level owns a box of the binned feature space: per feature
+an interval of value bins ``[low, high]`` and whether the missing bin is in
+it.  Two nodes are *neighbours along* a constrained feature ``f`` when their
+intervals on ``f`` touch (one's ``high + 1`` is the other's ``low``) and
+their boxes overlap on every other feature (a bin in common, or both hold
+the missing bin): exactly the pairs of nodes holding two points that differ
+only in ``f``, by one bin.  The one on the side where predictions must be
+smaller (``+1``: the lower bins) is *below* the other.  Along any line
+parallel to ``f`` the nodes met are consecutive neighbours, so predictions
+are monotone along ``f`` exactly when every below pair has ``v_below <=
+v_above`` (by transitivity).
+
+Bounds from values: each below pair gets the cut ``c`` midway between its
+two nodes' values; a node's ``upper`` is the least cut above it, its
+``lower`` the greatest cut below it.  Then ``upper_i <= c_ij <= lower_j``
+for every below pair ``(i, j)``, so values clipped to their bounds, however
+they were computed, keep every pair in order; and where the values are in
+order they lie within their own bounds.  Values out of order (a leaf-wise
+tree's leaves come from several levels, a categorical split's box is kept
+whole) are first put in order: the mean of the smallest ordered values at
+least them and the largest at most them.
+
+Unlike the nested bounds of the "basic" method (`jaxboost.engine.constraints`),
+these are recomputed at every level from the nodes that touch now: a region
+split away from its old neighbour is no longer bounded by it.  A split of a
+level's node keeps its children in the node's bounds, and children of two
+neighbours that touch are neighbours' children, so each level's values stay
+in order as the levels of a depth-wise tree are split together.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+class NodeBoxes(NamedTuple):
+    """The boxes and values of one level's nodes."""
+
+    low: jax.Array  # (n_nodes, n_features) int32 least value bin
+    high: jax.Array  # (n_nodes, n_features) int32 greatest value bin (< low: none)
+    missing: jax.Array  # (n_nodes, n_features) bool: holds the missing bin
+    value: jax.Array  # (n_nodes,) float32 the node's value in the split search's units
+
+
+def root_boxes(n_features: int, max_bins: int) -> NodeBoxes:
+    """The root's `NodeBoxes`: every bin and the missing bin; value 0."""
+    return NodeBoxes(
+        jnp.zeros((1, n_features), jnp.int32),
+        jnp.full((1, n_features), max_bins - 1, jnp.int32),
+        jnp.ones((1, n_features), bool),
+        jnp.zeros((1,), jnp.float32),
+    )
+
+
+def children_boxes(
+    boxes: NodeBoxes,
+    feature: jax.Array,
+    threshold_bin: jax.Array,
+    missing_left: jax.Array,
+    child_values: jax.Array,
+    do_split: jax.Array,
+    whole: jax.Array | None = None,
+) -> NodeBoxes:
+    """The next level's `NodeBoxes` ``(2 n_nodes, ...)`` (children of node
+    ``k``: ``2k`` and ``2k + 1``) from this level's splits, each ``(n_nodes,)``
+    (``child_values`` ``(n_nodes, 2)``: the split's left and right values).
+    A node that does not split sends every row left: its left child is the
+    node, its right child empty.  ``whole`` ``(n_nodes,)`` bool marks
+    categorical splits, whose children keep the node's box (a superset:
+    more pairs count as neighbours, which only tightens bounds)."""
+    n_nodes, n_features = boxes.low.shape
+    bin_cut = jnp.where(do_split, threshold_bin, jnp.iinfo(jnp.int32).max - 1)
+    goes_left = jnp.where(do_split, missing_left, True)
+    is_feature = jnp.arange(n_features)[None, :] == feature[:, None]  # (N, F)
+    if whole is not None:
+        is_feature = is_feature & ~whole[:, None]
+    left_high = jnp.where(is_feature, jnp.minimum(boxes.high, bin_cut[:, None]), boxes.high)
+    right_low = jnp.where(is_feature, jnp.maximum(boxes.low, bin_cut[:, None] + 1), boxes.low)
+    left_missing = boxes.missing & (~is_feature | goes_left[:, None])
+    right_missing = boxes.missing & (~is_feature | ~goes_left[:, None])
+    right_missing = right_missing & do_split[:, None]
+    right_low = jnp.where(do_split[:, None], right_low, boxes.high + 1)  # empty
+
+    def interleave(left, right):
+        return jnp.stack([left, right], axis=1).reshape((2 * n_nodes,) + left.shape[1:])
+
+    own = jnp.stack([boxes.value, boxes.value], axis=1)
+    values = jnp.where(do_split[:, None], child_values, own)
+    return NodeBoxes(
+        interleave(boxes.low, right_low),
+        interleave(left_high, boxes.high),
+        interleave(left_missing, right_missing),
+        values.reshape(-1),
+    )
+
+
+def below_pairs(direction: jax.Array, boxes: NodeBoxes) -> jax.Array:
+    """``(n_nodes, n_nodes)`` bool: ``[i, j]`` where node ``i`` is below node
+    ``j`` along some constrained feature (``direction`` ``(n_features,)``
+    int32); empty nodes are in no pair."""
+    low, high, missing = boxes.low, boxes.high, boxes.missing
+    valued = low <= high  # (N, F): some value bin (else at most the missing bin)
+    nonempty = jnp.all(valued | missing, axis=1)
+    overlap = jnp.maximum(low[:, None], low[None, :]) <= jnp.minimum(high[:, None], high[None, :])
+    overlap = overlap | (missing[:, None] & missing[None, :])  # (N, N, F)
+    n_apart = jnp.sum(~overlap, axis=2)
+    others_overlap = (n_apart[:, :, None] - (~overlap).astype(n_apart.dtype)) == 0
+    touches = (high[:, None, :] + 1) == low[None, :, :]  # i's bins just before j's
+    touches = touches & valued[:, None, :] & valued[None, :, :]
+    rising = touches & (direction > 0)[None, None, :]
+    falling = jnp.swapaxes(touches, 0, 1) & (direction < 0)[None, None, :]
+    below = (rising | falling) & others_overlap
+    return jnp.any(below, axis=2) & nonempty[:, None] & nonempty[None, :]
+
+
+def ordered_values(below: jax.Array, value: jax.Array) -> jax.Array:
+    """``value`` ``(n_nodes,)`` put in order over the pairs ``below``: the
+    mean of the least values raised over every chain below and the greatest
+    lowered over every chain above; ``value`` itself where already in order."""
+
+    def propagate(combine, pull):
+        def step(state):
+            current, _, count = state
+            updated = combine(current, pull(current))
+            return updated, jnp.any(updated != current), count + 1
+
+        def unsettled(state):  # a chain is at most n_nodes long (NaN: stop there)
+            return state[1] & (state[2] <= value.shape[0])
+
+        start = (value, jnp.array(True), jnp.array(0, jnp.int32))
+        return lax.while_loop(unsettled, step, start)[0]
+
+    raised = propagate(
+        jnp.maximum, lambda v: jnp.max(jnp.where(below, v[:, None], -jnp.inf), axis=0)
+    )
+    lowered = propagate(
+        jnp.minimum, lambda v: jnp.min(jnp.where(below, v[None, :], jnp.inf), axis=1)
+    )
+    return 0.5 * (raised + lowered)
+
+
+def neighbour_bounds(direction: jax.Array, boxes: NodeBoxes) -> tuple[jax.Array, jax.Array]:
+    """``(lower, upper)``, each ``(n_nodes,)`` float32: the bounds of the
+    nodes' values from the cuts between each below pair's (ordered) values;
+    ``-inf`` / ``+inf`` where a node has no neighbour on that side."""
+    below = below_pairs(direction, boxes)
+    value = ordered_values(below, boxes.value)
+    cut = 0.5 * (value[:, None] + value[None, :])  # (i below, j above)
+    upper = jnp.min(jnp.where(below, cut, jnp.inf), axis=1)
+    lower = jnp.max(jnp.where(below, cut, -jnp.inf), axis=0)
+    return lower, upper
