@@ -19,6 +19,7 @@ from jaxboost.engine.neighbours import (
     below_pairs,
     children_boxes,
     neighbour_bounds,
+    ordered_leaves,
     root_boxes,
 )
 
@@ -125,6 +126,12 @@ def test_bounds_keep_any_clipped_values_in_order(seed):
             ordered[j] = max(ordered[j], ordered[i] + rng.uniform(0.1, 1.0))
     lower, upper = map(np.asarray, neighbour_bounds(direction, _leaf_boxes(levels, ordered)))
     assert np.all((lower <= ordered) & (ordered <= upper))
+    # a tree's leaf values: kept where in order, put in order where not
+    boxes = _leaf_boxes(levels, np.zeros(values.size))
+    kept = np.asarray(ordered_leaves(direction, boxes, jnp.asarray(ordered[:, None])))
+    np.testing.assert_array_equal(kept[:, 0], ordered)
+    fixed = np.asarray(ordered_leaves(direction, boxes, jnp.asarray(values[:, None])))[:, 0]
+    assert np.all(fixed[a] <= fixed[b])
 
 
 def _data(n=1500, seed=0):
@@ -219,6 +226,26 @@ def test_intermediate_frees_a_leaf_that_basic_holds_at_a_midpoint():
     np.testing.assert_allclose(intermediate[left_high], 3.0, atol=1e-4)
     grid = np.stack([np.linspace(0, 1, 101), np.ones(101)], axis=1).astype(np.float32)
     assert np.all(np.diff(fits["intermediate"].predict(grid)) >= 0)
+
+
+def test_monotone_with_a_categorical_column():
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=1200).astype(np.float32),
+            "shop": pd.Categorical(rng.choice(list("abcdefgh"), 1200)),
+        }
+    )
+    effect = dict(zip("abcdefgh", rng.normal(size=8) * 2))
+    y = (np.sin(3 * frame["x"]) + frame["x"] + frame["shop"].map(effect).astype(float)).to_numpy()
+    model = jb.Booster(monotone_constraints={"x": 1}, max_depth=4, **_SMALL).fit(frame, y)
+    for shop in "abcdefgh":
+        grid = pd.DataFrame(
+            {"x": _GRID, "shop": pd.Categorical([shop] * _GRID.size, categories=list("abcdefgh"))}
+        )
+        assert np.all(np.diff(model.predict_raw(grid)) >= 0), shop
 
 
 def test_the_setting_saves_loads_and_reaches_the_estimators(tmp_path, models):

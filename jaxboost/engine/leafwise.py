@@ -114,10 +114,9 @@ def pruned_bounds(node_bounds: NodeBounds, stop: jax.Array, max_depth: int) -> N
     """The pruned tree's leaf bounds ``(2^D,)`` from the bounds of every node
     of the complete tree (``node_bounds``, ``(2^(D+1) - 1,)`` in heap order):
     a pruned leaf's are those of the node where its paths stop.  Leaves that
-    no path reaches keep bounds too; they hold no rows.  (Any tuple of
-    per-node arrays maps the same way: `jaxboost.engine.neighbours.NodeBoxes`.)"""
+    no path reaches keep bounds too; they hold no rows."""
     node = stop_node(stop, max_depth)
-    return type(node_bounds)(*(None if part is None else part[node] for part in node_bounds))
+    return NodeBounds(*(None if part is None else part[node] for part in node_bounds))
 
 
 def best_first_tree(

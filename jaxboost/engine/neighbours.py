@@ -28,6 +28,12 @@ split away from its old neighbour is no longer bounded by it.  A split of a
 level's node keeps its children in the node's bounds, and children of two
 neighbours that touch are neighbours' children, so each level's values stay
 in order as the levels of a depth-wise tree are split together.
+
+The split search takes each level's bounds from the values its search gave
+the nodes; a grown tree's leaves take them from their final values
+(`ordered_leaves`: Newton, line search or joint Newton, learning rate
+included), so a leaf's value is changed only where it breaks the order with
+a leaf that touches it.
 """
 
 from __future__ import annotations
@@ -155,3 +161,12 @@ def neighbour_bounds(direction: jax.Array, boxes: NodeBoxes) -> tuple[jax.Array,
     upper = jnp.min(jnp.where(below, cut, jnp.inf), axis=1)
     lower = jnp.max(jnp.where(below, cut, -jnp.inf), axis=0)
     return lower, upper
+
+
+def ordered_leaves(direction: jax.Array, boxes: NodeBoxes, leaf_value: jax.Array) -> jax.Array:
+    """A tree's leaf values ``(2^D, 1)`` (whatever computed them) clipped to
+    the bounds of `neighbour_bounds` from those values themselves
+    (``boxes``: the leaves' `NodeBoxes`, values ignored): unchanged where
+    already in order, and monotone along every constrained feature, exactly."""
+    lower, upper = neighbour_bounds(direction, boxes._replace(value=leaf_value[:, 0]))
+    return jnp.clip(leaf_value, lower[:, None], upper[:, None])

@@ -44,6 +44,7 @@ from .leaves import (
     solve_newton,
     totals_from_sums,
 )
+from .neighbours import ordered_leaves
 from .packed_split import PackedBins
 from .quantise import quantise_split_stats
 from .sampling import feature_mask, row_mask
@@ -458,9 +459,12 @@ def _grow_one(
     if constraints is not None and constraints.monotone is not None:
         # whatever computed them, the leaves stay within their bounds (in the
         # search's units: gradients times unit), which makes trees monotone
-        bounds = grown[3]
-        scale_back = hyper.learning_rate / unit
-        values = clip_to_bounds(values, bounds.lower * scale_back, bounds.upper * scale_back)
+        if constraints.intermediate:  # (grown[3]: the leaves' boxes)
+            values = ordered_leaves(constraints.monotone, grown[3], values)
+        else:
+            bounds = grown[3]
+            scale_back = hyper.learning_rate / unit
+            values = clip_to_bounds(values, bounds.lower * scale_back, bounds.upper * scale_back)
     # the scores take the values as stored (rounded), so that a continued
     # fit, which adds the stored ones, starts from them bit for bit: the
     # select keeps XLA's CPU backend from fusing the learning rate's multiply

@@ -31,7 +31,7 @@ from .constraints import (
     root_bounds,
 )
 from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
-from .neighbours import children_boxes, neighbour_bounds, root_boxes
+from .neighbours import NodeBoxes, children_boxes, neighbour_bounds, root_boxes
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -218,6 +218,29 @@ def _children_boxes(boxes, choice):
     )
 
 
+def _leaf_boxes(structure: TreeStructure, n_features: int, max_bins: int) -> NodeBoxes:
+    """The `jaxboost.engine.neighbours.NodeBoxes` of a grown (or pruned)
+    tree's ``2^D`` leaves, from its internal nodes (value 0): a leaf no row
+    reaches has an empty box."""
+    boxes = root_boxes(n_features, max_bins)
+    n_levels = (structure.feature.shape[0] + 1).bit_length() - 1
+    for depth in range(n_levels):
+        level = slice(2**depth - 1, 2 ** (depth + 1) - 1)
+        whole = None
+        if structure.category_left is not None:
+            whole = is_categorical_node(structure.category_left[level])
+        boxes = children_boxes(
+            boxes,
+            structure.feature[level],
+            structure.threshold_bin[level],
+            structure.missing_left[level],
+            jnp.zeros((2**depth, 2), jnp.float32),
+            structure.split_gain[level] > 0,
+            whole,
+        )
+    return boxes
+
+
 def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
     """The `SplitChoice` of a level's nodes: every node searched, or with
     ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
@@ -289,7 +312,10 @@ def grow_tree(
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
       ``(2^max_depth, V)`` float32 (None without columns); with
-      ``constraints``, a fourth: the leaves' `NodeBounds`.
+      ``constraints``, a fourth: the leaves' `NodeBounds` (basic
+      method), or their `jaxboost.engine.neighbours.NodeBoxes`
+      (intermediate: the bounds come from the leaves' values,
+      `jaxboost.engine.neighbours.ordered_leaves`).
     """
     n_outputs = row_stats.shape[1] // 2
     kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
@@ -311,7 +337,7 @@ def grow_tree(
     boxes = None  # monotone_constraints_method="intermediate": the level's boxes
     if constraints is not None and constraints.intermediate:
         boxes = root_boxes(bins.shape[0], max_bins)
-    levels, level_bounds, level_boxes = [], [], []
+    levels, level_bounds = [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
     for depth in range(params.max_depth):
@@ -334,7 +360,6 @@ def grow_tree(
                 constraints, bounds, choice.feature, choice.do_split, choice.middle
             )
         if boxes is not None:
-            level_boxes.append(boxes)
             boxes = _children_boxes(boxes, choice)
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
@@ -360,18 +385,13 @@ def grow_tree(
         leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
     if params.max_leaves:
         node_bounds = None
-        if boxes is not None:  # the pruned leaves' boxes, bounded below
-            node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_boxes, boxes)
-        elif constraints is not None:
+        if constraints is not None and boxes is None:
             node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_bounds, bounds)
         structure, leaf_of_row, sums, bounds = best_first_tree(
             structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
         )
-        if boxes is not None:
-            boxes, bounds = bounds, NodeBounds(None, None, None)
-    if boxes is not None:  # the leaves' bounds from the leaves that touch
-        lower, upper = neighbour_bounds(constraints.monotone, boxes)
-        bounds = bounds._replace(lower=lower, upper=upper)
+    if boxes is not None:  # the leaves' boxes: their values are ordered once computed
+        bounds = _leaf_boxes(structure, bins.shape[0], max_bins)
     if constraints is None:
         return structure, leaf_of_row, sums
     return structure, leaf_of_row, sums, bounds
