@@ -8,32 +8,28 @@ their boxes overlap on every other feature (a bin in common, or both hold
 the missing bin): exactly the pairs of nodes holding two points that differ
 only in ``f``, by one bin.  The one on the side where predictions must be
 smaller (``+1``: the lower bins) is *below* the other.  Along any line
-parallel to ``f`` the nodes met are consecutive neighbours, so predictions
-are monotone along ``f`` exactly when every below pair has ``v_below <=
+parallel to ``f`` the nodes met are consecutive neighbours, so a tree is
+monotone along ``f`` exactly when every below pair has ``v_below <=
 v_above`` (by transitivity).
 
-Bounds from values: each below pair gets the cut ``c`` midway between its
-two nodes' values; a node's ``upper`` is the least cut above it, its
-``lower`` the greatest cut below it.  Then ``upper_i <= c_ij <= lower_j``
-for every below pair ``(i, j)``, so values clipped to their bounds, however
-they were computed, keep every pair in order; and where the values are in
-order they lie within their own bounds.  Values out of order (a leaf-wise
-tree's leaves come from several levels, a categorical split's box is kept
-whole) are first put in order: the mean of the smallest ordered values at
-least them and the largest at most them.
+A grown tree's leaves (`ordered_leaves`): from their final values (Newton,
+line search or joint Newton, learning rate included), put in order where
+they are not (`ordered_values`), each below pair gets the cut ``c`` midway
+between its two values; a leaf's ``upper`` is the least cut above it, its
+``lower`` the greatest cut below it, and its value is clipped to them.  Then
+``upper_i <= c_ij <= lower_j`` for every below pair ``(i, j)``: clipped, the
+values are in order, exactly (float rounding is monotone), and values
+already in order lie within their bounds and are kept.  Only leaves that
+touch bound each other: a region split away from its old neighbour is free
+of it, where the "basic" method's nested midpoints
+(`jaxboost.engine.constraints`) keep every leaf below a split on its side.
 
-Unlike the nested bounds of the "basic" method (`jaxboost.engine.constraints`),
-these are recomputed at every level from the nodes that touch now: a region
-split away from its old neighbour is no longer bounded by it.  A split of a
-level's node keeps its children in the node's bounds, and children of two
-neighbours that touch are neighbours' children, so each level's values stay
-in order as the levels of a depth-wise tree are split together.
-
-The split search takes each level's bounds from the values its search gave
-the nodes; a grown tree's leaves take them from their final values
-(`ordered_leaves`: Newton, line search or joint Newton, learning rate
-included), so a leaf's value is changed only where it breaks the order with
-a leaf that touches it.
+The split search (`search_bounds`): each node's children lie between the
+values of the nodes that touch it, as LightGBM's intermediate method bounds
+a leaf by its neighbours' outputs.  Two neighbours split in the same level
+may then cross; the next level's values are put in order before they bound
+anything, and the leaves' final bounds above make the tree exact whatever
+the search did.
 """
 
 from __future__ import annotations
@@ -153,13 +149,25 @@ def ordered_values(below: jax.Array, value: jax.Array) -> jax.Array:
 
 def neighbour_bounds(direction: jax.Array, boxes: NodeBoxes) -> tuple[jax.Array, jax.Array]:
     """``(lower, upper)``, each ``(n_nodes,)`` float32: the bounds of the
-    nodes' values from the cuts between each below pair's (ordered) values;
-    ``-inf`` / ``+inf`` where a node has no neighbour on that side."""
+    nodes' values from the cuts midway between each below pair's (ordered)
+    values; ``-inf`` / ``+inf`` where a node has no neighbour on that side."""
     below = below_pairs(direction, boxes)
     value = ordered_values(below, boxes.value)
     cut = 0.5 * (value[:, None] + value[None, :])  # (i below, j above)
     upper = jnp.min(jnp.where(below, cut, jnp.inf), axis=1)
     lower = jnp.max(jnp.where(below, cut, -jnp.inf), axis=0)
+    return lower, upper
+
+
+def search_bounds(direction: jax.Array, boxes: NodeBoxes) -> tuple[jax.Array, jax.Array]:
+    """``(lower, upper)``, each ``(n_nodes,)`` float32, for a level's split
+    search: each node's children between the greatest (ordered) value of a
+    node below it and the least of a node above it, as LightGBM's
+    intermediate method bounds a leaf by its neighbours' outputs."""
+    below = below_pairs(direction, boxes)
+    value = ordered_values(below, boxes.value)
+    upper = jnp.min(jnp.where(below, value[None, :], jnp.inf), axis=1)
+    lower = jnp.max(jnp.where(below, value[:, None], -jnp.inf), axis=0)
     return lower, upper
 
 

@@ -31,7 +31,7 @@ from .constraints import (
     root_bounds,
 )
 from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
-from .neighbours import NodeBoxes, children_boxes, neighbour_bounds, root_boxes
+from .neighbours import NodeBoxes, children_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -351,7 +351,7 @@ def grow_tree(
                 bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
         if boxes is not None:
-            lower, upper = neighbour_bounds(constraints.monotone, boxes)
+            lower, upper = search_bounds(constraints.monotone, boxes)
             bounds = bounds._replace(lower=lower, upper=upper)
         choice = _level_choice(search, hist, bounds, levels, depth, params.max_leaves)
         if constraints is not None:
