@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .categorical import is_categorical_node
+
 
 class NodeBoxes(NamedTuple):
     """The boxes and values of one level's nodes."""
@@ -178,3 +180,40 @@ def ordered_leaves(direction: jax.Array, boxes: NodeBoxes, leaf_value: jax.Array
     already in order, and monotone along every constrained feature, exactly."""
     lower, upper = neighbour_bounds(direction, boxes._replace(value=leaf_value[:, 0]))
     return jnp.clip(leaf_value, lower[:, None], upper[:, None])
+
+
+def leaf_boxes(structure, n_features: int, max_bins: int) -> NodeBoxes:
+    """The `NodeBoxes` of a tree's ``2^D`` leaves (value 0) from its internal
+    nodes (``structure``: a `jaxboost.engine.tree.TreeStructure` or `Tree`,
+    ``split_gain > 0`` where a node splits): a leaf no row reaches has an
+    empty box."""
+    boxes = root_boxes(n_features, max_bins)
+    n_levels = (structure.feature.shape[0] + 1).bit_length() - 1
+    for depth in range(n_levels):
+        level = slice(2**depth - 1, 2 ** (depth + 1) - 1)
+        whole = None
+        if structure.category_left is not None:
+            whole = is_categorical_node(structure.category_left[level])
+        boxes = children_boxes(
+            boxes,
+            structure.feature[level],
+            structure.threshold_bin[level],
+            structure.missing_left[level],
+            jnp.zeros((2**depth, 2), jnp.float32),
+            structure.split_gain[level] > 0,
+            whole,
+        )
+    return boxes
+
+
+def ordered_forest(forest, direction: jax.Array, max_bins: int) -> jax.Array:
+    """A forest's leaf values ``(n_trees, 2^D, 1)`` put in order tree by tree
+    (`ordered_leaves`; ``forest``: a `jaxboost.engine.tree.Tree` with a
+    leading ``n_trees`` axis, features numbered as ``direction``
+    ``(n_features,)``)."""
+
+    def one_tree(tree):
+        boxes = leaf_boxes(tree, direction.shape[0], max_bins)
+        return ordered_leaves(direction, boxes, tree.leaf_value)
+
+    return jax.vmap(one_tree)(forest)

@@ -31,7 +31,7 @@ from .constraints import (
     root_bounds,
 )
 from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
-from .neighbours import NodeBoxes, children_boxes, root_boxes, search_bounds
+from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -218,29 +218,6 @@ def _children_boxes(boxes, choice):
     )
 
 
-def _leaf_boxes(structure: TreeStructure, n_features: int, max_bins: int) -> NodeBoxes:
-    """The `jaxboost.engine.neighbours.NodeBoxes` of a grown (or pruned)
-    tree's ``2^D`` leaves, from its internal nodes (value 0): a leaf no row
-    reaches has an empty box."""
-    boxes = root_boxes(n_features, max_bins)
-    n_levels = (structure.feature.shape[0] + 1).bit_length() - 1
-    for depth in range(n_levels):
-        level = slice(2**depth - 1, 2 ** (depth + 1) - 1)
-        whole = None
-        if structure.category_left is not None:
-            whole = is_categorical_node(structure.category_left[level])
-        boxes = children_boxes(
-            boxes,
-            structure.feature[level],
-            structure.threshold_bin[level],
-            structure.missing_left[level],
-            jnp.zeros((2**depth, 2), jnp.float32),
-            structure.split_gain[level] > 0,
-            whole,
-        )
-    return boxes
-
-
 def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
     """The `SplitChoice` of a level's nodes: every node searched, or with
     ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
@@ -391,7 +368,7 @@ def grow_tree(
             structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
         )
     if boxes is not None:  # the leaves' boxes: their values are ordered once computed
-        bounds = _leaf_boxes(structure, bins.shape[0], max_bins)
+        bounds = leaf_boxes(structure, bins.shape[0], max_bins)
     if constraints is None:
         return structure, leaf_of_row, sums
     return structure, leaf_of_row, sums, bounds

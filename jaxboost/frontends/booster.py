@@ -272,7 +272,8 @@ class Booster:
         entry per column, or a dict by column name or index (others free);
         models of one output only.  Exact for every row: leaves are bounded
         by their neighbours' (`jaxboost.engine.constraints`), whatever the
-        ``leaf_method``; `jaxboost.refit_leaves` refuses such models.
+        ``leaf_method``, and after `jaxboost.refit_leaves`, which puts
+        the refitted leaves back in order.
       monotone_constraints_method: how the leaves' bounds are found
         (LightGBM's names): ``"basic"`` bounds every node below a split by
         the midpoint of its children's values; ``"intermediate"`` bounds
