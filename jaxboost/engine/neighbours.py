@@ -104,13 +104,14 @@ def children_boxes(
     )
 
 
-def below_pairs(direction: jax.Array, boxes: NodeBoxes) -> jax.Array:
-    """``(n_nodes, n_nodes)`` bool: ``[i, j]`` where node ``i`` is below node
-    ``j`` along some constrained feature (``direction`` ``(n_features,)``
-    int32); empty nodes are in no pair."""
+# below_pairs compares all features at once up to this many (node, node,
+# feature) entries (XLA fuses it: at depth 8 about 2x faster than the scan)
+PAIRWISE_LIMIT = 2**24
+
+
+def _below_at_once(direction: jax.Array, boxes: NodeBoxes, valued: jax.Array) -> jax.Array:
+    """`below_pairs` (before dropping empty nodes) on ``(N, N, F)`` arrays."""
     low, high, missing = boxes.low, boxes.high, boxes.missing
-    valued = low <= high  # (N, F): some value bin (else at most the missing bin)
-    nonempty = jnp.all(valued | missing, axis=1)
     overlap = jnp.maximum(low[:, None], low[None, :]) <= jnp.minimum(high[:, None], high[None, :])
     overlap = overlap | (missing[:, None] & missing[None, :])  # (N, N, F)
     n_apart = jnp.sum(~overlap, axis=2)
@@ -119,8 +120,43 @@ def below_pairs(direction: jax.Array, boxes: NodeBoxes) -> jax.Array:
     touches = touches & valued[:, None, :] & valued[None, :, :]
     rising = touches & (direction > 0)[None, None, :]
     falling = jnp.swapaxes(touches, 0, 1) & (direction < 0)[None, None, :]
-    below = (rising | falling) & others_overlap
-    return jnp.any(below, axis=2) & nonempty[:, None] & nonempty[None, :]
+    return jnp.any((rising | falling) & others_overlap, axis=2)
+
+
+def below_pairs(direction: jax.Array, boxes: NodeBoxes) -> jax.Array:
+    """``(n_nodes, n_nodes)`` bool: ``[i, j]`` where node ``i`` is below node
+    ``j`` along some constrained feature (``direction`` ``(n_features,)``
+    int32); empty nodes are in no pair.  Past `PAIRWISE_LIMIT` entries of
+    ``(n_nodes, n_nodes, n_features)`` the features are scanned one at a
+    time, so memory stays ``(n_nodes, n_nodes)`` (deep trees)."""
+    valued = boxes.low <= boxes.high  # (N, F): some value bin (else at most the missing bin)
+    nonempty = jnp.all(valued | boxes.missing, axis=1)
+    if boxes.low.size * boxes.low.shape[0] <= PAIRWISE_LIMIT:
+        below = _below_at_once(direction, boxes, valued)
+        return below & nonempty[:, None] & nonempty[None, :]
+    by_feature = (boxes.low.T, boxes.high.T, boxes.missing.T, valued.T)  # (F, N) each
+
+    def apart(low, high, missing):  # (N, N): no point in common on this feature
+        meet = jnp.maximum(low[:, None], low[None, :]) <= jnp.minimum(high[:, None], high[None, :])
+        return ~(meet | (missing[:, None] & missing[None, :]))
+
+    def count_apart(n_apart, feature):
+        low, high, missing, _ = feature
+        return n_apart + apart(low, high, missing).astype(jnp.int32), None
+
+    n_nodes = boxes.low.shape[0]
+    n_apart, _ = lax.scan(count_apart, jnp.zeros((n_nodes, n_nodes), jnp.int32), by_feature)
+
+    def add_pairs(below, feature):
+        (low, high, missing, has_values), sign = feature
+        others_overlap = n_apart - apart(low, high, missing).astype(jnp.int32) == 0
+        touches = (high[:, None] + 1 == low[None, :]) & has_values[:, None] & has_values[None, :]
+        pairs = jnp.where(sign > 0, touches, jnp.where(sign < 0, touches.T, False))
+        return below | (pairs & others_overlap), None
+
+    start = jnp.zeros((n_nodes, n_nodes), bool)
+    below, _ = lax.scan(add_pairs, start, (by_feature, direction))
+    return below & nonempty[:, None] & nonempty[None, :]
 
 
 def ordered_values(below: jax.Array, value: jax.Array) -> jax.Array:
