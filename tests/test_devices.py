@@ -14,6 +14,7 @@ def test_four_cpu_devices_train_the_single_device_model():
         "min_child_samples",
         "quantised",
         "monotone",
+        "monotone_intermediate",
         "interaction",
     ]
 

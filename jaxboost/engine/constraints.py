@@ -38,6 +38,9 @@ class TreeConstraints(NamedTuple):
 
     monotone: jax.Array | None  # (n_features,) int32: -1, 0 or +1
     interaction: jax.Array | None  # (n_sets, n_features) bool: the sets' members
+    # monotone_constraints_method="intermediate": bounds from the nodes that
+    # touch (jaxboost.engine.neighbours) instead of nested midpoints
+    intermediate: bool = False
 
 
 def tree_constraints(
@@ -45,12 +48,14 @@ def tree_constraints(
     interaction: tuple[tuple[int, ...], ...],
     n_columns: int,
     columns: jax.Array | None,
+    method: str = "basic",
 ) -> TreeConstraints | None:
     """The `TreeConstraints` of the bins' features (``columns`` ``(n_features,)``
     of the data's ``n_columns``, or None: all) from the settings: ``monotone``
     per data column (``()``: none) and ``interaction``, sets of data column
     indices (``()``: none); None without either, so that the programs trace
-    no constraint."""
+    no constraint.  ``method``: ``"basic"`` or ``"intermediate"`` (the
+    monotone bounds' method)."""
     if not monotone and not interaction:
         return None
     direction = member = None
@@ -64,7 +69,7 @@ def tree_constraints(
     if columns is not None:  # the columns trained on
         direction = None if direction is None else direction[columns]
         member = None if member is None else member[:, columns]
-    return TreeConstraints(direction, member)
+    return TreeConstraints(direction, member, method == "intermediate" and direction is not None)
 
 
 class NodeBounds(NamedTuple):
@@ -149,12 +154,12 @@ def bounded_split_gain(
     direction: jax.Array,
     lower: jax.Array,
     upper: jax.Array,
-) -> tuple[jax.Array, jax.Array]:
-    """``(gain, middle)`` of splitting ``total`` into ``left`` and the rest
-    (one output's stats ``(..., C)``) under a node's bounds: half the clipped
-    values' score gained, ``-inf`` where a child fails ``child_ok`` or the
-    children's order breaks ``direction`` (``+1``: left <= right); and the
-    midpoint of the children's values.  ``direction``, ``lower`` and
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(gain, middle, values)`` of splitting ``total`` into ``left`` and the
+    rest (one output's stats ``(..., C)``) under a node's bounds: half the
+    clipped values' score gained, ``-inf`` where a child fails ``child_ok``
+    or the children's order breaks ``direction`` (``+1``: left <= right); the
+    midpoint of the children's values, and the values ``(..., 2)`` (left, right).  ``direction``, ``lower`` and
     ``upper`` broadcast to ``(...)``."""
     right = total - left
     left_value, left_score = bounded_value(left, reg_lambda, lower, upper)
@@ -163,7 +168,8 @@ def bounded_split_gain(
     gain = 0.5 * (left_score + right_score - parent_score)
     in_order = direction * (left_value - right_value) <= 0
     ok = child_ok(left) & child_ok(right) & in_order
-    return jnp.where(ok, gain, -jnp.inf), 0.5 * (left_value + right_value)
+    values = jnp.stack([left_value, right_value], axis=-1)
+    return jnp.where(ok, gain, -jnp.inf), 0.5 * (left_value + right_value), values
 
 
 def clip_to_bounds(values: jax.Array, lower: jax.Array, upper: jax.Array) -> jax.Array:

@@ -141,7 +141,7 @@ def _search(
     left = hist[packed.slot_start[packed.feature] + packed.threshold]  # (P, N, C)
     candidate_total = total[packed.feature]
     lefts = (left, left + missing[packed.feature])[:directions]  # missing right, left
-    middle = None
+    middle = values = None
     if monotone is None:
         gain = jnp.stack([split_gain(side, candidate_total) for side in lefts], axis=2)
     else:
@@ -154,10 +154,11 @@ def _search(
         ]
         gain = jnp.stack([pair[0] for pair in pairs], axis=2)
         middle = jnp.stack([pair[1] for pair in pairs], axis=2)
+        values = jnp.stack([pair[2] for pair in pairs], axis=2)  # (P, N, directions, 2)
     per_candidate = allowed[:, None, None] if allowed.ndim == 1 else allowed[:, :, None]
     gain = jnp.where(per_candidate, gain, -jnp.inf)  # (P, N, directions)
     parent_score = 0.5 * score(total).max(axis=0)  # (N,)
-    return _first_best(gain, parent_score, packed, min_split_gain, middle)
+    return _first_best(gain, parent_score, packed, min_split_gain, middle, values)
 
 
 def _first_best(
@@ -166,11 +167,12 @@ def _first_best(
     packed: PackedBins,
     min_split_gain: float,
     middle: jax.Array | None = None,
+    values: jax.Array | None = None,
 ) -> SplitChoice:
     """Every node's first candidate within float32 noise of its best ``gain``
     ``(P, N, directions)`` (lowest candidate, then missing values right), as
     `jaxboost.engine.split.find_best_splits` chooses; with ``middle`` (as
-    ``gain``), the chosen candidate's."""
+    ``gain``) and ``values`` (``(P, N, directions, 2)``), the chosen candidate's."""
     n_nodes = gain.shape[1]
     top_gain = jnp.max(gain, axis=(0, 2))
     tie_tolerance = _GAIN_NOISE * (jnp.abs(top_gain) + parent_score)
@@ -193,4 +195,7 @@ def _first_best(
         gain=jnp.where(do_split, best_gain, 0.0),
         do_split=do_split,
         middle=None if middle is None else middle[candidate, jnp.arange(n_nodes), missing_left],
+        child_values=None
+        if values is None
+        else values[candidate, jnp.arange(n_nodes), missing_left],
     )

@@ -37,6 +37,9 @@ class SplitChoice(NamedTuple):
     # (n_nodes, 8) uint32, with categorical features: the bins sent left
     # (jaxboost.engine.categorical), all zero at numeric splits; else None
     category_left: jax.Array | None = None
+    # (n_nodes, 2) float32, with monotone constraints: the chosen split's
+    # left and right children's values, else None
+    child_values: jax.Array | None = None
 
 
 # outputs summed term by term up to this many (see sum_over_outputs)
@@ -239,7 +242,7 @@ def find_best_splits(
     # axis 3: 0 = missing values go right, 1 = missing values go left.  Each
     # direction's gains straight from the running sums, so that XLA computes
     # both in one pass and never writes out the children's sums
-    middle = None
+    middle = values = None
     if monotone is None:
         gain = jnp.stack(
             [split_gain(left_values, total), split_gain(left_values + missing, total)], axis=3
@@ -252,6 +255,7 @@ def find_best_splits(
         pairs = [bounded_split_gain(left, total, child_ok, reg_lambda, *bounds) for left in lefts]
         gain = jnp.stack([pair[0] for pair in pairs], axis=3)
         middle = jnp.stack([pair[1] for pair in pairs], axis=3)
+        values = jnp.stack([pair[2] for pair in pairs], axis=3)  # (F, N, Bv, 2, 2)
     if categorical is not None:
         allowed = category_ok | ~categorical.is_categorical[:, None, None]
         gain = jnp.where(allowed[..., None], gain, -jnp.inf)
@@ -285,14 +289,18 @@ def find_best_splits(
     local_gain = jnp.where(first == no_candidate, -jnp.inf, local_gain)
     extra = []
     if middle is not None:
-        extra.append(middle[position[0], jnp.arange(n_nodes), position[1], position[2]])
+        chosen_at = (position[0], jnp.arange(n_nodes), position[1], position[2])
+        extra.extend([middle[chosen_at], values[chosen_at][:, 0], values[chosen_at][:, 1]])
     if categorical is not None:
         bits = chosen_bitsets(category_order, categorical.one_hot, position[0], position[1])
         bits = jnp.where(categorical.is_categorical[position[0]][:, None], bits, 0)
         # as float32 words, so that the shards' pick carries them bit for bit
         extra.extend(lax.bitcast_convert_type(bits, jnp.float32).T)
     best, best_gain, *chosen_extra = pick_first(first, local_gain, *extra)
-    best_middle = chosen_extra.pop(0) if middle is not None else None
+    best_middle = best_values = None
+    if middle is not None:
+        best_middle = chosen_extra.pop(0)
+        best_values = jnp.stack([chosen_extra.pop(0), chosen_extra.pop(0)], axis=1)
     category_left = None
     if categorical is not None:
         category_left = lax.bitcast_convert_type(jnp.stack(chosen_extra, axis=1), jnp.uint32)
@@ -314,4 +322,5 @@ def find_best_splits(
         category_left=None
         if category_left is None
         else jnp.where(do_split[:, None], category_left, jnp.uint32(0)),
+        child_values=best_values,
     )

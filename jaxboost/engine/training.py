@@ -44,6 +44,7 @@ from .leaves import (
     solve_newton,
     totals_from_sums,
 )
+from .neighbours import ordered_leaves
 from .packed_split import PackedBins
 from .quantise import quantise_split_stats
 from .sampling import feature_mask, row_mask
@@ -109,6 +110,9 @@ class StaticSettings:
     # per column of the data (all_features of them): -1, 0 or +1, the
     # monotone constraints (jaxboost.engine.constraints); () for none
     monotone: tuple[int, ...] = ()
+    # how the monotone bounds are found: "basic" or "intermediate"
+    # (jaxboost.engine.constraints, jaxboost.engine.neighbours)
+    monotone_method: str = "basic"
     # sets of the data's column indices that may share a path; () for none
     interaction: tuple[tuple[int, ...], ...] = ()
     # the categorical columns and their split settings
@@ -404,7 +408,11 @@ def _grow_one(
         raw=raw if cfg.leaf_method == "line_search" else None,
     )
     constraints = tree_constraints(
-        cfg.monotone, cfg.interaction, cfg.all_features or data.bins.shape[0], data.columns
+        cfg.monotone,
+        cfg.interaction,
+        cfg.all_features or data.bins.shape[0],
+        data.columns,
+        cfg.monotone_method,
     )
     grown = grow_tree(
         data.bins,
@@ -453,9 +461,12 @@ def _grow_one(
     if constraints is not None and constraints.monotone is not None:
         # whatever computed them, the leaves stay within their bounds (in the
         # search's units: gradients times unit), which makes trees monotone
-        bounds = grown[3]
-        scale_back = hyper.learning_rate / unit
-        values = clip_to_bounds(values, bounds.lower * scale_back, bounds.upper * scale_back)
+        if constraints.intermediate:  # (grown[3]: the leaves' boxes)
+            values = ordered_leaves(constraints.monotone, grown[3], values)
+        else:
+            bounds = grown[3]
+            scale_back = hyper.learning_rate / unit
+            values = clip_to_bounds(values, bounds.lower * scale_back, bounds.upper * scale_back)
     # the scores take the values as stored (rounded), so that a continued
     # fit, which adds the stored ones, starts from them bit for bit: the
     # select keeps XLA's CPU backend from fusing the learning rate's multiply

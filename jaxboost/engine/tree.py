@@ -31,6 +31,7 @@ from .constraints import (
     root_bounds,
 )
 from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
+from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
 
@@ -200,6 +201,23 @@ def _node_constraints(constraints: TreeConstraints | None, bounds: NodeBounds | 
     return node_feature_mask(constraints, bounds), monotone
 
 
+def _children_boxes(boxes, choice):
+    """The next level's `jaxboost.engine.neighbours.NodeBoxes` from a
+    level's `SplitChoice` (categorical splits keep their node's box)."""
+    whole = None
+    if choice.category_left is not None:
+        whole = is_categorical_node(choice.category_left)
+    return children_boxes(
+        boxes,
+        choice.feature,
+        choice.threshold_bin,
+        choice.missing_left,
+        choice.child_values,
+        choice.do_split,
+        whole,
+    )
+
+
 def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
     """The `SplitChoice` of a level's nodes: every node searched, or with
     ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
@@ -271,7 +289,10 @@ def grow_tree(
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
       ``(2^max_depth, V)`` float32 (None without columns); with
-      ``constraints``, a fourth: the leaves' `NodeBounds`.
+      ``constraints``, a fourth: the leaves' `NodeBounds` (basic
+      method), or their `jaxboost.engine.neighbours.NodeBoxes`
+      (intermediate: the bounds come from the leaves' values,
+      `jaxboost.engine.neighbours.ordered_leaves`).
     """
     n_outputs = row_stats.shape[1] // 2
     kernel = HISTOGRAM_KERNELS[params.histogram_kernel]
@@ -290,6 +311,9 @@ def grow_tree(
         categorical,
     )
     bounds = None if constraints is None else root_bounds(constraints)
+    boxes = None  # monotone_constraints_method="intermediate": the level's boxes
+    if constraints is not None and constraints.intermediate:
+        boxes = root_boxes(bins.shape[0], max_bins)
     levels, level_bounds = [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
@@ -303,12 +327,17 @@ def grow_tree(
             hist, carry, node_of_row = kernel.level_quantised(
                 bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
             )
+        if boxes is not None:
+            lower, upper = search_bounds(constraints.monotone, boxes)
+            bounds = bounds._replace(lower=lower, upper=upper)
         choice = _level_choice(search, hist, bounds, levels, depth, params.max_leaves)
         if constraints is not None:
             level_bounds.append(bounds)
             bounds = children_bounds(
                 constraints, bounds, choice.feature, choice.do_split, choice.middle
             )
+        if boxes is not None:
+            boxes = _children_boxes(boxes, choice)
         feature = jnp.where(choice.do_split, choice.feature, 0)
         threshold_bin = jnp.where(choice.do_split, choice.threshold_bin, max_bins - 1)
         missing_left = jnp.where(choice.do_split, choice.missing_left, True)
@@ -333,11 +362,13 @@ def grow_tree(
         leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
     if params.max_leaves:
         node_bounds = None
-        if constraints is not None:
+        if constraints is not None and boxes is None:
             node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_bounds, bounds)
         structure, leaf_of_row, sums, bounds = best_first_tree(
             structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
         )
+    if boxes is not None:  # the leaves' boxes: their values are ordered once computed
+        bounds = leaf_boxes(structure, bins.shape[0], max_bins)
     if constraints is None:
         return structure, leaf_of_row, sums
     return structure, leaf_of_row, sums, bounds

@@ -70,7 +70,7 @@ from .categories import (
 )
 from .categories import check_settings as check_category_settings
 from .computation_keys import keyed_loss, keyed_metrics
-from .constraints import interaction_sets, monotone_directions
+from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
     continued_from,
@@ -274,7 +274,13 @@ class Booster:
         entry per column, or a dict by column name or index (others free);
         models of one output only.  Exact for every row: leaves are bounded
         by their neighbours' (`jaxboost.engine.constraints`), whatever the
-        ``leaf_method``; `jaxboost.refit_leaves` refuses such models.
+        ``leaf_method``, and after `jaxboost.refit_leaves`, which puts
+        the refitted leaves back in order.
+      monotone_constraints_method: how the leaves' bounds are found
+        (LightGBM's names): ``"basic"`` bounds every node below a split by
+        the midpoint of its children's values; ``"intermediate"`` bounds
+        each node by the nodes that touch it along a constrained column
+        (`jaxboost.engine.neighbours`), which frees regions split apart.
       interaction_constraints: sets of columns (indices or names), such as
         ``[[0, 1], [2, 3, 4]]``: the columns split on along any path from
         the root to a leaf lie within one set; a column in no set is never
@@ -338,6 +344,7 @@ class Booster:
         min_child_samples: int | str = "auto",
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        monotone_constraints_method: str = "basic",
         early_stopping: str | bool = "auto",
         categorical_features: Any = None,
         max_cat_to_onehot: int = 4,
@@ -374,6 +381,7 @@ class Booster:
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.monotone_constraints_method = monotone_constraints_method
         self.early_stopping = early_stopping
         self.categorical_features = categorical_features
         self.max_cat_to_onehot = max_cat_to_onehot
@@ -501,6 +509,7 @@ class Booster:
         choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
         choice("hessian", self.hessian, HESSIAN_SETTINGS)
         monotone_directions(self.monotone_constraints)
+        choice("monotone_constraints_method", self.monotone_constraints_method, MONOTONE_METHODS)
         interaction_sets(self.interaction_constraints)
         check_early_stopping(self.early_stopping)
         check_category_settings(self)
@@ -844,11 +853,12 @@ class Booster:
     def _constraints(self, n_features: int, names, n_outputs: int) -> dict:
         """The monotone and interaction constraints as column indices (see
         `jaxboost.frontends.constraints`), StaticSettings' fields."""
+        monotone = monotone_directions(self.monotone_constraints, n_features, names, n_outputs)
         return {
-            "monotone": monotone_directions(
-                self.monotone_constraints, n_features, names, n_outputs
-            ),
+            "monotone": monotone,
             "interaction": interaction_sets(self.interaction_constraints, n_features, names),
+            # (unconstrained fits keep the programs they always compiled)
+            "monotone_method": self.monotone_constraints_method if monotone else "basic",
         }
 
     def _with_columns(self, cfg: StaticSettings, inputs: FitInputs, placed: PlacedRows):

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 _MONOTONE = "monotone_constraints"
+# monotone_constraints_method's values (LightGBM's names; "advanced" not built)
+MONOTONE_METHODS = ("basic", "intermediate")
 _INTERACTION = "interaction_constraints"
 
 

@@ -290,6 +290,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         min_child_samples: int | str = "auto",
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        monotone_constraints_method: str = "basic",
         early_stopping: str | bool = "auto",
         categorical_features: Any = None,
         max_cat_to_onehot: int = 4,
@@ -327,6 +328,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.monotone_constraints_method = monotone_constraints_method
         self.early_stopping = early_stopping
         self.categorical_features = categorical_features
         self.max_cat_to_onehot = max_cat_to_onehot
@@ -473,6 +475,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         min_child_samples: int | str = "auto",
         monotone_constraints: list | dict | None = None,
         interaction_constraints: list | None = None,
+        monotone_constraints_method: str = "basic",
         early_stopping: str | bool = "auto",
         categorical_features: Any = None,
         max_cat_to_onehot: int = 4,
@@ -509,6 +512,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.min_child_samples = min_child_samples
         self.monotone_constraints = monotone_constraints
         self.interaction_constraints = interaction_constraints
+        self.monotone_constraints_method = monotone_constraints_method
         self.early_stopping = early_stopping
         self.categorical_features = categorical_features
         self.max_cat_to_onehot = max_cat_to_onehot

@@ -28,6 +28,7 @@ from jax.sharding import PartitionSpec as P
 
 from .. import losses as loss_catalogue
 from ..engine.derivatives import Loss, sample_loss
+from ..engine.neighbours import ordered_forest
 from ..engine.predict import leaf_of_rows
 from ..engine.tree import Tree
 from ..runtime.devices import ROWS, make_mesh
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # optax is imported when a refit runs: 0.3 s less at every im
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
 from .computation_keys import keyed_loss
-from .constraints import constrains_order
+from .constraints import constrains_order, monotone_directions
 from .loss_checks import check_loss, check_target_domain
 from .validation import as_targets, as_weights
 
@@ -258,6 +259,16 @@ def _trainable_outputs(model: Booster) -> np.ndarray:
 
 
 @in_float32
+def _monotone_leaves(model: Booster, leaf_value) -> jax.Array:
+    """A monotone model's refitted ``leaf_value`` ``(n_trees, 2^D, 1)``
+    clipped, tree by tree, to bounds from the values of the leaves that touch
+    (`jaxboost.engine.neighbours.ordered_forest`): exactly monotone again."""
+    names = getattr(model, "feature_names_in_", None)
+    direction = monotone_directions(model.monotone_constraints, int(model.n_features_in_), names)
+    forest = jax.tree.map(np.asarray, model.forest_)._replace(leaf_value=np.asarray(leaf_value))
+    return ordered_forest(forest, jnp.asarray(direction, jnp.int32), int(model.max_bins))
+
+
 def refit_leaves(
     model: Booster,
     X: Any,
@@ -300,12 +311,6 @@ def refit_leaves(
     if not isinstance(model, Booster):
         raise TypeError(f"model: expected a fitted jaxboost Booster, got {type(model).__name__}")
     features = model._features_for_predict(X)  # checks fitted, feature count and names
-    if constrains_order(getattr(model, "monotone_constraints", None)):
-        raise ValueError(
-            "model: fitted with monotone_constraints, which bound each leaf by its "
-            "neighbours; refit_leaves would move leaves past those bounds and break the "
-            "order. Fit again (or continue with init_model) instead"
-        )
     targets = as_targets(y, features.shape[0])
     weight = as_weights(sample_weight, features.shape[0])
     loss = model.loss_ if loss is None else loss_catalogue.resolve(loss)
@@ -359,6 +364,9 @@ def refit_leaves(
             "the optimizer diverged; lower its learning rate or raise l2"
         )
 
+    if constrains_order(getattr(model, "monotone_constraints", None)):
+        # the refitted leaves put back in order along the constrained columns
+        leaf_value = _monotone_leaves(model, leaf_value)
     refitted = copy.copy(model)
     refitted.forest_ = model.forest_._replace(leaf_value=np.asarray(leaf_value))
     refitted.loss_ = user_loss

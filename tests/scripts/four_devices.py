@@ -40,6 +40,7 @@ FIRST_PART = (
     "min_child_samples",
     "quantised",
     "monotone",
+    "monotone_intermediate",
     "interaction",
 )
 
@@ -76,6 +77,15 @@ def main(part: int) -> int:
         ),
         # the monotone bounds' midpoints gathered from the shard that holds the split
         "monotone": (losses.squared_error, y, {"monotone_constraints": [1, 0, 0, -1, 0]}),
+        # the neighbours' bounds from the shards' common choice (engine/neighbours)
+        "monotone_intermediate": (
+            losses.squared_error,
+            y,
+            {
+                "monotone_constraints": [1, 0, 0, -1, 0],
+                "monotone_constraints_method": "intermediate",
+            },
+        ),
         # each node's allowed features sliced to every shard's features
         "interaction": (losses.squared_error, y, {"interaction_constraints": [[0, 1], [2, 3, 4]]}),
         # live nodes searched on every shard, pruned best-first, leaf bounds mapped
@@ -118,7 +128,8 @@ def main(part: int) -> int:
         print(f"{name}: same splits {same_splits}, raw scores within 1e-5: {close}")
         if not (same_splits and close):
             failures.append(name)
-        if name in ("monotone", "lossguide") and not _is_monotone(four, X[:8], {0: 1, 3: -1}):
+        constrained = name in ("monotone", "monotone_intermediate", "lossguide")
+        if constrained and not _is_monotone(four, X[:8], {0: 1, 3: -1}):
             failures.append("monotone (4 devices: predictions not monotone)")
     if part == 2:
         failures += _offsets_and_continued(X, rng, devices)
