@@ -258,7 +258,6 @@ def _trainable_outputs(model: Booster) -> np.ndarray:
     return np.tile(np.eye(per_round, model.n_outputs_, dtype=bool), (n_trees // per_round, 1))
 
 
-@in_float32
 def _monotone_leaves(model: Booster, leaf_value) -> jax.Array:
     """A monotone model's refitted ``leaf_value`` ``(n_trees, 2^D, 1)``
     clipped, tree by tree, to bounds from the values of the leaves that touch
@@ -269,6 +268,7 @@ def _monotone_leaves(model: Booster, leaf_value) -> jax.Array:
     return ordered_forest(forest, jnp.asarray(direction, jnp.int32), int(model.max_bins))
 
 
+@in_float32
 def refit_leaves(
     model: Booster,
     X: Any,
