@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from native_levels import native_children
 
 import jaxboost as jb
 import jaxboost.engine.categorical as categorical_module
@@ -103,17 +104,9 @@ def test_native_children_route_by_category_sets_and_sum_where_rows_went(quantise
     n_features, n_rows, n_parents, n_bins = 5, TILE_ROWS + 700, 4, 33
     bins, parents, split = _level(4, n_features, n_rows, n_parents, n_bins - 1)
     stats = np.random.default_rng(5).integers(-3, 4, size=(n_rows, 2)).astype(np.int32)
-    kernel = HISTOGRAM_KERNELS["native"]
-
-    def children(tiled, parents, stats):
-        if quantised:
-            level = functools.partial(kernel.level_quantised, scale=jnp.ones(2, jnp.float32))
-            level = functools.partial(level, tiled, parents, stats)
-        else:
-            level = functools.partial(kernel.level, tiled, parents, stats.astype(jnp.float32))
-        parent = level(n_nodes=n_parents, n_bins=n_bins, parent=None, split=None)[1]
-        return level(n_nodes=2 * n_parents, n_bins=n_bins, parent=parent, split=split)
-
+    children = functools.partial(
+        native_children, split=split, n_parents=n_parents, n_bins=n_bins, quantised=quantised
+    )
     hist, _, routed = jax.jit(children)(tile_bins(bins), parents, stats)
     expected = _routed_by_numpy(bins, parents, split)
     np.testing.assert_array_equal(np.asarray(routed), expected)

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from native_levels import native_children
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.engine.binning import TILE_ROWS, tile_bins
@@ -229,18 +230,11 @@ def test_native_children_route_their_rows_as_route_rows(quantised, n_rows):
         missing_bin=n_bins - 1,
     )
     stats = rng.integers(-3, 4, size=(n_rows, 2)).astype(np.int32)
-    kernel = HISTOGRAM_KERNELS["native"]
     tiled = tile_bins(bins)
 
-    def children(tiled, parents, stats):
-        if quantised:
-            level = functools.partial(kernel.level_quantised, scale=jnp.ones(2, jnp.float32))
-            level = functools.partial(level, tiled, parents, stats)
-        else:
-            level = functools.partial(kernel.level, tiled, parents, stats.astype(jnp.float32))
-        parent = level(n_nodes=n_parents, n_bins=n_bins, parent=None, split=None)[1]
-        return level(n_nodes=2 * n_parents, n_bins=n_bins, parent=parent, split=split)
-
+    children = functools.partial(
+        native_children, split=split, n_parents=n_parents, n_bins=n_bins, quantised=quantised
+    )
     _, exact, routed = jax.jit(children)(tiled, parents, stats)
     expected = route_rows(jnp.asarray(bins), jnp.asarray(parents), split)
     np.testing.assert_array_equal(np.asarray(routed), np.asarray(expected))
