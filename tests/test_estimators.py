@@ -198,6 +198,18 @@ def test_a_pickled_device_this_process_lacks_falls_back_to_the_default():
         assert devices_from_keys([("gpu", 7)]) is None
 
 
+def test_pickled_devices_of_another_platform_than_the_default_are_found(monkeypatch):
+    # on a GPU machine jax.devices() lists the GPUs only: a model trained on
+    # its CPU devices was moved to the GPU by pickling (and by the copies that
+    # distribution defaults and refit_leaves make)
+    from jaxboost.runtime.devices import device_keys, devices_from_keys
+
+    cpu = jax.devices("cpu")
+    real = jax.devices
+    monkeypatch.setattr(jax, "devices", lambda backend=None: [] if backend is None else real(backend))
+    assert devices_from_keys(device_keys(cpu[:1])) == cpu[:1]
+
+
 def test_string_labels():
     X, y = _classification(2)
     labels = np.where(y == 1, "spam", "ham")

@@ -172,7 +172,12 @@ def devices_from_keys(keys: Sequence[tuple[str, int]] | None) -> list[jax.Device
     None, the default devices: they change the speed, not the model."""
     if keys is None:
         return None
-    by_key = {(device.platform, device.id): device for device in jax.devices()}
+    by_key = {}
+    for platform in {key[0] for key in keys}:  # jax.devices(): the default platform's only
+        try:
+            by_key.update({(platform, device.id): device for device in jax.devices(platform)})
+        except RuntimeError:  # no backend of that platform here
+            pass
     missing = [tuple(key) for key in keys if tuple(key) not in by_key]
     if missing:
         warnings.warn(
