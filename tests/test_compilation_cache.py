@@ -26,16 +26,29 @@ def _compile_seconds(cache_dir: Path) -> tuple[float, float, int]:
     return float(found.group(1)), float(found.group(2)), int(found.group(3))
 
 
+def _stored_programs(cache_dir: Path) -> dict[str, int]:
+    """The programs in a cache directory: each entry's name and the time
+    its ``-atime`` file was last written (JAX's cache writes it on every
+    read)."""
+    return {
+        path.name.removesuffix("-atime"): path.stat().st_mtime_ns
+        for path in cache_dir.glob("*-atime")
+    }
+
+
 def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
     first, first_longest, first_hits = _compile_seconds(tmp_path)
-    assert any(tmp_path.iterdir()), "the first process wrote nothing to the cache"
+    stored = _stored_programs(tmp_path)
+    assert first_hits == 0 and stored, (first_hits, stored)
     second, second_longest, second_hits = _compile_seconds(tmp_path)
-    assert first_hits == 0 and second_hits > 0, (first_hits, second_hits)
-    # the longest is now the training program's loading (0.07 to 0.12 s on
-    # a 2-core Xeon, against 0.7 s compiling it), the rest programs too quick
-    # to be worth a file (under 0.02 s)
-    assert second_longest < 0.3 * first_longest, (first_longest, second_longest)
-    assert second < 0.5 * first, (first, second)
+    # every program the first process stored (its training program among
+    # them: the longest compilation, ~0.7 s against 0.02 s below which none
+    # is stored) is read back; the second may store more, programs that
+    # compiled in under 0.02 s in the first (a matter of load)
+    read_back = _stored_programs(tmp_path)
+    assert second_hits > 0, (second_hits, sorted(read_back))
+    unread = [name for name in stored if read_back[name] <= stored[name]]
+    assert not unread, (unread, first, first_longest, second, second_longest)
 
 
 def _cache_setting_at_import(environment: dict[str, str]) -> str:
