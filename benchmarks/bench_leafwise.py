@@ -3,9 +3,10 @@
 For each data set and each leaf budget in ``--leaves``: LightGBM with
 ``num_leaves`` (no depth limit, its leaf-wise default) and jaxboost with
 ``max_leaves`` at each depth bound of ``--depths`` that holds that many
-leaves (jaxboost grows the complete tree of that depth, then keeps the
-best-first tree of ``max_leaves`` leaves within it: the bound sets the cost,
-see docs/tabular.md), and jaxboost's depth-wise trees of depth 6 beside them.
+leaves (jaxboost grows the tree of that depth level by level, building
+histograms for the live nodes only, at most ``2 max_leaves`` a level, then
+keeps the best-first tree of ``max_leaves`` leaves within it: see
+docs/tabular.md), and jaxboost's depth-wise trees of depth 6 beside them.
 Both libraries: L2 1, at least 20 rows and 1e-3 hessian in a leaf, 255 bins;
 LightGBM on ``--threads`` threads, jaxboost on as many CPU devices.
 - ``multiclass``: LightGBM's 5-class example (``multiclass.train`` 7000 x 28,
@@ -22,9 +23,11 @@ LightGBM on ``--threads`` threads, jaxboost on as many CPU devices.
 Each row is printed as it is measured: the test loss and its ratio to
 LightGBM's, the fit time (jaxboost's with the JAX compile time within it,
 which a second fit of the same shapes would not spend) and its ratio to
-LightGBM's, and the machine's load average.
+LightGBM's, the process's peak resident memory so far (run one depth alone,
+``--no-depthwise --depths 14``, for that fit's peak), and the machine's load
+average.
 
-    python benchmarks/bench_leafwise.py --data multiclass --leaves 31 --depths 6 8 10
+    python benchmarks/bench_leafwise.py --data multiclass --leaves 31 --depths 8 10 12 14
     python benchmarks/bench_leafwise.py --data diamonds --leaves 31 --depths 6 8 10
     python benchmarks/bench_leafwise.py --data synthetic --rows 1000000 --leaves 31 255
 """
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -138,9 +142,12 @@ def test_loss(name: str, y_test: np.ndarray, probabilities: np.ndarray) -> float
 
 
 def print_row(cells: Sequence[object]) -> None:
-    """One markdown table row, as soon as it is measured, with the load average."""
+    """One markdown table row, as soon as it is measured, with the peak
+    resident memory so far (MB; Linux counts ru_maxrss in KiB) and the load
+    average."""
     text = " | ".join(str(cell) for cell in cells)
-    print(f"| {text} | {os.getloadavg()[0]:.1f} |", flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"| {text} | {peak:.0f} | {os.getloadavg()[0]:.1f} |", flush=True)
 
 
 def main(argv=None) -> None:
@@ -152,12 +159,15 @@ def main(argv=None) -> None:
     parser.add_argument("--depths", type=int, nargs="+", default=[8, 10])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    parser.add_argument(
+        "--no-depthwise", action="store_true", help="skip the depth-6 depth-wise fit"
+    )
     args = parser.parse_args(argv)
     print_header(argv, ["lightgbm"])
     devices = jax.devices()[: args.threads]
     headers = ["data", "model", "leaves", "max_depth", "test loss", "/ LightGBM", "fit s"]
-    print("| " + " | ".join(headers + ["/ LightGBM", "load"]) + " |")
-    print("|" + " --- |" * (len(headers) + 2), flush=True)
+    print("| " + " | ".join(headers + ["/ LightGBM", "peak MB", "load"]) + " |")
+    print("|" + " --- |" * (len(headers) + 3), flush=True)
     for name in args.data:
         loaders = {
             "multiclass": lambda: multiclass(args.data_dir),
@@ -166,9 +176,11 @@ def main(argv=None) -> None:
         }
         data = loaders[name]()
         y_test = data[3]
-        depthwise, seconds, compiling = fit_jaxboost(data, name, args.rounds, devices, max_depth=6)
-        loss = test_loss(name, y_test, depthwise)
-        print_row([name, "jaxboost depth-wise", 64, 6, f"{loss:.4f}", "", f"{seconds:.1f}", ""])
+        if not args.no_depthwise:
+            depthwise, seconds, _ = fit_jaxboost(data, name, args.rounds, devices, max_depth=6)
+            loss = test_loss(name, y_test, depthwise)
+            cells = [name, "jaxboost depth-wise", 64, 6, f"{loss:.4f}", "", f"{seconds:.1f}", ""]
+            print_row(cells)
         for leaves in args.leaves:
             probabilities, reference_seconds = fit_lightgbm(
                 data, name, leaves, args.rounds, args.threads

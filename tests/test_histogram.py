@@ -17,7 +17,7 @@ from native_levels import native_children
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost.engine.binning import TILE_ROWS, tile_bins
 from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS
-from jaxboost.kernels.interfaces import LevelSplit
+from jaxboost.kernels.interfaces import LevelSplit, LiveSlots
 
 
 def _bins_for(kernel, bins):
@@ -474,3 +474,107 @@ def test_native_children_beyond_1024_nodes_match_the_reference(quantised):
         sums = np.asarray(exact)
     reference = _reference_add_at(bins, node_of_row, stats.astype(np.int64), n_nodes, n_bins)
     np.testing.assert_array_equal(sums, reference)
+
+
+# -- the live nodes only (leaf-wise growth, jaxboost.kernels.interfaces.LiveSlots) --------
+
+# a level of 8 nodes whose histograms hold the children of parents 3 and 0 (in
+# that order) and a padding pair; the parents' sums lie permuted, parent
+# _PARENT_ORDER[s] in slot s, as a level of live nodes leaves them
+_LIVE_PARENTS = (3, 0, -1)
+_PARENT_ORDER = (2, 0, 3, 1)
+
+
+def _live_slots() -> LiveSlots:
+    slot = [_PARENT_ORDER.index(p) if p >= 0 else 0 for p in _LIVE_PARENTS]
+    return LiveSlots(jnp.asarray(_LIVE_PARENTS, jnp.int32), jnp.asarray(slot, jnp.int32))
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "n_bins", "quantised"))
+def _live_level(kernel, bins, node_of_row, stats, scale, n_bins, quantised):
+    """The live level of ``node_of_row``'s 8 nodes, its rows routed from their
+    parents by the routing feature (`_with_routing_feature`): ``(hist,
+    exact)``, ``exact`` the native kernel's plain sums (None otherwise)."""
+    chosen = HISTOGRAM_KERNELS[kernel]
+    bins = _bins_for(chosen, bins)
+    if quantised:
+        level = functools.partial(chosen.level_quantised, scale=scale)
+    else:
+        level = chosen.level
+    parents = node_of_row // 2
+    parent = None
+    if chosen.cumulative:  # sums children from the parents' (permuted) sums
+        parent = level(bins, parents, stats, n_nodes=4, n_bins=n_bins, parent=None, split=None)[1]
+        parent = jnp.take(parent, jnp.asarray(_PARENT_ORDER), axis=1)
+    split = LevelSplit(
+        jnp.full(4, bins.shape[0] - 1, jnp.int32),
+        jnp.zeros(4, jnp.int32),
+        jnp.zeros(4, bool),
+        missing_bin=n_bins - 1,
+    )
+    hist, exact, routed = level(
+        bins,
+        parents,
+        stats,
+        n_nodes=8,
+        n_bins=n_bins,
+        parent=parent,
+        split=split,
+        live=_live_slots(),
+    )
+    return hist, exact, routed
+
+
+@pytest.mark.parametrize("kernel", ["native", "reference", "packed"])
+@pytest.mark.parametrize("quantised", [False, True])
+@pytest.mark.parametrize("n_rows", [3000, TILE_ROWS + 500])
+def test_live_slots_hold_their_nodes_sums_and_nothing_of_the_others(kernel, quantised, n_rows):
+    # the nodes without a slot (2 to 5) hold most rows: summed into any slot,
+    # or subtracted from a parent's, they would show
+    n_bins = 17
+    rng = np.random.default_rng(n_rows)
+    node_of_row = rng.choice(8, size=n_rows, p=[0.05, 0.05, 0.2, 0.2, 0.2, 0.2, 0.02, 0.08])
+    node_of_row = node_of_row.astype(np.int32)
+    bins = rng.integers(0, n_bins, size=(3, n_rows)).astype(np.uint8)
+    bins = _with_routing_feature(bins, node_of_row)
+    if quantised:
+        stats = rng.integers(-4, 5, size=(n_rows, 2)).astype(np.int32)
+        scale = np.asarray([0.5, 2.0], np.float32)
+    else:
+        stats, scale = rng.normal(size=(n_rows, 3)).astype(np.float32), None
+    hist, exact, routed = _live_level(
+        kernel, bins, node_of_row, stats, scale, n_bins=n_bins, quantised=quantised
+    )
+    np.testing.assert_array_equal(np.asarray(routed), node_of_row)  # heap nodes
+    every_node = _reference_add_at(bins, node_of_row, stats.astype(np.float64), 8, n_bins)
+    expected = np.zeros(every_node.shape[:1] + (6,) + every_node.shape[2:])
+    expected[:, :4] = every_node[:, [6, 7, 0, 1]]
+    if quantised:
+        if kernel == "native":
+            np.testing.assert_array_equal(_unpacked(exact), expected)
+        expected = expected * scale
+    elif kernel == "native":
+        np.testing.assert_allclose(np.asarray(exact), expected, rtol=1e-9, atol=1e-9)
+    if kernel == "native":
+        expected = _running_sums(expected)
+    # (the XLA kernels sum thousands of rows in float32)
+    np.testing.assert_allclose(np.asarray(hist), expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "parent_node, parent_slot",
+    [([4, 0], [0, 0]), ([1, 1], [0, 1]), ([-2, 0], [0, 0]), ([0, 1], [0, 4])],
+)
+def test_native_live_slots_reject_nodes_or_slots_out_of_range(parent_node, parent_slot):
+    bins = tile_bins(np.zeros((1, 10), np.uint8))
+    stats = jnp.ones((10, 2), jnp.float32)
+    native = HISTOGRAM_KERNELS["native"]
+    parent = native.level(bins, jnp.zeros(10, jnp.int32), stats, 4, 3, None, None)[1]
+    split = LevelSplit(
+        jnp.zeros(4, jnp.int32), jnp.zeros(4, jnp.int32), jnp.zeros(4, bool), missing_bin=2
+    )
+    live = LiveSlots(jnp.asarray(parent_node, jnp.int32), jnp.asarray(parent_slot, jnp.int32))
+    with pytest.raises(Exception, match="parent_node must hold nodes"):
+        jax.block_until_ready(
+            native.level(bins, jnp.zeros(10, jnp.int32), stats, 8, 3, parent, split, live=live)
+        )

@@ -3,6 +3,8 @@ the splits a numpy best-first grower takes, at most ``max_leaves`` leaves,
 the depth-wise model at a full budget, and everything that reads the heap
 (prediction, ``apply``, files, constraints, group and vector losses)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,8 +102,10 @@ def _node_rows(forest, tree, X):
     return reach
 
 
-@pytest.mark.parametrize("max_leaves", [2, 7, 12])
-def test_splits_match_a_numpy_best_first_grower(max_leaves):
+# depth 12: levels from depth 6 hold the histograms of at most 2 (12 - depth)
+# live nodes, not 2^depth
+@pytest.mark.parametrize("max_leaves, max_depth", [(2, 5), (7, 5), (12, 5), (12, 12)])
+def test_splits_match_a_numpy_best_first_grower(max_leaves, max_depth):
     model = jb.Booster(
         loss=_half_square,
         n_estimators=1,
@@ -110,9 +114,9 @@ def test_splits_match_a_numpy_best_first_grower(max_leaves):
         reg_lambda=1.0,
         min_child_weight=0.0,
         max_leaves=max_leaves,
-        **_LOSSGUIDE,
+        **{**_LOSSGUIDE, "max_depth": max_depth},
     ).fit(X, Y)
-    expected = _numpy_best_first(X, Y, max_leaves, max_depth=5)
+    expected = _numpy_best_first(X, Y, max_leaves, max_depth=max_depth)
     forest = model.forest_
     gain = np.asarray(forest.split_gain[0])
     assert set(np.flatnonzero(gain > 0).tolist()) == set(expected)
@@ -317,45 +321,92 @@ def test_continued_training_equals_one_longer_fit():
     )
 
 
-@pytest.mark.parametrize("max_leaves", [3, 5, 9, 20])
-def test_searching_live_nodes_only_keeps_the_best_first_tree(max_leaves):
-    # the search skips nodes whose parent best-first growth on the levels
-    # above does not keep (engine.leafwise.live_nodes): the tree must equal
-    # the complete depth-wise tree pruned afterwards
-    from jaxboost.engine.binning import apply_bins, fit_bin_edges
-    from jaxboost.engine.leafwise import best_first_tree
+def _wide_level_data(seed=0, n_rows=2000):
+    """Six noisy features of 32 bins, and ``[grad, hess]`` rows of a squared
+    error at 0: ``(X, edges, stats)``."""
+    from jaxboost.engine.binning import fit_bin_edges
+
+    rng = np.random.default_rng(seed)
+    X_wide = rng.normal(size=(n_rows, 6)).astype(np.float32)
+    X_wide[rng.uniform(size=X_wide.shape) < 0.03] = np.nan
+    signal = np.sin(2 * X_wide[:, 0]) + X_wide[:, 1] * X_wide[:, 2] + (X_wide[:, 3] > 1)
+    signal = np.nan_to_num(signal)
+    stats = np.c_[-(signal + rng.normal(size=n_rows)), np.ones(n_rows)].astype(np.float32)
+    return X_wide, jnp.asarray(fit_bin_edges(X_wide, 32)), stats
+
+
+@functools.cache
+def _grown(kernel: str, max_leaves: int, max_depth: int = 6):
+    """``grow_tree``'s ``(structure, leaf_of_row, sums)`` on `_wide_level_data`
+    with ``kernel`` ("reference", "native" or "native-quantised");
+    ``max_leaves`` 0: the complete depth-wise tree."""
+    from jaxboost.engine.binning import apply_bins, tile_bins
     from jaxboost.engine.tree import TreeParams, grow_tree
 
-    rng = np.random.default_rng(max_leaves)
-    X_wide = rng.normal(size=(2000, 6)).astype(np.float32)
-    signal = np.sin(2 * X_wide[:, 0]) + X_wide[:, 1] * X_wide[:, 2] + (X_wide[:, 3] > 1)
-    stats = np.c_[-(signal + rng.normal(size=2000)), np.ones(2000)].astype(np.float32)
-    edges = jnp.asarray(fit_bin_edges(X_wide, 32))
+    X_wide, edges, stats = _wide_level_data()
     bins = apply_bins(jnp.asarray(X_wide), edges)
-    params = TreeParams(max_depth=6, reg_lambda=1.0, min_child_weight=1.0, min_split_gain=0.0)
+    name, _, variant = kernel.partition("-")
+    if name == "native":
+        bins = tile_bins(bins)
+    row_stats, scale = jnp.asarray(stats), None
+    if variant == "quantised":  # eighths: exact integers
+        row_stats = jnp.asarray(np.round(stats * 8).astype(np.int32))
+        scale = jnp.full(2, 0.125, jnp.float32)
+    params = TreeParams(
+        max_depth=max_depth,
+        reg_lambda=1.0,
+        min_child_weight=1.0,
+        min_split_gain=0.0,
+        histogram_kernel=name,
+        max_leaves=max_leaves,
+    )
     columns = (jnp.asarray(stats.T),)
+    grow = jax.jit(
+        lambda: grow_tree(
+            bins,
+            row_stats,
+            edges,
+            params,
+            None,
+            stats_scale=scale,
+            leaf_columns=columns,
+        )
+    )
+    return grow()
 
-    def grow(leaves):
-        return jax.jit(
-            lambda: grow_tree(
-                bins,
-                jnp.asarray(stats),
-                edges,
-                params._replace(max_leaves=leaves),
-                None,
-                leaf_columns=columns,
-            )
-        )()
 
-    structure, leaf_of_row, sums = grow(max_leaves)
-    complete = grow(0)
-    expected = best_first_tree(*complete, None, max_leaves, 32)
+@pytest.mark.parametrize(
+    "kernel, max_leaves",
+    [
+        ("reference", 3),
+        ("reference", 9),
+        ("reference", 20),
+        ("native", 5),
+        ("native", 20),
+        ("native-quantised", 9),
+    ],
+)
+def test_live_node_histograms_keep_the_best_first_tree(kernel, max_leaves):
+    # only the live nodes' histograms are built and searched
+    # (engine.leafwise.live_slots): the tree must equal the complete
+    # depth-wise tree of every node's histograms pruned afterwards, its
+    # splits bit for bit (the same histograms: the same rows in the same
+    # order, the same child summed by the native kernel)
+    from jaxboost.engine.leafwise import best_first_tree, live_capacity
+
+    assert live_capacity(5, max_leaves) < 2**5  # the deepest levels hold live nodes only
+    structure, leaf_of_row, sums = _grown(kernel, max_leaves)
+    expected = best_first_tree(*_grown(kernel, 0), None, max_leaves, 32)
     for field in structure._fields:
         if getattr(structure, field) is not None:
             np.testing.assert_array_equal(
-                np.asarray(getattr(structure, field)), np.asarray(getattr(expected[0], field))
+                np.asarray(getattr(structure, field)),
+                np.asarray(getattr(expected[0], field)),
+                err_msg=field,
             )
     np.testing.assert_array_equal(np.asarray(leaf_of_row), np.asarray(expected[1]))
+    # the leaves' sums: over the complete tree's leaves first, then merged
+    # (pruned_sums): float32 sums grouped otherwise
     np.testing.assert_allclose(np.asarray(sums), np.asarray(expected[2]), rtol=1e-6, atol=1e-4)
     assert int(np.sum(np.asarray(structure.split_gain) > 0)) == max_leaves - 1
 

@@ -14,9 +14,11 @@ one: its path stops at its first unchosen node ``n`` and then goes left, to
 the leftmost leaf under ``n``.  So rows are never routed again: their
 leaves, and the leaves' sums, are mapped through a table of ``2^D`` entries.
 
-Only nodes that can still be kept need a split search: a level's live nodes
-(`live_nodes`, at most ``2 (max_leaves - depth)``) are searched, the others
-do not split.
+Only nodes that can still be kept need histograms and a split search: a
+level's live nodes (`live_slots`, at most ``2 (max_leaves - depth)``) are
+summed and searched, the others do not split.  So a level costs memory and
+search for ``2 max_leaves`` nodes at most, whatever its depth; the heap
+arrays of the tree (its ``2^D`` leaves) remain.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..kernels.interfaces import LiveSlots
 from .constraints import NodeBounds
 
 # grow_policy="lossguide"'s max_leaves when not given: LightGBM's num_leaves
@@ -151,33 +154,58 @@ def best_first_tree(
     )
 
 
-# Searching only the nodes that can still be kept.  Best-first growth on the
-# levels above depth d alone pops its nodes in an order of which the full
-# growth's pops above d are a prefix (the nodes open above d, and so the next
-# one popped there, depend only on the pops above d; deeper pops only spend
-# the budget).  So a node at depth d can be kept only if its parent is kept
-# by best-first growth on the levels above: those are the live nodes, at most
-# 2 (max_leaves - d) of them (each kept node at depth d - 1 has d kept
-# ancestors), and only they need a split search.
+# Summing and searching only the nodes that can still be kept.  Best-first
+# growth on the levels above depth d alone pops its nodes in an order of which
+# the full growth's pops above d are a prefix (the nodes open above d, and so
+# the next one popped there, depend only on the pops above d; deeper pops only
+# spend the budget).  So a node at depth d can be kept only if its parent is
+# kept by best-first growth on the levels above: those are the live nodes,
+# siblings in pairs, at most 2 (max_leaves - d) of them (each kept node at
+# depth d - 1 has d - 1 kept ancestors), and only their histograms are built
+# and searched.  A kept parent was itself live one level up (its own parent
+# is kept by growth on fewer levels, which spends no budget below it), so
+# its histograms are there to subtract from.
 
 
 def live_capacity(depth: int, max_leaves: int) -> int:
     """The most nodes at ``depth`` that best-first growth of ``max_leaves``
-    leaves can keep open (at least 1, for a fixed shape)."""
-    return max(1, min(2**depth, 2 * (max_leaves - depth)))
+    leaves can keep open, in pairs of siblings (at least one pair below the
+    root, for a fixed shape)."""
+    return min(2**depth, max(2, 2 * (max_leaves - depth)))
 
 
-def live_nodes(gain_above: jax.Array, depth: int, max_leaves: int) -> tuple[jax.Array, jax.Array]:
-    """``(index, valid)``, each ``(live_capacity,)``: the level's nodes (their
-    index within the level, in order) whose parent best-first growth keeps
-    on the levels above, from those levels' gains ``gain_above`` ``(2^depth -
-    1,)``; ``valid`` False on the padding."""
+def live_slots(
+    gain_above: jax.Array, depth: int, max_leaves: int, slot_above: jax.Array | None
+) -> tuple[LiveSlots, jax.Array, jax.Array]:
+    """The level's live nodes from the gains of the levels above.
+
+    Args:
+      gain_above: ``(2^depth - 1,)`` float32 split gains of the levels above.
+      depth: the level (>= 1); ``live_capacity(depth, max_leaves) < 2^depth``.
+      max_leaves: the budget of leaves.
+      slot_above: ``(2^(depth - 1),)`` int32 slot of each node of the level
+        above in its histograms (its `LiveSlots.slot_of_node`), or None:
+        every node's own.
+    Returns:
+      ``(live, index, valid)``: the `jaxboost.kernels.interfaces.LiveSlots`
+      of the ``live_capacity`` slots (pairs of siblings whose parent
+      best-first growth keeps on the levels above, in order), each slot's
+      node within the level ``(live_capacity,)`` int32 (the last node on the
+      padding) and ``valid`` ``(live_capacity,)`` bool, False on the padding.
+    """
     chosen = best_first_splits(gain_above, max_leaves)
     parent_kept = chosen[2 ** (depth - 1) - 1 :]  # the level above, (2^(depth - 1),)
-    live = jnp.repeat(parent_kept, 2)
-    capacity = live_capacity(depth, max_leaves)
-    (index,) = jnp.nonzero(live, size=capacity, fill_value=2**depth)
-    return jnp.minimum(index, 2**depth - 1), index < 2**depth
+    n_pairs = live_capacity(depth, max_leaves) // 2
+    (parent,) = jnp.nonzero(parent_kept, size=n_pairs, fill_value=-1)
+    parent = parent.astype(jnp.int32)
+    held = parent >= 0
+    parent_slot = jnp.maximum(parent, 0)
+    if slot_above is not None:
+        parent_slot = slot_above[parent_slot]
+    live = LiveSlots(parent, jnp.where(held, parent_slot, 0))
+    index = (2 * parent[:, None] + jnp.arange(2, dtype=jnp.int32)).reshape(-1)
+    valid = jnp.repeat(held, 2)
+    return live, jnp.where(valid, index, 2**depth - 1), valid
 
 
 def spread_choice(choice, index: jax.Array, valid: jax.Array, n_nodes: int):

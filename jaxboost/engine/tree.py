@@ -30,7 +30,7 @@ from .constraints import (
     node_feature_mask,
     root_bounds,
 )
-from .leafwise import best_first_tree, live_capacity, live_nodes, spread_choice
+from .leafwise import best_first_tree, live_capacity, live_slots, spread_choice
 from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
@@ -218,22 +218,28 @@ def _children_boxes(boxes, choice):
     )
 
 
-def _level_choice(search, hist, bounds, levels, depth: int, max_leaves: int):
-    """The `SplitChoice` of a level's nodes: every node searched, or with
-    ``max_leaves`` (leaf-wise growth) only the live ones where they are fewer
-    (`jaxboost.engine.leafwise.live_nodes`; the others do not split)."""
-    n_nodes = 2**depth
-    if not max_leaves or live_capacity(depth, max_leaves) >= n_nodes:
-        return search(hist) if bounds is None else search(hist, bounds)
+def _live_level(levels, depth: int, max_leaves: int, slot_above):
+    """``(live, index, valid)`` of `jaxboost.engine.leafwise.live_slots` for
+    a level of leaf-wise growth (``max_leaves``) with fewer live nodes than
+    nodes, else None (every node summed and searched)."""
+    if not max_leaves or live_capacity(depth, max_leaves) >= 2**depth:
+        return None
     gain_above = jnp.concatenate([level.split_gain for level in levels])
-    index, valid = live_nodes(gain_above, depth, max_leaves)
-    # histograms: (n_features, n_nodes, ...) padded, (n_slots, n_nodes, ...) packed
-    live_hist = jnp.take(hist, index, axis=1)
+    return live_slots(gain_above, depth, max_leaves, slot_above)
+
+
+def _level_choice(search, hist, bounds, live_level, n_nodes: int):
+    """The `SplitChoice` of a level's ``n_nodes`` nodes from its histograms:
+    of every node, or of its live nodes only (``live_level``: `_live_level`;
+    the others do not split)."""
+    if live_level is None:
+        return search(hist) if bounds is None else search(hist, bounds)
+    _, index, valid = live_level
     if bounds is None:
-        choice = search(live_hist)
+        choice = search(hist)
     else:
         live_bounds = NodeBounds(*(None if part is None else part[index] for part in bounds))
-        choice = search(live_hist, live_bounds)
+        choice = search(hist, live_bounds)
     return spread_choice(choice, index, valid, n_nodes)
 
 
@@ -256,9 +262,9 @@ def grow_tree(
     Each level builds the histograms of all its nodes in one pass over the
     rows, sums them over shards (``psum``), so every shard takes the same
     decisions, and routes the rows one level down.  With
-    ``params.max_leaves`` a level searches only its live nodes and the tree
-    is then pruned to the best-first tree of that many leaves
-    (`jaxboost.engine.leafwise`).
+    ``params.max_leaves`` a level builds and searches the histograms of its
+    live nodes only (at most ``2 max_leaves``) and the tree is then pruned
+    to the best-first tree of that many leaves (`jaxboost.engine.leafwise`).
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
@@ -317,20 +323,33 @@ def grow_tree(
     levels, level_bounds = [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
+    slot_above = None  # leaf-wise: the level above's nodes' slots (None: every node)
     for depth in range(params.max_depth):
         n_nodes, n_bins = 2**depth, max_bins + 1
+        live_level = _live_level(levels, depth, params.max_leaves, slot_above)
+        live = None if live_level is None else live_level[0]
         if stats_scale is None:
             hist, carry, node_of_row = kernel.level(
-                bins, node_of_row, row_stats, n_nodes, n_bins, carry, split, slots
+                bins, node_of_row, row_stats, n_nodes, n_bins, carry, split, slots, live
             )
         else:
             hist, carry, node_of_row = kernel.level_quantised(
-                bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, carry, split, slots
+                bins,
+                node_of_row,
+                row_stats,
+                stats_scale,
+                n_nodes,
+                n_bins,
+                carry,
+                split,
+                slots,
+                live,
             )
+        slot_above = None if live is None else live.slot_of_node(n_nodes)
         if boxes is not None:
             lower, upper = search_bounds(constraints.monotone, boxes)
             bounds = bounds._replace(lower=lower, upper=upper)
-        choice = _level_choice(search, hist, bounds, levels, depth, params.max_leaves)
+        choice = _level_choice(search, hist, bounds, live_level, n_nodes)
         if constraints is not None:
             level_bounds.append(bounds)
             bounds = children_bounds(

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from .histogram_native import native_level_histograms, native_level_histograms_quantised
 from .histogram_packed import build_histograms_packed
 from .histogram_reference import build_histograms, in_slots
-from .interfaces import LevelSplit, SlotLayout
+from .interfaces import LevelSplit, LiveSlots, SlotLayout
 from .route_native import native_route_leaf_sums, native_route_rows
 
 # int32 flat indices into (n_features, n_rows) bins stay below this
@@ -93,13 +93,24 @@ def _laid_out(hist: jax.Array, slots: SlotLayout | None) -> jax.Array:
     return hist if slots is None else in_slots(hist, slots)
 
 
+def _build_live(build, bins, node_of_row, row_stats, n_nodes, n_bins, live: LiveSlots | None):
+    """``build(bins, node_of_row, row_stats, n_nodes, n_bins)``, or with
+    ``live`` (`LiveSlots`) the histograms of its slots only: the other
+    nodes' rows summed into one spare slot past them, dropped."""
+    if live is None:
+        return build(bins, node_of_row, row_stats, n_nodes, n_bins)
+    n_slots = 2 * live.parent_node.shape[0]
+    slot_of_row = live.slot_of_node(n_nodes)[node_of_row]
+    return build(bins, slot_of_row, row_stats, n_slots + 1, n_bins)[:, :n_slots]
+
+
 def _reference_quantised(
-    bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split, slots=None
+    bins, node_of_row, quantised_stats, scale, n_nodes, n_bins, parent, split, slots=None, live=None
 ):
     """Integer histograms summed afresh by the reference kernel (int32 sums),
     then scaled to float32."""
     node_of_row = _routed(bins, node_of_row, split)
-    hist = build_histograms(bins, node_of_row, quantised_stats, n_nodes, n_bins)
+    hist = _build_live(build_histograms, bins, node_of_row, quantised_stats, n_nodes, n_bins, live)
     return _laid_out(hist.astype(jnp.float32) * scale, slots), None, node_of_row
 
 
@@ -107,9 +118,11 @@ def _level_by_level(build) -> HistogramFunctions:
     """A kernel that sums every level afresh, from ``build(bins, node_of_row,
     row_stats, n_nodes, n_bins)`` (quantised statistics: the reference's)."""
 
-    def level_histograms(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots=None):
+    def level_histograms(
+        bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots=None, live=None
+    ):
         node_of_row = _routed(bins, node_of_row, split)
-        hist = build(bins, node_of_row, row_stats, n_nodes, n_bins)
+        hist = _build_live(build, bins, node_of_row, row_stats, n_nodes, n_bins, live)
         return _laid_out(hist, slots), None, node_of_row
 
     return HistogramFunctions(

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .interfaces import LevelSplit, SlotLayout
+from .interfaces import LevelSplit, LiveSlots, SlotLayout
 from .native_library import load
 from .route_native import split_buffers
 
@@ -28,6 +28,7 @@ def native_level_histograms(
     parent: jax.Array | None,
     split: LevelSplit | None = None,
     slots: SlotLayout | None = None,
+    live: LiveSlots | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One level's histograms, from its parents' when ``parent`` is given.
 
@@ -45,6 +46,10 @@ def native_level_histograms(
         in the same call, which counts the children's rows as it routes them;
         given with ``parent`` and only then.
       slots: the histograms' packed layout, or None: padded.
+      live: the level's nodes the histograms hold (leaf-wise growth: its
+        live ones, `jaxboost.kernels.interfaces.LiveSlots`), ``n_nodes``
+        then read as ``2 n_pairs`` in what is returned, ``parent`` the level
+        above's slots; None: every node.  Given with ``split`` only.
     Returns:
       ``(n_features, n_nodes, n_bins, n_stats)`` float32 running sums over the
       value bins (bin ``b`` holds bins ``0..b`` of what
@@ -58,9 +63,10 @@ def native_level_histograms(
     """
     load()
     n_stats = row_stats.shape[1]
-    sums = _level_sums(bins.shape[0], n_nodes, n_bins, n_stats, n_stats, jnp.float64, slots)
+    n_held = _held_nodes(n_nodes, live)
+    sums = _level_sums(bins.shape[0], n_held, n_bins, n_stats, n_stats, jnp.float64, slots)
     if parent is None:
-        _check_afresh(split)
+        _check_afresh(split, live)
         # under vmap the kernel runs once per member
         call = jax.ffi.ffi_call("jaxboost_histogram_root", sums, vmap_method="sequential")
         exact, cumulative = call(
@@ -82,6 +88,7 @@ def native_level_histograms(
         parent,
         *_split_arguments(split),
         *_layout_arguments(slots),
+        *_live_arguments(live),
         **_attributes(n_bins, split),
     )
     return cumulative, exact, node_of_row
@@ -97,13 +104,14 @@ def native_level_histograms_quantised(
     parent: jax.Array | None,
     split: LevelSplit | None = None,
     slots: SlotLayout | None = None,
+    live: LiveSlots | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """`native_level_histograms` for integer statistics (see
     `jaxboost.engine.quantise`): every (gradient, hessian) pair of a row is
     packed into one int64 and summed exactly, with one integer add.
 
     Args:
-      bins, node_of_row, n_nodes, n_bins, split, slots: as
+      bins, node_of_row, n_nodes, n_bins, split, slots, live: as
         `native_level_histograms`.
       quantised_stats: ``(n_rows, 2K)`` int32 ``[gradients, hessians]``,
         each ``|value| < 2**31 / n_rows``.
@@ -120,9 +128,10 @@ def native_level_histograms_quantised(
     load()
     packed = packed_pairs(quantised_stats)
     n_features, n_columns = bins.shape[0], quantised_stats.shape[1]
-    sums = _level_sums(n_features, n_nodes, n_bins, n_columns // 2, n_columns, jnp.int64, slots)
+    n_held = _held_nodes(n_nodes, live)
+    sums = _level_sums(n_features, n_held, n_bins, n_columns // 2, n_columns, jnp.int64, slots)
     if parent is None:
-        _check_afresh(split)
+        _check_afresh(split, live)
         call = jax.ffi.ffi_call("jaxboost_histogram_root_quantised", sums, vmap_method="sequential")
         exact, cumulative = call(
             bins,
@@ -147,6 +156,7 @@ def native_level_histograms_quantised(
         parent,
         *_split_arguments(split),
         *_layout_arguments(slots),
+        *_live_arguments(live),
         **_attributes(n_bins, split),
     )
     return cumulative, exact, node_of_row
@@ -184,10 +194,26 @@ def _layout_arguments(slots: SlotLayout | None) -> tuple[jax.Array, jax.Array]:
     return slots.start.astype(jnp.int32), slots.has_missing.astype(jnp.bool_)
 
 
-def _check_afresh(split: LevelSplit | None) -> None:
-    """A level summed afresh (no ``parent``) takes its rows as they are."""
+def _check_afresh(split: LevelSplit | None, live: LiveSlots | None) -> None:
+    """A level summed afresh (no ``parent``) takes its rows as they are,
+    every node."""
     if split is not None:
         raise ValueError("the native kernel routes the rows only with the parents' sums")
+    if live is not None:
+        raise ValueError("the native kernel sums live nodes only from their parents' sums")
+
+
+def _held_nodes(n_nodes: int, live: LiveSlots | None) -> int:
+    """The nodes a level's histograms hold: all ``n_nodes``, or ``live``'s slots."""
+    return n_nodes if live is None else 2 * live.parent_node.shape[0]
+
+
+def _live_arguments(live: LiveSlots | None) -> tuple[jax.Array, jax.Array]:
+    """The children kernels' ``parent_node`` and ``parent_slot``, ``(n_pairs,)``
+    int32 each, or ``(0,)`` each: every node."""
+    if live is None:
+        return jnp.zeros(0, jnp.int32), jnp.zeros(0, jnp.int32)
+    return live.parent_node.astype(jnp.int32), live.parent_slot.astype(jnp.int32)
 
 
 def _nodes_like(node_of_row: jax.Array) -> jax.ShapeDtypeStruct:

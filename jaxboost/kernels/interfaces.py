@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import jax
+import jax.numpy as jnp
 
 
 class LevelSplit(NamedTuple):
@@ -22,6 +23,27 @@ class LevelSplit(NamedTuple):
     # (n_nodes, 8) uint32: the bins a categorical split sends left, zero at
     # numeric nodes (jaxboost.engine.categorical), or None
     category_left: jax.Array | None = None
+
+
+class LiveSlots(NamedTuple):
+    """A level's histograms for some of its nodes only (leaf-wise growth,
+    `jaxboost.engine.leafwise.live_slots`), as pairs of siblings: slots
+    ``2j`` and ``2j + 1`` hold the children of node ``parent_node[j]`` of the
+    level above, whose sums a kernel that subtracts reads in slot
+    ``parent_slot[j]`` of that level's; ``parent_node`` -1: padding, empty.
+    The other nodes' rows are routed as usual but summed nowhere."""
+
+    parent_node: jax.Array  # (n_pairs,) int32 node within the level above, or -1
+    parent_slot: jax.Array  # (n_pairs,) int32 its slot in the level above's sums
+
+    def slot_of_node(self, n_nodes: int) -> jax.Array:
+        """``(n_nodes,)`` int32 slot of each of the level's nodes, ``2 n_pairs``
+        (one past the slots) where it has none."""
+        n_slots = 2 * self.parent_node.shape[0]
+        child = 2 * self.parent_node[:, None] + jnp.arange(2, dtype=jnp.int32)
+        child = jnp.where(self.parent_node[:, None] >= 0, child, n_nodes).reshape(-1)
+        empty = jnp.full(n_nodes, n_slots, jnp.int32)
+        return empty.at[child].set(jnp.arange(n_slots, dtype=jnp.int32), mode="drop")
 
 
 class SlotLayout(NamedTuple):
@@ -47,9 +69,11 @@ class HistogramKernel(Protocol):
     """A way to build a level's histograms, and to route its rows down.
 
     ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split,
-    slots=None) -> (hist, carry, node_of_row)``: ``hist`` ``(n_features,
-    n_nodes, n_bins, n_stats)`` float32, or with ``slots`` (a
-    `SlotLayout`) ``(n_slots, n_nodes, n_stats)`` running sums,
+    slots=None, live=None) -> (hist, carry, node_of_row)``: ``hist``
+    ``(n_features, n_nodes, n_bins, n_stats)`` float32, or with ``slots`` (a
+    `SlotLayout`) ``(n_slots, n_nodes, n_stats)`` running sums; with
+    ``live`` (a `LiveSlots`, never at the root) its ``2 n_pairs`` slots in
+    place of the ``n_nodes`` nodes,
     ``carry`` what the next level gets as ``parent`` (None at the root), and
     the rows' nodes within the level.  With ``split`` (a
     `LevelSplit`; None at the root), ``node_of_row`` is the level
@@ -59,7 +83,7 @@ class HistogramKernel(Protocol):
     bins (see `jaxboost.engine.split.find_best_splits`); packed, every
     kernel's does.
     ``level_quantised(bins, node_of_row, quantised_stats, scale, n_nodes,
-    n_bins, parent, split, slots=None)``: the same for ``(n_rows, n_stats)`` int32
+    n_bins, parent, split, slots=None, live=None)``: the same for ``(n_rows, n_stats)`` int32
     statistics (`jaxboost.engine.quantise`), summed exactly; ``hist`` is
     the sums times ``scale`` ``(n_stats,)``, float32.
     ``route``: sends the rows one level down, as

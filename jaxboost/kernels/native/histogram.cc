@@ -39,6 +39,14 @@
 //   has_missing  (0,) bool with the padded layout; packed, (n_features,)
 //                bool: 0 where a feature has no missing values in these
 //                rows (its bins are summed unclamped: hist_layout.h)
+//   parent_node, parent_slot  (0,) int32 each: the level's histograms hold
+//                every node (n_nodes = 2 n_parents); or (n_pairs,) int32 each
+//                (leaf-wise growth: its live nodes only, LevelPairs): slots
+//                2 j and 2 j + 1 of result and cumulative (n_nodes = 2
+//                n_pairs) hold the children of node parent_node[j] of the
+//                level above (-1: padding, zero), whose sums are slot
+//                parent_slot[j] of parent_hist; the other nodes' rows are
+//                routed and not summed
 //   next         (n_rows,) int32 node within the level (children kernels)
 //   result       (n_features, n_nodes, n_bins, n_stats) float64
 //   cumulative   (n_features, n_nodes, n_bins, n_stats) float32: the result
@@ -754,6 +762,54 @@ ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
   return ffi::Error::Success();
 }
 
+// The nodes a level's histograms hold, as pairs of siblings: slots 2 j and
+// 2 j + 1 hold the children of node node[j] of the level above (its split),
+// whose sums are slot slot[j] of the level above's; node[j] -1: padding,
+// empty.  Every node in order (identity) unless leaf-wise growth holds its
+// live nodes only (jaxboost.engine.leafwise.live_slots): their rows are
+// summed, the other nodes' rows routed and skipped.
+struct LevelPairs {
+  std::vector<int64_t> node;
+  std::vector<int64_t> slot;
+  // (2 n_parents,) the slot of every node of the level, 2 n_pairs (a spare
+  // slot) where it has none; empty for the identity
+  std::vector<int32_t> slot_of_child;
+
+  static LevelPairs Identity(int64_t n_parents) {
+    LevelPairs pairs;
+    pairs.node.resize(n_parents);
+    for (int64_t p = 0; p < n_parents; ++p) pairs.node[p] = p;
+    pairs.slot = pairs.node;
+    return pairs;
+  }
+
+  // From `parent_node` and `parent_slot` (n_pairs,) int32; false unless
+  // every node is -1 or in [0, n_parents), held once, and its slot in [0,
+  // n_parent_slots).
+  bool Read(const int32_t* parent_node, const int32_t* parent_slot, int64_t n_pairs,
+            int64_t n_parents, int64_t n_parent_slots) {
+    node.resize(n_pairs);
+    slot.resize(n_pairs);
+    slot_of_child.assign(2 * n_parents, static_cast<int32_t>(2 * n_pairs));
+    for (int64_t j = 0; j < n_pairs; ++j) {
+      node[j] = parent_node[j];
+      slot[j] = parent_slot[j];
+      if (node[j] < 0) {
+        if (node[j] != -1) return false;
+        continue;
+      }
+      if (node[j] >= n_parents || slot[j] < 0 || slot[j] >= n_parent_slots) return false;
+      if (slot_of_child[2 * node[j]] != 2 * n_pairs) return false;  // held twice
+      slot_of_child[2 * node[j]] = static_cast<int32_t>(2 * j);
+      slot_of_child[2 * node[j] + 1] = static_cast<int32_t>(2 * j + 1);
+    }
+    return true;
+  }
+
+  bool identity() const { return slot_of_child.empty(); }
+  int64_t n_pairs() const { return static_cast<int64_t>(node.size()); }
+};
+
 // The child of every parent with the smaller hessian sum (ties: the left
 // one), read off the parent's histogram of its split feature: a stand-in for
 // the smaller row count that is known before the rows are routed, so that
@@ -763,18 +819,24 @@ ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
 // `parent` lies as `layout` says, its missing bins in their last slots.
 template <class Sums>
 std::vector<uint8_t> LighterChildren(const typename Sums::Acc* parent, const Sums& sums,
-                                     const LevelSplits& splits, const HistLayout& layout) {
-  const int64_t n_parents = splits.n_nodes(), n_stored = sums.n_stored;
-  std::vector<uint8_t> summed(2 * n_parents, 0);
-  for (int64_t p = 0; p < n_parents; ++p) {
+                                     const LevelSplits& splits, const HistLayout& layout,
+                                     const LevelPairs& pairs) {
+  const int64_t n_pairs = pairs.n_pairs(), n_stored = sums.n_stored;
+  std::vector<uint8_t> summed(2 * n_pairs, 0);
+  for (int64_t j = 0; j < n_pairs; ++j) {
+    const int64_t p = pairs.node[j];
+    if (p < 0) {  // padding: no rows, the left child summed (to zero)
+      summed[2 * j] = 1;
+      continue;
+    }
     const int64_t f = splits.feature[p], missing = layout.last[f];
-    const auto* hist = parent + layout.Segment(f, p) * n_stored;
+    const auto* hist = parent + layout.Segment(f, pairs.slot[j]) * n_stored;
     typename Sums::Acc side[2] = {0, 0};  // hessian sums, left and right
     for (int64_t b = 0; b <= missing; ++b) {
       const int right = b == missing ? splits.missing_right[p] : splits.ValueRight(p, b);
       side[right] += sums.Hessian(hist + b * n_stored);
     }
-    summed[2 * p + (side[1] < side[0] ? 1 : 0)] = 1;
+    summed[2 * j + (side[1] < side[0] ? 1 : 0)] = 1;
   }
   return summed;
 }
@@ -786,13 +848,25 @@ template <int kUsual, typename Stat>
 bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
                   const LevelSplits& splits, int64_t missing_bin, int32_t* next,
                   const Stat* stats, int64_t n_stats, const std::vector<uint8_t>& summed,
-                  int64_t node_size, RowList<Stat>* list) {
+                  int64_t node_size, const LevelPairs& pairs, RowList<Stat>* list) {
   const int64_t n_rows = tiles.last_start + tiles.last_pitch;
   list->Reserve(n_rows + 1, n_stats);
   list->size = 0;
+  if (pairs.identity()) {
+    return RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
+      ListTileInRowOrder<kUsual>(next, stats, n_stats, summed.data(), node_size, t0, t1,
+                                 tiles.Start(t0) - t0, list);
+    });
+  }
+  // rows listed by slot: a node without one goes to the spare slot, never summed
+  std::vector<uint8_t> keep(summed);
+  keep.push_back(0);
+  std::vector<int32_t> slot_of_row(n_rows);
+  const int32_t* __restrict slot_of_child = pairs.slot_of_child.data();
   return RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
-    ListTileInRowOrder<kUsual>(next, stats, n_stats, summed.data(), node_size, t0, t1,
-                               tiles.Start(t0) - t0, list);
+    for (int64_t r = t0; r < t1; ++r) slot_of_row[r] = slot_of_child[next[r]];
+    ListTileInRowOrder<kUsual>(slot_of_row.data(), stats, n_stats, keep.data(), node_size, t0,
+                               t1, tiles.Start(t0) - t0, list);
   });
 }
 
@@ -924,8 +998,9 @@ template <int kUsual, class Sums>
 void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int32_t* node,
                  const typename Sums::Stat* stats, const std::vector<int64_t>& count,
                  const std::vector<uint8_t>& summed, bool listed, const HistLayout& parent_layout,
-                 const HistLayout& layout, const Sums& sums, RowList<typename Sums::Stat>* list,
-                 const typename Sums::Acc* parent, typename Sums::Acc* hist, float* running) {
+                 const HistLayout& layout, const LevelPairs& pairs, const Sums& sums,
+                 RowList<typename Sums::Stat>* list, const typename Sums::Acc* parent,
+                 typename Sums::Acc* hist, float* running) {
   using Acc = typename Sums::Acc;
   const int64_t n_stored = sums.n_stored, n_out = n_stored * Sums::kParts;
   const HistLayout running_layout = layout.SlotMajor();
@@ -942,18 +1017,24 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
                             layout.node_stride * n_stored, BinTiles(n_features, n_rows), list);
   }
   AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, layout, hist);
-  parent_layout.ForEachSegment([&](int64_t f, int64_t p) {
-    const int64_t summed_child = summed[2 * p] ? 2 * p : 2 * p + 1;
-    const int64_t other_child = 4 * p + 1 - summed_child;
-    const int64_t part = layout.Segment(f, summed_child), rest = layout.Segment(f, other_child);
-    float* part_running = running + running_layout.Segment(f, summed_child) * n_out;
-    float* rest_running = running + running_layout.Segment(f, other_child) * n_out;
-    const Acc* from = parent + parent_layout.Segment(f, p) * n_stored;
-    WithStatCount<kUsual>(n_stored, [&](auto stored) {
-      SubtractAndRun<Sums, stored()>(from, hist + part * n_stored, hist + rest * n_stored,
-                                     part_running, rest_running, layout.Bins(f), step, sums);
-    });
-  });
+  // a padding pair's parent: zeros (it has no rows)
+  std::vector<Acc> no_parent(pairs.identity() ? 0 : 256 * n_stored, Acc(0));
+  for (int64_t f = 0; f < n_features; ++f) {  // feature by feature: see ForEachSegment
+    for (int64_t j = 0; j < pairs.n_pairs(); ++j) {
+      const int64_t summed_child = summed[2 * j] ? 2 * j : 2 * j + 1;
+      const int64_t other_child = 4 * j + 1 - summed_child;
+      const int64_t part = layout.Segment(f, summed_child), rest = layout.Segment(f, other_child);
+      float* part_running = running + running_layout.Segment(f, summed_child) * n_out;
+      float* rest_running = running + running_layout.Segment(f, other_child) * n_out;
+      const Acc* from = pairs.node[j] < 0
+                            ? no_parent.data()
+                            : parent + parent_layout.Segment(f, pairs.slot[j]) * n_stored;
+      WithStatCount<kUsual>(n_stored, [&](auto stored) {
+        SubtractAndRun<Sums, stored()>(from, hist + part * n_stored, hist + rest * n_stored,
+                                       part_running, rest_running, layout.Bins(f), step, sums);
+      });
+    }
+  }
 }
 
 // The layout (HistLayout) of n_nodes nodes' histograms in a buffer of shape
@@ -1050,25 +1131,41 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
                          ffi::Buffer<ffi::S32>& feature, ffi::Buffer<ffi::S32>& threshold_bin,
                          ffi::Buffer<ffi::PRED>& missing_left,
                          ffi::Buffer<ffi::U32>& category_left, ffi::Buffer<ffi::S32>& slot_start,
-                         ffi::Buffer<ffi::PRED>& has_missing, int32_t* next,
+                         ffi::Buffer<ffi::PRED>& has_missing, ffi::Buffer<ffi::S32>& parent_node,
+                         ffi::Buffer<ffi::S32>& parent_slot, int32_t* next,
                          ffi::Span<const int64_t> result_dims, typename Sums::Acc* result,
                          float* cumulative, int64_t n_bins,
                          int64_t missing_bin, const Sums& sums,
                          RowList<typename Sums::Stat>* list) {
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const int64_t n_parents = static_cast<int64_t>(feature.element_count());
+  LevelPairs pairs = LevelPairs::Identity(n_parents);
+  int64_t n_parent_slots = n_parents;  // the parents' sums: every parent, or the live ones
+  if (parent_node.element_count() != 0) {  // the live nodes only (leaf-wise growth)
+    if (parent_dims.size() < 2 || parent_slot.element_count() != parent_node.element_count()) {
+      return ffi::Error::InvalidArgument("jaxboost histogram: parent_node and parent_slot shapes");
+    }
+    n_parent_slots = slot_start.element_count() == 0 ? parent_dims[1] : parent_dims[0];
+    if (!pairs.Read(parent_node.typed_data(), parent_slot.typed_data(),
+                    static_cast<int64_t>(parent_node.element_count()), n_parents,
+                    n_parent_slots)) {
+      return ffi::Error::InvalidArgument(
+          "jaxboost histogram: parent_node must hold nodes of the level above at most once "
+          "(or -1), parent_slot their slots in its sums");
+    }
+  }
   HistLayout parent_layout, layout;
-  if (auto err = ReadLayout(slot_start, has_missing, parent_dims, n_features, n_parents, n_bins,
-                            sums.n_stored, &parent_layout);
+  if (auto err = ReadLayout(slot_start, has_missing, parent_dims, n_features, n_parent_slots,
+                            n_bins, sums.n_stored, &parent_layout);
       err.failure()) {
     return err;
   }
-  if (auto err = ReadLayout(slot_start, has_missing, result_dims, n_features, 2 * n_parents,
-                            n_bins, sums.n_stored, &layout);
+  if (auto err = ReadLayout(slot_start, has_missing, result_dims, n_features,
+                            2 * pairs.n_pairs(), n_bins, sums.n_stored, &layout);
       err.failure()) {
     return err;
   }
-  if (2 * n_parents <= (int64_t{1} << kGroupShift)) {  // one list in row order
+  if (!pairs.identity() || 2 * n_parents <= (int64_t{1} << kGroupShift)) {  // row order
     LevelSplits splits;
     if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
                                     missing_left, category_left, n_parents, n_bins, missing_bin,
@@ -1076,14 +1173,16 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
         err.failure()) {
       return err;
     }
-    const std::vector<uint8_t> summed = LighterChildren(parent, sums, splits, parent_layout);
+    const std::vector<uint8_t> summed =
+        LighterChildren(parent, sums, splits, parent_layout, pairs);
     if (!RouteAndList<kUsual>(bins.typed_data(), BinTiles(n_features, n_rows),
                               node_of_row.typed_data(), splits, missing_bin, next, stats,
-                              sums.n_stored, summed, layout.node_stride * sums.n_stored, list)) {
+                              sums.n_stored, summed, layout.node_stride * sums.n_stored, pairs,
+                              list)) {
       return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
     }
     SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, {}, summed, true,
-                        parent_layout, layout, sums, list, parent, result, cumulative);
+                        parent_layout, layout, pairs, sums, list, parent, result, cumulative);
     return ffi::Error::Success();
   }
   std::vector<int64_t> count;
@@ -1094,8 +1193,8 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
     return err;
   }
   SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, count,
-                      SmallerChildren(count, n_parents), false, parent_layout, layout, sums, list,
-                      parent, result, cumulative);
+                      SmallerChildren(count, n_parents), false, parent_layout, layout, pairs,
+                      sums, list, parent, result, cumulative);
   return ffi::Error::Success();
 }
 
@@ -1104,7 +1203,8 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
                         ffi::Buffer<ffi::S32> feature, ffi::Buffer<ffi::S32> threshold_bin,
                         ffi::Buffer<ffi::PRED> missing_left, ffi::Buffer<ffi::U32> category_left,
                         ffi::Buffer<ffi::S32> slot_start,
-                        ffi::Buffer<ffi::PRED> has_missing, ffi::ResultBuffer<ffi::S32> next,
+                        ffi::Buffer<ffi::PRED> has_missing, ffi::Buffer<ffi::S32> parent_node,
+                        ffi::Buffer<ffi::S32> parent_slot, ffi::ResultBuffer<ffi::S32> next,
                         ffi::ResultBuffer<ffi::F64> result,
                         ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
                         int64_t missing_bin) {
@@ -1112,7 +1212,7 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
   return ChildrenLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
                           threshold_bin, missing_left, category_left, slot_start, has_missing,
-                          next->typed_data(),
+                          parent_node, parent_slot, next->typed_data(),
                           result->dimensions(), result->typed_data(), cumulative->typed_data(),
                           n_bins, missing_bin, sums, &tls_list);
 }
@@ -1139,6 +1239,8 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
                                  ffi::Buffer<ffi::U32> category_left,
                                  ffi::Buffer<ffi::S32> slot_start,
                                  ffi::Buffer<ffi::PRED> has_missing,
+                                 ffi::Buffer<ffi::S32> parent_node,
+                                 ffi::Buffer<ffi::S32> parent_slot,
                                  ffi::ResultBuffer<ffi::S32> next,
                                  ffi::ResultBuffer<ffi::S64> result,
                                  ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
@@ -1148,7 +1250,7 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
   return ChildrenLevel<1>(bins, node_of_row, row_stats.dimensions(), PackedWords(row_stats),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
                           threshold_bin, missing_left, category_left, slot_start, has_missing,
-                          next->typed_data(),
+                          parent_node, parent_slot, next->typed_data(),
                           result->dimensions(), result->typed_data(), cumulative->typed_data(),
                           n_bins, missing_bin, sums, &tls_packed_list);
 }
@@ -1179,6 +1281,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
@@ -1211,6 +1315,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildrenQuantised, ChildrenQuanti
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
