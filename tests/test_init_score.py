@@ -162,7 +162,9 @@ def test_a_given_base_score_is_the_initial_score():
     assert zero.init_score_.tolist() == [0.0]
     np.testing.assert_allclose(zero.train_loss_[0], np.mean(0.5 * y**2), rtol=1e-6)
     classes = np.digitize(X[:, 0], [-0.5, 0.5]).astype(np.float32)
-    three = jb.Booster(loss="softmax_cross_entropy", n_estimators=2, base_score=[1.0, 0.0, -1.0])
+    three = jb.Booster(
+        loss="softmax_cross_entropy", n_estimators=2, max_depth=2, base_score=[1.0, 0.0, -1.0]
+    )
     assert three.fit(X, classes).init_score_.tolist() == [1.0, 0.0, -1.0]
     loaded = jb.load(_saved(three))
     assert loaded.base_score == [1.0, 0.0, -1.0]
