@@ -85,8 +85,9 @@ def test_predict_applies_the_declared_link():
 
 def test_an_optax_loss_works_through_the_adapter():
     X, y = _regression()
-    model = jb.Booster(loss=losses.from_optax(optax.losses.huber_loss), n_estimators=10).fit(X, y)
-    reference = jb.Booster(loss=losses.huber(1.0), n_estimators=10).fit(X, y)
+    settings = {"n_estimators": 10, "max_depth": 3}  # (depth 6 compiled twice as long)
+    model = jb.Booster(loss=losses.from_optax(optax.losses.huber_loss), **settings).fit(X, y)
+    reference = jb.Booster(loss=losses.huber(1.0), **settings).fit(X, y)
     np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=1e-5, atol=1e-6)
 
 
@@ -276,7 +277,8 @@ def test_bad_settings_and_weights_are_rejected():
     with pytest.raises(ValueError, match="sample_weight"):
         jb.Booster().fit(X, y, sample_weight=-np.ones(20))
     with pytest.raises(ValueError, match="X: expected 5 features"):
-        jb.Booster(n_estimators=2).fit(X, y).predict(X[:, :3])
+        # (test_whole_numbers_of_any_type_are_counts' settings: its programs)
+        jb.Booster(n_estimators=2, max_depth=2).fit(X, y).predict(X[:, :3])
     with pytest.raises(RuntimeError, match="not fitted"):
         jb.Booster().predict(X)
 

@@ -165,7 +165,7 @@ def test_more_categories_than_bins_share_the_last_code_by_rarity():
     y = (codes % 3 == 0).astype(np.float32) + 0.1 * rng.normal(size=codes.size)
     X = np.c_[codes, rng.normal(size=codes.size)].astype(np.float32)
     with pytest.warns(UserWarning, match="leave the column out of categorical_features"):
-        model = jb.Booster(categorical_features=[0], n_estimators=3).fit(X, y)
+        model = jb.Booster(categorical_features=[0], n_estimators=3, max_depth=2).fit(X, y)
     assert np.isfinite(model.predict(X)).all()
 
 

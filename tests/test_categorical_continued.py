@@ -122,11 +122,13 @@ def test_warm_start_keeps_the_estimators_categories():
 def test_other_categorical_columns_are_refused_by_name(first_columns, then_columns, message):
     X, y = _shops(n_rows=300, seed=4)
     X[:, 1] = np.abs(np.round(X[:, 1]))  # codes, to be categorical
-    first = jb.Booster(n_estimators=1, categorical_features=first_columns).fit(X, y)
+    first = jb.Booster(n_estimators=1, max_depth=2, categorical_features=first_columns).fit(X, y)
     with pytest.raises(ValueError, match="categorical_features: " + message):
-        jb.Booster(n_estimators=1, categorical_features=then_columns).fit(X, y, init_model=first)
+        jb.Booster(n_estimators=1, max_depth=2, categorical_features=then_columns).fit(
+            X, y, init_model=first
+        )
     estimator = jb.Regressor(
-        n_estimators=1, categorical_features=first_columns, warm_start=True
+        n_estimators=1, max_depth=2, categorical_features=first_columns, warm_start=True
     ).fit(X, y)
     with pytest.raises(ValueError, match="categorical_features: " + message):
         estimator.set_params(n_estimators=2, categorical_features=then_columns).fit(X, y)
@@ -134,12 +136,12 @@ def test_other_categorical_columns_are_refused_by_name(first_columns, then_colum
 
 def test_an_x_that_is_not_a_table_is_refused_by_name():
     X, y = _shops(n_rows=200, seed=6)
-    first = jb.Booster(n_estimators=1, categorical_features=[0]).fit(X, y)
+    first = jb.Booster(n_estimators=1, max_depth=2, categorical_features=[0]).fit(X, y)
     for init_model in (None, first):  # (its columns were read before X's checks)
         with pytest.raises(ValueError, match="X: expected a 2-D array"):
-            jb.Booster(n_estimators=1, categorical_features=[0]).fit(
+            jb.Booster(n_estimators=1, max_depth=2, categorical_features=[0]).fit(
                 X[:, 0], y, init_model=init_model
             )
-    estimator = jb.Regressor(n_estimators=1, warm_start=True).fit(X, y)
+    estimator = jb.Regressor(n_estimators=1, max_depth=2, warm_start=True).fit(X, y)
     with pytest.raises(ValueError, match="Expected 2D array"):  # scikit-learn's words
         estimator.set_params(n_estimators=2).fit(X[:, 0], y)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from run_script import run_script
 
 import jaxboost as jb
@@ -48,10 +49,23 @@ CHECKS = Path(__file__).resolve().parent / "scripts" / "distributed_checks.py"
 
 def _two_processes(case: str, *args: str, timeout: int = 120) -> list[dict]:
     result = run_script(
-        CHECKS, args=("--case", case, "--timeout", str(timeout), *args), timeout=300
+        CHECKS, args=("--case", case, "--timeout", str(timeout), *args), timeout=timeout + 180
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# the cases that end "ok" on both processes, run in turn by one pair of
+# workers: each pair costs some 15 s to start, initialise and join
+_OK_CASES = ("gather-64bit", "constant-each", "watched-on-0", "above-sample", "categories")
+
+
+@pytest.fixture(scope="module")
+def ok_cases(tmp_path_factory) -> tuple[dict[str, list[dict]], Path]:
+    """``(results, output)``: each of ``_OK_CASES``' two workers' exit code
+    and last line, and the folder of each case's models (``output / case``)."""
+    output = tmp_path_factory.mktemp("distributed")
+    return _two_processes(",".join(_OK_CASES), "--output", str(output), timeout=360), output
 
 
 def _checks_module():
@@ -61,9 +75,9 @@ def _checks_module():
     return module
 
 
-def test_64bit_values_cross_processes_bit_for_bit():
+def test_64bit_values_cross_processes_bit_for_bit(ok_cases):
     # process_allgather alone cuts them to 32 bits: 2**40 arrives as 0
-    for worker in _two_processes("gather-64bit"):
+    for worker in ok_cases[0]["gather-64bit"]:
         assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
         exchanged = json.loads(worker["last"][3:])
         assert exchanged["uint64"] == [2**40, 2**64 - 1, 2**40 + 1, 2**64 - 2]
@@ -73,14 +87,14 @@ def test_64bit_values_cross_processes_bit_for_bit():
         assert exchanged["dtypes"] == ["int64", "float64"]
 
 
-def test_two_processes_above_the_edge_sample_train_the_single_process_model(tmp_path):
+def test_two_processes_above_the_edge_sample_train_the_single_process_model(ok_cases):
     # 2 x 110,000 rows: the edges come from a 200,000-row sample chosen by
     # global row number, the same rows as in one process, so the same model
     checks = _checks_module()
     assert checks.ABOVE_SAMPLE_ROWS > DEFAULT_SAMPLE_SIZE
-    for worker in _two_processes("above-sample", "--output", str(tmp_path)):
+    for worker in ok_cases[0]["above-sample"]:
         assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
-    distributed = jb.load(tmp_path / "model_process0.json")
+    distributed = jb.load(ok_cases[1] / "above-sample" / "model_process0.json")
     X, y = checks.all_rows()
     single = checks.make_model().fit(X, y)
     np.testing.assert_array_equal(distributed.bin_edges_, single.bin_edges_)
@@ -101,8 +115,8 @@ def test_bad_rows_in_one_process_stop_every_process_with_the_reason():
     assert "process 1: ValueError: y:" in first["last"]
 
 
-def test_features_constant_within_each_process_but_not_across_them_train():
-    first, second = _two_processes("constant-each")
+def test_features_constant_within_each_process_but_not_across_them_train(ok_cases):
+    first, second = ok_cases[0]["constant-each"]
     assert first["code"] == 0 and second["code"] == 0, (first, second)
     assert first["last"] == second["last"]  # the same model: the same training loss
 
@@ -125,20 +139,21 @@ def test_a_process_that_leaves_mid_fit_stops_the_other_with_the_reason():
     assert "cannot continue" in first["last"] and "Restart all processes" in first["last"]
 
 
-def test_an_evaluation_set_on_process_0_alone_trains():
+def test_an_evaluation_set_on_process_0_alone_trains(ok_cases):
     # the processes must run the same programs: one round per program on all
     # (they aborted in Gloo, "collective mismatch", when only process 0 watched)
-    first, second = _two_processes("watched-on-0")
+    first, second = ok_cases[0]["watched-on-0"]
     assert first["code"] == 0 and second["code"] == 0, (first, second)
     assert first["last"] == second["last"]
 
 
-def test_two_processes_agree_the_category_tables_and_train_the_single_process_model(tmp_path):
+def test_two_processes_agree_the_category_tables_and_train_the_single_process_model(ok_cases):
     # each process sees some categories only, listed in its own order: the
     # tables are the union, in process 0's order, so every process codes alike
-    for worker in _two_processes("categories", "--output", str(tmp_path)):
+    for worker in ok_cases[0]["categories"]:
         assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
-    first, second = (jb.load(tmp_path / f"model_process{i}.json") for i in (0, 1))
+    models = ok_cases[1] / "categories"
+    first, second = (jb.load(models / f"model_process{i}.json") for i in (0, 1))
     checks = _checks_module()
     X, y = checks.category_rows()
     single = checks.make_model().fit(X, y)

@@ -329,7 +329,8 @@ def test_every_family_is_rebuilt_from_a_model_file_by_name(family, censored):
 
 def test_errors_for_a_model_that_predicts_no_distribution(diabetes):
     X_train, X_test, y_train, _ = diabetes
-    model = jb.Booster(n_estimators=2).fit(X_train, y_train)
+    # (depth 3: the other diabetes fits' depth; 6 compiled twice as long)
+    model = jb.Booster(n_estimators=2, max_depth=3).fit(X_train, y_train)
     for call in (
         lambda: model.predict_distribution(X_test),
         lambda: model.predict_quantiles(X_test, [0.5]),
@@ -477,16 +478,24 @@ def test_crps_of_censored_targets_is_refused():
 
 
 def test_regressor_predicts_distributions(diabetes):
-    X_train, X_test, y_train, _ = diabetes
+    X_train, X_test, y_train, y_test = diabetes
     loss = losses.distribution("gamma")
-    model = jb.Regressor(  # the gamma_model's settings: its compiled programs
+    model = jb.Regressor(  # the gamma_model's settings and fit: its compiled programs
         loss="distribution:gamma",
         n_estimators=5,
         learning_rate=0.05,
         max_depth=3,
         base_score=list(loss.init(y_train)),
     )
-    model.fit(X_train, y_train)
+    # (watched as the gamma_model is: a fit without an evaluation set runs
+    # other programs)
+    model.fit(
+        X_train,
+        y_train,
+        eval_set=[(X_test, y_test)],
+        eval_metric=["nll", "crps"],
+        early_stopping_rounds=20,
+    )
     dist = model.predict_distribution(X_test)
     np.testing.assert_allclose(dist.rate, model.predict(X_test)[:, 1], rtol=1e-6)
     assert model.predict_quantiles(X_test, 0.5).shape == (X_test.shape[0], 1)
@@ -531,7 +540,8 @@ def test_catalogue_families_fit_without_a_base_score():
     X = rng.normal(size=(200, 2)).astype(np.float32)
     y = rng.gamma(3.0, 10.0, size=200).astype(np.float32)
     gamma = losses.distribution("gamma")
-    model = jb.Booster(loss=gamma, n_estimators=3, early_stopping=False).fit(X, y)
+    # (depth 2: the depth is not the point; 6 compiled three times as long)
+    model = jb.Booster(loss=gamma, n_estimators=3, max_depth=2, early_stopping=False).fit(X, y)
     # the search from the moments' start lowers the loss further
     start = np.asarray(gamma.init(y))
     loss_at = lambda f: float(jnp.mean(jax.vmap(gamma, (0, None))(jnp.asarray(y), f)))

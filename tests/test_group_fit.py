@@ -60,8 +60,12 @@ def test_a_group_loss_s_row_derivatives_are_those_of_its_sum_over_groups():
     np.testing.assert_allclose(np.asarray(hess)[present, 0], expected_hess, atol=1e-6)
     assert not np.any(np.asarray(grad)[~present]) and not np.any(np.asarray(hess)[~present])
     # the training loss: the mean over groups
-    mean = mean_group_loss(listnet, jnp.asarray(y_rows), jnp.asarray(raw_rows), tables, None)
-    np.testing.assert_allclose(mean, total(f) / sizes.size, rtol=1e-5)
+    # (jitted, as in training: op by op, each bucket and each group's size
+    # compiled programs of their own, some hundred)
+    mean = jax.jit(mean_group_loss, static_argnums=0)(
+        listnet, jnp.asarray(y_rows), jnp.asarray(raw_rows), tables, None
+    )
+    np.testing.assert_allclose(mean, jax.jit(total)(f) / sizes.size, rtol=1e-5)
 
 
 def test_a_group_loss_equal_to_a_sum_of_sample_losses_grows_the_same_trees():
@@ -108,16 +112,38 @@ def test_a_group_of_weight_two_is_the_group_twice_and_of_weight_zero_none(leaf_m
     assert not np.allclose(unweighted.predict_raw(X), weighted.predict_raw(X), atol=1e-3)
 
 
-def test_qid_in_any_row_order_gives_the_model_of_sorted_groups():
+_QID_SETTINGS = {"loss": listnet, "n_estimators": 15, "max_depth": 4, "subsample": 0.8}
+
+
+@pytest.fixture(scope="module")
+def listnet_by_sizes():
+    """``(X, y, sizes, model)``: a ListNet model of groups given by their sizes
+    (shared: the qid test compares with it, the refit test only reads it)."""
     X, y, sizes = _ranking_data()
+    return X, y, sizes, jb.Booster(**_QID_SETTINGS).fit(X, y, group=sizes)
+
+
+def test_qid_in_any_row_order_gives_the_model_of_sorted_groups(listnet_by_sizes):
+    X, y, sizes, by_sizes = listnet_by_sizes
     qid = np.repeat(np.arange(sizes.size) * 7 + 3, sizes)
-    settings = {"loss": listnet, "n_estimators": 15, "max_depth": 4, "subsample": 0.8}
-    by_sizes = jb.Booster(**settings).fit(X, y, group=sizes)
+    settings = _QID_SETTINGS
     # groups interleaved, each group's rows still in their order
     order = np.argsort(np.random.default_rng(3).permutation(sizes.size)[qid // 7], kind="stable")
     shuffled = jb.Booster(**settings).fit(X[order], y[order], qid=qid[order])
     np.testing.assert_array_equal(by_sizes.predict_raw(X), shuffled.predict_raw(X))
     np.testing.assert_array_equal(by_sizes.train_loss_, shuffled.train_loss_)
+
+
+def _per_group(metric, y, f, sizes):
+    """``metric(y, f, mask)`` of each group, ``(n_groups,)``: the groups padded
+    to one width (padding rows never change a group metric), so one program
+    for all of them instead of some ten per group size."""
+    width = int(sizes.max())
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    index = starts[:, None] + np.arange(width)
+    mask = np.arange(width) < sizes[:, None]
+    index = np.where(mask, index, 0)
+    return np.asarray(jax.jit(jax.vmap(metric))(y[index], f[index], mask))
 
 
 def test_listnet_learns_to_rank_and_ndcg_stops_early():
@@ -137,11 +163,7 @@ def test_listnet_learns_to_rank_and_ndcg_stops_early():
     assert result["ndcg@5"][model.best_iteration_ - 1] == max(result["ndcg@5"])
     assert model.best_score_ == max(result["ndcg@5"])
     # against the ranking at the initial score (every score tied: row order)
-    starts = np.concatenate([[0], np.cumsum(sizes_v)[:-1]])
-    ndcg5 = ndcg_at(5)
-    tied = np.mean(
-        [ndcg5(yv[s : s + m], np.zeros(m), np.ones(m, bool)) for s, m in zip(starts, sizes_v)]
-    )
+    tied = np.mean(_per_group(ndcg_at(5), yv, np.zeros_like(yv), sizes_v))
     assert max(result["ndcg@5"]) > tied + 0.2
     assert result["loss"][-1] < result["loss"][0]
     assert model.train_loss_[-1] < model.train_loss_[0]
@@ -232,9 +254,8 @@ def test_groups_of_one_to_ten_thousand_rows_train_together():
     assert ndcg[-1] > 0.8 and ndcg[-1] > ndcg[0]
 
 
-def test_refit_leaves_refuses_a_group_loss_by_name():
-    X, y, sizes = _ranking_data(10)
-    model = jb.Booster(loss=listnet, n_estimators=2, max_depth=2).fit(X, y, group=sizes)
+def test_refit_leaves_refuses_a_group_loss_by_name(listnet_by_sizes):
+    X, y, _, model = listnet_by_sizes
     with pytest.raises(ValueError, match="refit_leaves minimises a per-sample loss"):
         jb.refit_leaves(model, X, y)
 
@@ -307,7 +328,7 @@ def test_lambdarank_takes_grades_up_to_thirty():
     with pytest.raises(ValueError, match="row 0: 31.0; the largest is 31"):
         check_target_domain(loss, grades + 1)
     f = jnp.asarray([0.3, -0.2, 1.0, 0.5, 0.1])
-    grad, hess = loss.row_derivatives(jnp.asarray(grades), f, jnp.ones(5, bool))
+    grad, hess = jax.jit(loss.row_derivatives)(jnp.asarray(grades), f, jnp.ones(5, bool))
     assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and np.any(grad != 0)
 
 

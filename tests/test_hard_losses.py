@@ -157,7 +157,7 @@ def test_a_convex_loss_keeps_plain_newton_leaves(data):
         assert (model.leaf_method_, model.armijo_) == ("newton", False)
     # welsch's Newton steps overshoot: with armijo=False the fit says so and goes on
     with pytest.warns(UserWarning, match="armijo=False keeps Armijo's safeguard off"):
-        model = jb.Booster(loss=welsch, n_estimators=2, armijo=False).fit(X, y)
+        model = jb.Booster(loss=welsch, n_estimators=2, max_depth=3, armijo=False).fit(X, y)
     assert model.armijo_ is False
 
 

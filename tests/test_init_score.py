@@ -18,7 +18,10 @@ LEAF = LEAF_KERNELS["reference"]
 
 def _score(loss, y, weight=None, n_outputs=1):
     weight = np.ones(len(y), np.float32) if weight is None else weight
-    return np.asarray(initial_score(loss, jnp.asarray(y), jnp.asarray(weight), n_outputs))
+    # jitted, as in training: op by op, each search compiled some 20 to 100
+    # small programs
+    search = jax.jit(initial_score, static_argnums=(0, 3))
+    return np.asarray(search(loss, jnp.asarray(y), jnp.asarray(weight), n_outputs))
 
 
 @pytest.fixture
@@ -128,7 +131,8 @@ def test_rough_median_is_within_its_resolution_of_the_weighted_median(rng):
     weight = rng.uniform(0.2, 2.0, 1001).astype(np.float32)
     weight[::10] = 0.0  # padding rows count for nothing, wherever their targets lie
     y[::10] = 1e6
-    median = float(np.asarray(_rough_median(jnp.asarray(y), jnp.asarray(weight), None, LEAF))[0])
+    rough_median = jax.jit(_rough_median, static_argnums=(2, 3))  # (op by op: 30 programs)
+    median = float(np.asarray(rough_median(jnp.asarray(y), jnp.asarray(weight), None, LEAF))[0])
     kept = weight > 0
     resolution = (y[kept].max() - y[kept].min()) / 2**16
     assert abs(median - inverted_cdf_quantile(y[kept], weight[kept], 0.5)) <= resolution
@@ -158,7 +162,9 @@ def test_a_given_base_score_is_the_initial_score():
     assert zero.init_score_.tolist() == [0.0]
     np.testing.assert_allclose(zero.train_loss_[0], np.mean(0.5 * y**2), rtol=1e-6)
     classes = np.digitize(X[:, 0], [-0.5, 0.5]).astype(np.float32)
-    three = jb.Booster(loss="softmax_cross_entropy", n_estimators=2, base_score=[1.0, 0.0, -1.0])
+    three = jb.Booster(
+        loss="softmax_cross_entropy", n_estimators=2, max_depth=2, base_score=[1.0, 0.0, -1.0]
+    )
     assert three.fit(X, classes).init_score_.tolist() == [1.0, 0.0, -1.0]
     loaded = jb.load(_saved(three))
     assert loaded.base_score == [1.0, 0.0, -1.0]

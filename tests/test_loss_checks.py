@@ -216,8 +216,9 @@ def test_every_listed_optax_loss_is_a_scalar_per_sample():
             y = labels
         else:
             y = (labels > 0).astype(jnp.float32)
-        values = jax.vmap(loss)(y, f)
-        grads = jax.vmap(jax.grad(loss, argnums=1))(y, f)
+        # (jitted: op by op, the losses compiled some 200 small programs)
+        values = jax.jit(jax.vmap(loss))(y, f)
+        grads = jax.jit(jax.vmap(jax.grad(loss, argnums=1)))(y, f)
         assert values.shape == (n,), name
         assert np.all(np.isfinite(values)) and np.all(np.isfinite(grads)), name
         assert pickle.loads(pickle.dumps(loss)) is loss, name

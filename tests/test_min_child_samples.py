@@ -83,7 +83,9 @@ def test_the_setting_round_trips_and_bad_values_are_refused(tmp_path):
     model.save(tmp_path / "model.json")
     assert jb.load(tmp_path / "model.json").min_child_samples == 10
     assert (
-        jb.Regressor(n_estimators=2, min_child_samples=10).fit(X, y).booster_.min_child_samples
+        jb.Regressor(n_estimators=2, max_depth=2, min_child_samples=10)  # (the Booster's programs)
+        .fit(X, y)
+        .booster_.min_child_samples
         == 10
     )
     for bad in (-1, float("nan"), "many"):

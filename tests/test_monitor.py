@@ -180,7 +180,7 @@ def test_a_multiclass_metric_refuses_a_one_output_model(metric):
 def test_a_per_sample_metric_of_the_wrong_shape_is_named():
     X, y = _data()
     classes = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float32)
-    booster = jb.Booster(loss="softmax_cross_entropy", n_estimators=2)
+    booster = jb.Booster(loss="softmax_cross_entropy", n_estimators=2, max_depth=2)
     message = r"eval_metric 'huber': metric\(y, f\) .* f of shape \(3,\) must return a scalar"
     with pytest.raises(ValueError, match=message):
         booster.fit(X, classes, eval_set=[(X, classes)], eval_metric="huber")

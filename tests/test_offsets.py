@@ -25,14 +25,17 @@ def test_the_initial_score_minimises_the_loss_given_the_offsets():
     rng, X, offsets = _data()
     counts = rng.poisson(np.exp(0.3 + offsets + 0.2 * X[:, 0])).astype(np.float32)
     weight = rng.uniform(0.5, 2.0, size=600).astype(np.float32)
-    model = jb.Booster(losses.poisson, n_estimators=1).fit(X, counts, weight, init_score=offsets)
+    # (max_depth 2 here and below: the initial score is the point, not the trees)
+    model = jb.Booster(losses.poisson, n_estimators=1, max_depth=2).fit(
+        X, counts, weight, init_score=offsets
+    )
     # sum_i w_i (exp(c + o_i) - y_i) = 0
     closed_form = np.log(
         np.sum(weight * counts) / np.sum(weight * np.exp(offsets, dtype=np.float64))
     )
     np.testing.assert_allclose(model.init_score_[0], closed_form, atol=1e-5)
     values = (X[:, 0] + 3.0).astype(np.float32)
-    model = jb.Booster(n_estimators=1).fit(X, values, weight, init_score=offsets)
+    model = jb.Booster(n_estimators=1, max_depth=2).fit(X, values, weight, init_score=offsets)
     np.testing.assert_allclose(
         model.init_score_[0], np.average(values - offsets, weights=weight), atol=1e-5
     )
@@ -42,7 +45,7 @@ def test_the_vector_initial_score_balances_the_classes_given_the_offsets():
     rng, X, _ = _data(seed=1)
     labels = rng.integers(0, 3, size=600).astype(np.float32)
     offsets = rng.normal(size=(600, 3)).astype(np.float32)
-    model = jb.Booster(losses.softmax_cross_entropy, n_estimators=1).fit(
+    model = jb.Booster(losses.softmax_cross_entropy, n_estimators=1, max_depth=2).fit(
         X, labels, init_score=offsets
     )
     # stationary: the mean softmax of c + o_i is each class's share
@@ -158,7 +161,7 @@ def test_bad_offsets_are_refused_by_name(fit_args, message):
     X, y = rng.normal(size=(40, 2)), rng.normal(size=40)
     with pytest.raises(ValueError, match=message):
         jb.Booster(n_estimators=1).fit(X, y, **fit_args)
-    model = jb.Booster(n_estimators=1).fit(X, y)
+    model = jb.Booster(n_estimators=1, max_depth=2).fit(X, y)
     with pytest.raises(ValueError, match="init_score: row 2 is not finite"):
         model.predict_raw(X[:3], init_score=[0.0, 0.0, np.inf])
 

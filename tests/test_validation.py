@@ -116,7 +116,7 @@ def test_a_loss_going_non_finite_mid_training_names_the_round(data):
         return (f - y) ** 2 + jnp.where(f > 2.0, jnp.nan, 0.0)
 
     with pytest.raises(FloatingPointError, match="at round [0-9]+"):
-        jb.Booster(loss=explodes, n_estimators=30, learning_rate=0.5).fit(X, y * 4)
+        jb.Booster(loss=explodes, n_estimators=30, max_depth=2, learning_rate=0.5).fit(X, y * 4)
 
 
 def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkeypatch):

@@ -7,6 +7,12 @@ code and its last output line.  Worker: fits on its own rows, saves the model
 to ``--output`` if given, and prints ``ok <train loss>`` or
 ``error <type>: <message>``.
 
+``--case`` may name several cases that end ``ok``, comma-separated: the same
+two workers run them in turn (a pair of processes costs some 15 s to start
+and join), each case's models in ``--output``/<case>, and the launcher
+prints one JSON object instead, each case's list of the workers' exit code
+and last line of that case.
+
 Cases:
   nan-target         process 1 has a NaN target;
   constant-each      each process's rows are constant, with different values;
@@ -129,23 +135,55 @@ def rows(case: str, process_id: int) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+_CASE_MARK = "case "  # a worker's line before each of several cases
+
+
 def worker(args: argparse.Namespace) -> None:
     jb.distributed.initialize(args.coordinator, 2, args.process_id, cpu_devices=1)
-    if args.case == "gather-64bit":
-        print("ok " + json.dumps(exchanged_64bit_values(args.process_id)), flush=True)
+    cases = args.case.split(",")
+    for case in cases:
+        output = args.output
+        if len(cases) > 1:
+            print(_CASE_MARK + case, flush=True)
+            output = output and os.path.join(output, case)
+            if output:
+                os.makedirs(output, exist_ok=True)
+        run_case(case, args.process_id, output)
+
+
+def run_case(case: str, process_id: int, output: str | None) -> None:
+    """One case in this worker: prints ``ok ...``, or ``error ...`` and exits 3."""
+    if case == "gather-64bit":
+        print("ok " + json.dumps(exchanged_64bit_values(process_id)), flush=True)
         return
-    X, y = rows(args.case, args.process_id)
+    X, y = rows(case, process_id)
     try:
-        model = make_model().fit(X, y, **watchers(args.case, args.process_id))
+        model = make_model().fit(X, y, **watchers(case, process_id))
     except (ValueError, TypeError) as error:
         print(f"error {type(error).__name__}: {error}", flush=True)
         sys.exit(3)
     except RuntimeError as error:  # another process is gone
         print(f"error {type(error).__name__}: {error}", flush=True)
         os._exit(3)  # (sys.exit would wait for the coordination service's abort)
-    if args.output:
-        model.save(os.path.join(args.output, f"model_process{args.process_id}.json"))
+    if output:
+        model.save(os.path.join(output, f"model_process{process_id}.json"))
     print(f"ok {model.train_loss_[-1]:.6f}", flush=True)
+
+
+def last_lines(output: str, cases: list[str]) -> list[str]:
+    """The last line a worker printed for each of ``cases`` ("" where none,
+    "hung" where it never reached the case)."""
+    lines = output.strip().splitlines() or [""]
+    if len(cases) == 1:
+        return [lines[-1]]
+    found = {}
+    for line in lines:
+        if line.startswith(_CASE_MARK):
+            current = line[len(_CASE_MARK) :]
+            found[current] = ""
+        elif found:
+            found[current] = line
+    return [found.get(case, "hung") for case in cases]
 
 
 def launch(args: argparse.Namespace) -> None:
@@ -164,17 +202,20 @@ def launch(args: argparse.Namespace) -> None:
         )
         for process_id in range(2)
     ]  # fmt: skip
-    results = []
+    cases = args.case.split(",")
+    results = []  # per worker, per case
     for process in workers:
         try:
             output, _ = process.communicate(timeout=args.timeout)
-            lines = output.strip().splitlines() or [""]
-            results.append({"code": process.returncode, "last": lines[-1]})
+            results.append(
+                [{"code": process.returncode, "last": last} for last in last_lines(output, cases)]
+            )
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
-            results.append({"code": None, "last": "hung"})
-    print(json.dumps(results))
+            results.append([{"code": None, "last": "hung"} for _ in cases])
+    by_case = {case: [worker[i] for worker in results] for i, case in enumerate(cases)}
+    print(json.dumps(by_case[cases[0]] if len(cases) == 1 else by_case))
 
 
 def main() -> None:
