@@ -92,9 +92,10 @@ def gradient_unit(grad: jax.Array, axis_name: str | None) -> jax.Array:
       or one is not finite.
     """
     # max(|grad|) as the largest bit pattern of |grad|: the order of
-    # non-negative floats (NaN above inf), one integer reduction that XLA's
-    # CPU backend runs as fast as a float max and compiles to a fraction of
-    # its code (a float max's NaN checks)
+    # non-negative floats (NaN above inf).  XLA's CPU backend compiles this
+    # integer reduction to a tenth of the code of max(grad) and -min(grad)
+    # (their NaN checks; about 7% of a small fit's trees' program) and runs
+    # it 3 to 4 times slower (0.5 ms against 0.15 ms on 500k rows, once a tree)
     magnitude = lax.bitcast_convert_type(jnp.abs(grad), jnp.int32)
     peak = lax.bitcast_convert_type(jnp.max(magnitude), jnp.float32)
     if axis_name is not None:
