@@ -262,7 +262,6 @@ def test_the_search_split_between_devices_picks_what_the_whole_search_picks():
         choice = find_best_splits(
             part, 1, 1.0, 0.0, 0.0,
             first_feature=first_feature,
-            n_features_total=4,
             reduce_max=partial(jax.lax.pmax, axis_name="features"),
             pick_first=first_across_shards("features"),
         )  # fmt: skip

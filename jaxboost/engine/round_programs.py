@@ -158,11 +158,16 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
         trees, raw, n_stuck = grow_round(
             cfg, hyper, data, edges, raw, grad, hess, first + slot, seed, axis_name
         )
+
+        def put(kept: jax.Array, new: jax.Array) -> jax.Array:
+            # (lax's update: slot is in range, jnp's would wrap negative slots)
+            return jax.lax.dynamic_update_index_in_dim(kept, new, slot, 0)
+
         record = RoundRecord(
-            jax.tree.map(lambda kept, new: kept.at[slot].set(new), record.trees, trees),
-            record.loss_before.at[slot].set(loss_before),
-            record.n_not_finite.at[slot].set(n_not_finite),
-            record.n_stuck.at[slot].set(n_stuck),
+            jax.tree.map(put, record.trees, trees),
+            put(record.loss_before, loss_before),
+            put(record.n_not_finite, n_not_finite),
+            put(record.n_stuck, n_stuck),
         )
         return raw, record
 

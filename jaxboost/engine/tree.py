@@ -177,7 +177,6 @@ def _split_search(
             *settings,
             shard_mask,
             first_feature=first_feature,
-            n_features_total=per_shard * n_shards,
             reduce_max=functools.partial(lax.pmax, axis_name=axis_name),
             pick_first=first_across_shards(axis_name),
             cumulative=cumulative,
