@@ -5,7 +5,7 @@ bound) against LightGBM ``num_leaves=31`` (no depth bound): 100 log-loss
 trees trained on 100k rows of ``make_data``, then 1M new rows scored (raw
 scores, best of 3 calls each, jaxboost's compile before).
 
-    python benchmarks/bench_predict_lossguide.py [--depths 6 8 10]
+    python benchmarks/bench_predict_lossguide.py [--depths 6 8 10 12]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def best_seconds(call, repeat: int = 3) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--depths", type=int, nargs="+", default=[6, 8, 10])
+    parser.add_argument("--depths", type=int, nargs="+", default=[6, 8, 10, 12])
     args = parser.parse_args(argv)
     print_header(argv, ["lightgbm"])
     X, y, _ = make_data(100_000, seed=0)

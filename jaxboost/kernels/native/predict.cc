@@ -7,7 +7,12 @@
 // where missing_left; at a categorical node (a non-empty category set) the
 // code x (clamped to [0, 255], truncated) goes left when it is in the set.
 // Rows are walked in blocks, one level of every row of the block at a time,
-// so the block's walks are independent and overlap.
+// so the block's walks are independent and overlap.  A tree with far fewer
+// splitting nodes than its heap (a leaf-wise tree in a deep heap) is first
+// compacted into a small table of the splitting nodes reachable from the
+// root and its leaves, walked for the tree's real depth: a node that does
+// not split sends every row left, so a chain of them is skipped to the first
+// splitting node or leaf below on its left, the leaf the heap walk reaches.
 //
 // Shapes (row-major):
 //   X             (n_rows, n_features) float32, NaN for missing
@@ -23,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -71,6 +77,100 @@ void WalkBlock(const float* block, int64_t rows, int64_t n_features, int depth,
   }
 }
 
+// A tree's node that does not split: every row goes left (threshold +inf or
+// NaN, NaN left, no category set), as the heap walk reads it.
+inline bool SendsAllLeft(const TreeNodes& tree, int64_t k) {
+  const float t = tree.threshold[k];
+  const bool categorical = tree.categorical != nullptr && tree.categorical[k];
+  return tree.missing_left[k] && !categorical && !(t < std::numeric_limits<float>::infinity());
+}
+
+// An entry of a compacted tree: a splitting node, its children the entries
+// left and left + 1; or a leaf, which sends every row left to itself (so rows
+// that reach a leaf early stay there with no branch).
+struct CompactNode {
+  uint32_t feature;  // the feature, kMissingRight and kCategorical or'ed in
+  float threshold;
+  int32_t left;
+};
+constexpr uint32_t kMissingRight = 1u << 31;
+constexpr uint32_t kCategorical = 1u << 30;
+constexpr uint32_t kFeatureBits = kCategorical - 1;
+
+// A compacted tree: its nodes, each leaf entry's leaf (position among the
+// heap's leaves, -1 at splitting nodes), each node's category set (8 words,
+// with sets only) and the longest root-to-leaf path of splitting nodes.
+struct CompactTree {
+  std::vector<CompactNode> nodes;
+  std::vector<int32_t> leaf;
+  std::vector<uint32_t> sets;
+  int depth = 0;
+};
+
+// The heap node or leaf a row at heap node k reaches by the left children of
+// nodes that do not split.
+inline int64_t FirstSplitBelow(const TreeNodes& tree, int64_t n_internal, int64_t k) {
+  while (k < n_internal && SendsAllLeft(tree, k)) k = 2 * k + 1;
+  return k;
+}
+
+// The tree compacted in breadth-first order (entry 0 the root's).
+CompactTree Compact(const TreeNodes& tree, int64_t n_internal) {
+  CompactTree out;
+  std::vector<int64_t> heap{FirstSplitBelow(tree, n_internal, 0)};
+  std::vector<int> level{0};
+  for (size_t e = 0; e < heap.size(); ++e) {
+    const int64_t k = heap[e];
+    const int32_t self = static_cast<int32_t>(e);
+    if (k >= n_internal) {
+      out.nodes.push_back({0, std::numeric_limits<float>::infinity(), self});
+      out.leaf.push_back(static_cast<int32_t>(k - n_internal));
+      if (tree.sets) out.sets.insert(out.sets.end(), kSetWords, 0);
+      continue;
+    }
+    const int32_t left = static_cast<int32_t>(heap.size());
+    uint32_t feature = static_cast<uint32_t>(tree.feature[k]);
+    if (!tree.missing_left[k]) feature |= kMissingRight;
+    if (tree.sets && tree.categorical[k]) feature |= kCategorical;
+    out.nodes.push_back({feature, tree.threshold[k], left});
+    out.leaf.push_back(-1);
+    if (tree.sets) {
+      out.sets.insert(out.sets.end(), tree.sets + kSetWords * k, tree.sets + kSetWords * (k + 1));
+    }
+    heap.push_back(FirstSplitBelow(tree, n_internal, 2 * k + 1));
+    heap.push_back(FirstSplitBelow(tree, n_internal, 2 * k + 2));
+    level.push_back(level[e] + 1);
+    level.push_back(level[e] + 1);
+    out.depth = std::max(out.depth, level[e] + 1);
+  }
+  return out;
+}
+
+// node[i] = the entry of the compacted tree each of the block's rows reaches.
+template <bool kSets>
+void WalkCompactBlock(const float* block, int64_t rows, int64_t n_features,
+                      const CompactTree& tree, int32_t* node) {
+  std::fill(node, node + rows, 0);
+  const CompactNode* nodes = tree.nodes.data();
+  for (int level = 0; level < tree.depth; ++level) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const CompactNode& at = nodes[node[i]];
+      const float v = block[i * n_features + (at.feature & kFeatureBits)];
+      int32_t right;
+      if (std::isnan(v)) {
+        right = static_cast<int32_t>(at.feature >> 31);
+      } else if (kSets && (at.feature & kCategorical)) {
+        const int32_t code = static_cast<int32_t>(std::min(std::max(v, 0.0f), 255.0f));
+        const uint32_t word = tree.sets[kSetWords * node[i] + (code >> 5)];
+        right = static_cast<int32_t>(((word >> (code & 31)) & 1) == 0);
+      } else {
+        right = static_cast<int32_t>(v > at.threshold);
+      }
+      node[i] = at.left + right;
+    }
+  }
+}
+
 ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
                        ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
                        ffi::Buffer<ffi::F32> leaf_value, ffi::Buffer<ffi::U32> category_left,
@@ -110,6 +210,22 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
   for (size_t i = 0; i < categorical.size(); ++i) {
     for (int64_t w = 0; w < kSetWords; ++w) categorical[i] |= sets[kSetWords * i + w] != 0;
   }
+  auto tree_nodes = [&](int64_t t) {
+    const int64_t start = t * n_internal;
+    return TreeNodes{features + start, thresholds + start, missing + start,
+                     sets ? sets + start * kSetWords : nullptr,
+                     sets ? categorical.data() + start : nullptr};
+  };
+  // compacted where the table is smaller than the heap's node arrays (12 bytes
+  // an entry, 2s + 1 entries for s splitting nodes, against 9 bytes a node);
+  // the others walk the heap (as do all where a feature overflows its bits)
+  std::vector<CompactTree> compact(n_trees);
+  for (int64_t t = 0; t < n_trees && n_features <= kFeatureBits; ++t) {
+    CompactTree tree = Compact(tree_nodes(t), n_internal);
+    if (2 * static_cast<int64_t>(tree.nodes.size()) <= n_internal) {
+      compact[t] = std::move(tree);
+    }
+  }
   float* out = result->typed_data();
   std::vector<double> sums(kBlockRows * n_outputs);
   int32_t node[kBlockRows];
@@ -118,18 +234,25 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
     std::fill(sums.begin(), sums.end(), 0.0);
     const float* block = x + first * n_features;
     for (int64_t t = 0; t < n_trees; ++t) {
-      const int64_t start = t * n_internal;
-      const TreeNodes tree{features + start, thresholds + start, missing + start,
-                           sets ? sets + start * kSetWords : nullptr,
-                           sets ? categorical.data() + start : nullptr};
-      if (sets) {
-        WalkBlock<true>(block, rows, n_features, depth, tree, node);
-      } else {
-        WalkBlock<false>(block, rows, n_features, depth, tree, node);
-      }
       const float* tree_leaves = leaves + t * n_leaves * n_outputs;
+      const CompactTree& small = compact[t];
+      if (!small.nodes.empty()) {
+        if (sets) {
+          WalkCompactBlock<true>(block, rows, n_features, small, node);
+        } else {
+          WalkCompactBlock<false>(block, rows, n_features, small, node);
+        }
+        for (int64_t i = 0; i < rows; ++i) node[i] = small.leaf[node[i]];
+      } else {
+        if (sets) {
+          WalkBlock<true>(block, rows, n_features, depth, tree_nodes(t), node);
+        } else {
+          WalkBlock<false>(block, rows, n_features, depth, tree_nodes(t), node);
+        }
+        for (int64_t i = 0; i < rows; ++i) node[i] -= n_internal;
+      }
       for (int64_t i = 0; i < rows; ++i) {
-        const float* value = tree_leaves + (node[i] - n_internal) * n_outputs;
+        const float* value = tree_leaves + node[i] * n_outputs;
         for (int64_t k = 0; k < n_outputs; ++k) sums[i * n_outputs + k] += value[k];
       }
     }
