@@ -18,7 +18,7 @@ a fit of at most 262,144 rows, run round by round), ``logloss6``,
 ``categorical6`` (two categorical columns of 50 and 200 levels),
 ``lossguide`` (``grow_policy="lossguide"``, 31 leaves, depth 8),
 ``fused6`` (the default fit's fused program, as fits of more than 262,144
-rows compile it, with XLA's default emitters).
+rows compile it).
 """
 
 from __future__ import annotations

@@ -143,10 +143,12 @@ def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
     }
 
 
-def test_small_fits_compile_fast_and_fit_the_same_model(monkeypatch):
-    """Fits of at most FAST_COMPILE_ROWS rows compile with the older fusion
-    emitters (where the jaxlib has them); the model is the one the default
-    emitters give."""
+def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypatch):
+    """Fits of at most FAST_COMPILE_ROWS rows run round by round, larger
+    ones the fused program; every program compiles with the older fusion
+    emitters (where the jaxlib has them), the fused one too, and both paths
+    fit the same model."""
+    from jaxboost.engine import round_programs, training
     from jaxboost.frontends import booster as booster_module
     from jaxboost.frontends import placement
     from jaxboost.runtime.workarounds import FAST_COMPILE_ROWS, fast_compile_options
@@ -158,6 +160,16 @@ def test_small_fits_compile_fast_and_fit_the_same_model(monkeypatch):
         for rows in (FAST_COMPILE_ROWS, 2 * FAST_COMPILE_ROWS)
     ]
     assert [cfg.fast_compile for cfg in settings] == [True, False]
+    asked = []
+
+    def recorded(platform):
+        asked.append(platform)
+        return fast_compile_options(platform)
+
+    monkeypatch.setattr(training, "fast_compile_options", recorded)
+    monkeypatch.setattr(round_programs, "fast_compile_options", recorded)
+    training.train_chunk_program.__wrapped__(settings[1], make_mesh(jax.devices()[:1]))
+    assert asked == ["cpu"], "the fused program of a large fit compiles with the older emitters"
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 4)).astype(np.float32)
     y = (np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + rng.normal(size=500)).astype(np.float32)

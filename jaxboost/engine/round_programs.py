@@ -77,8 +77,7 @@ def _compiler_options(cfg: StaticSettings, mesh: Mesh) -> dict | None:
     """`jax.jit`'s ``compiler_options`` for ``cfg``'s programs."""
     platform = mesh.devices.flat[0].platform
     options = vector_output_compiler_options(platform) if cfg.vector_row_options else {}
-    if cfg.fast_compile:
-        options = {**options, **fast_compile_options(platform)}
+    options = {**options, **fast_compile_options(platform)}
     return options or None
 
 
@@ -184,7 +183,7 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
 
 
 @one_program_per_shape()
-def slope_sums_program(loss: Loss, mesh: Mesh, fast_compile: bool = False) -> Callable:
+def slope_sums_program(loss: Loss, mesh: Mesh) -> Callable:
     """``(y, weight, scores (P,)) -> (P, 5)``, jitted and sharded: at every
     row's raw score equal to each of ``scores``, the weighted sums over all
     rows of the loss's slope, curvature (the line search's,
@@ -208,5 +207,4 @@ def slope_sums_program(loss: Loss, mesh: Mesh, fast_compile: bool = False) -> Ca
         local, mesh=mesh, in_specs=(P(ROWS), P(ROWS), P()), out_specs=P(), check_vma=False
     )
     platform = mesh.devices.flat[0].platform
-    options = fast_compile_options(platform) if fast_compile else {}
-    return jax.jit(sharded, compiler_options=options or None)
+    return jax.jit(sharded, compiler_options=fast_compile_options(platform) or None)

@@ -95,7 +95,8 @@ class StaticSettings:
     # outweigh the split search's (which those options slow down)
     vector_row_options: bool = False
     # a small fit (at most jaxboost.runtime.workarounds.FAST_COMPILE_ROWS
-    # rows): compiled with that module's fast_compile_options
+    # rows): runs round by round where its settings allow
+    # (jaxboost.frontends.round_by_round)
     fast_compile: bool = False
     # a group loss (losses' per="group"): the widths of the shards' group
     # buckets (jaxboost.engine.groups), one table of ShardData.groups each;
@@ -697,8 +698,7 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     )
     platform = mesh.devices.flat[0].platform
     options = vector_output_compiler_options(platform) if cfg.vector_row_options else {}
-    if cfg.fast_compile:
-        options = {**options, **fast_compile_options(platform)}
+    options = {**options, **fast_compile_options(platform)}
     return jax.jit(sharded, compiler_options=options or None)
 
 
@@ -713,12 +713,11 @@ def init_score_program(
     n_outputs: int,
     mesh: Mesh,
     leaf_kernels: str = "reference",
-    fast_compile: bool = False,
 ) -> Callable:
     """``(y, weight) -> (F0 (K,), train_loss at F0, converged)``, jitted and
     sharded (``y``, ``weight``: the rows of `ShardData`; ``converged``
     as in `jaxboost.engine.init_score.searched_initial_score`);
-    ``leaf_kernels`` and ``fast_compile`` as in `StaticSettings`."""
+    ``leaf_kernels`` as in `StaticSettings`."""
     axis_name = collective_axis(mesh)
 
     def local(y, weight):
@@ -731,8 +730,7 @@ def init_score_program(
     )
     platform = mesh.devices.flat[0].platform
     options = vector_output_compiler_options(platform) if n_outputs > 1 else {}
-    if fast_compile:
-        options = {**options, **fast_compile_options(platform)}
+    options = {**options, **fast_compile_options(platform)}
     return jax.jit(sharded, compiler_options=options or None)
 
 

@@ -305,7 +305,7 @@ def start_init_score(
         small = y.shape[0] <= FAST_COMPILE_ROWS
         if small and n_outputs == 1 and jax.process_count() == 1:
             # a small program of the loss's sums, the search on the host
-            sums = slope_sums_program(loss, mesh, small)
+            sums = slope_sums_program(loss, mesh)
             found = initial_score_on_host(
                 lambda scores: np.asarray(sums(y, weight, scores)),
                 np.asarray(fetch(y)),
@@ -314,7 +314,7 @@ def start_init_score(
             )
             return *found, True
         platform = mesh.devices.flat[0].platform
-        program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf, small)
+        program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
         return program(y, weight)
     loss_at = loss_at_score_program(loss, mesh)
     return init_score, loss_at(y, weight, replicated(mesh, init_score)), True

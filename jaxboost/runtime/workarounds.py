@@ -74,21 +74,23 @@ def vector_output_compiler_options(platform: str) -> dict[str, str]:
 
 # jaxlib 0.10's CPU backend emits fusions with its MLIR fusion emitters, which
 # compile a training program about twice as slowly as the older LLVM IR
-# emitters (a 200-round diabetes fit with a new loss: 2.5 s against 1.5 s,
-# bench_latency.py) and run its XLA operations a little faster.  On small
-# fits compilation is most of the time, and the older emitters run them as
-# fast: programs of fits of at most _FAST_COMPILE_ROWS rows (all shards) use
-# them.  An unknown option is fatal, so only on the jaxlibs it was tried on.
+# emitters and run it no faster, on small fits and on 1M rows alike (the
+# kernels that touch every row are native).  So every program uses the
+# older ones.  An unknown option is fatal, so only on the jaxlibs it was
+# tried on.
 _FUSION_EMITTERS_OPTION = "xla_cpu_use_fusion_emitters"
 _FUSION_EMITTERS_VERSIONS = ((0, 10, 0), (0, 10, 99))
+# fits of at most this many rows (all shards) run round by round, a small
+# program per loss beside a loss-free tree program
+# (jaxboost.frontends.round_by_round); larger ones run the fused program,
+# whose one dispatch per chunk pays on many rows
 FAST_COMPILE_ROWS = 2**18
 
 
 def fast_compile_options(platform: str) -> dict[str, bool]:
-    """``compiler_options`` for `jax.jit` of a small fit's programs
-    (at most ``FAST_COMPILE_ROWS`` rows) for devices of ``platform``: XLA's
-    older, faster-compiling CPU fusion emitters on the jaxlibs named above;
-    none elsewhere."""
+    """``compiler_options`` for `jax.jit` of every program of a fit on
+    devices of ``platform``: XLA's older, faster-compiling CPU fusion
+    emitters on the jaxlibs named above; none elsewhere."""
     jaxlib_version = _installed_jaxlib_version()
     low, high = _FUSION_EMITTERS_VERSIONS
     if platform != "cpu" or jaxlib_version is None or not (low <= jaxlib_version <= high):
