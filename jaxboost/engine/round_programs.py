@@ -41,6 +41,8 @@ from .training import (
     _data_specs,
     count_not_finite,
     grow_round,
+    in_bag_losses,
+    judges_rises_in_bag,
     mean_loss,
     round_derivatives,
 )
@@ -84,34 +86,51 @@ def _compiler_options(cfg: StaticSettings, mesh: Mesh) -> dict | None:
 
 @one_program_per_shape()
 def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
-    """``(y, weight, raw (n_rows, K)) -> (grad, hess, n_not_finite,
+    """``(y, weight, raw (n_rows, K)[, bag]) -> (grad, hess, n_not_finite,
     train_loss)``, jitted and sharded on rows: every row's unweighted
     gradient ``(n_rows, K)`` and hessian ``(n_rows, K[, K])`` at ``raw``
     (`jaxboost.engine.training.round_derivatives`), the rows of
     positive weight whose derivatives are not finite, and the weighted mean
-    loss (scalars, over all shards)."""
+    loss (scalars, over all shards).
+
+    With ``bag``, ``(row_id (n_rows,), round_index, seed, fraction)`` of a
+    subsampled fit (`jaxboost.engine.training.judges_rises_in_bag`), the loss
+    is ``(3,)``: the mean over all rows, then the two of
+    `jaxboost.engine.training.in_bag_losses` for round ``round_index``."""
     axis_name = collective_axis(mesh)
 
-    def local(y, weight, raw):
+    def local(y, weight, raw, *bag):
         grad, hess = round_derivatives(cfg, y, raw)
         n_not_finite = count_not_finite(grad, hess, weight, axis_name)
-        return grad, hess, n_not_finite, mean_loss(cfg.loss, y, weight, raw, axis_name)
+        loss = mean_loss(cfg.loss, y, weight, raw, axis_name)
+        if bag:
+            row_id, *draw = bag
+            in_bag = in_bag_losses(cfg.loss, (y, weight, row_id), raw, draw, axis_name)
+            loss = jnp.concatenate([loss[None], in_bag])
+        return grad, hess, n_not_finite, loss
 
-    sharded = jax.shard_map(
-        local,
-        mesh=mesh,
-        in_specs=(P(ROWS), P(ROWS), P(ROWS)),
-        out_specs=(P(ROWS), P(ROWS), P(), P()),
-        check_vma=False,
-    )
-    return jax.jit(sharded, compiler_options=_compiler_options(cfg, mesh))
+    def run(y, weight, raw, bag=()):
+        bag_specs = (P(ROWS), P(), P(), P()) if bag else ()
+        sharded = jax.shard_map(
+            local,
+            mesh=mesh,
+            in_specs=(P(ROWS), P(ROWS), P(ROWS), *bag_specs),
+            out_specs=(P(ROWS), P(ROWS), P(), P()),
+            check_vma=False,
+        )
+        return sharded(y, weight, raw, *bag)
+
+    return jax.jit(run, compiler_options=_compiler_options(cfg, mesh))
 
 
 class RoundRecord(NamedTuple):
     """What a chunk's rounds leave for the host, one slot per round: the
     trees ``(rounds_per_chunk, trees_per_round, ...)``, and ``(rounds_per_chunk,)``
-    the training loss before each round, the rows whose derivatives were
-    not finite at its start and its leaves that needed a line search."""
+    the training loss before each round (``(rounds_per_chunk, 3)``, with the
+    in-bag losses of `derivatives_program`'s ``bag``, where
+    `jaxboost.engine.training.judges_rises_in_bag`), the rows whose
+    derivatives were not finite at its start and its leaves that needed a
+    line search."""
 
     trees: Tree
     loss_before: jax.Array
@@ -135,8 +154,8 @@ def empty_record(cfg: StaticSettings) -> RoundRecord:
         if cfg.categorical is None
         else np.zeros((*nodes, BITSET_WORDS), np.uint32),
     )
-    per_round = np.zeros(rounds, np.float32), np.zeros(rounds, np.int32)
-    return RoundRecord(trees, *per_round, np.zeros(rounds, np.int32))
+    losses = np.zeros((rounds, 3) if judges_rises_in_bag(cfg) else rounds, np.float32)
+    return RoundRecord(trees, losses, np.zeros(rounds, np.int32), np.zeros(rounds, np.int32))
 
 
 @one_program_per_shape()
