@@ -622,21 +622,19 @@ def judges_rises_in_bag(cfg: StaticSettings) -> bool:
 
 
 def in_bag_losses(
-    loss: Loss, rows: tuple[jax.Array, jax.Array, jax.Array], raw: jax.Array, draw, axis_name
+    row_loss: jax.Array, weight: jax.Array, row_id: jax.Array, draw, axis_name
 ) -> jax.Array:
-    """``(2,)``: the weighted mean loss at ``raw (n_rows, K)``, over all
-    shards, of the in-bag rows of round ``round_index`` (`row_mask`, the
-    draw of `grow_round`) and of the round before: at the scores a round
-    starts from, its own rows' loss before it and the previous round's rows'
-    loss after that round.
+    """``(2,)``: the weighted mean of the rows' losses ``row_loss (n_rows,)``
+    (at the scores a round starts from), over all shards, on the in-bag rows
+    of round ``round_index`` (`row_mask`, the draw of `grow_round`) and of
+    the round before: the round's own rows' loss before it and the previous
+    round's rows' loss after that round.
 
     Args:
-      rows: a shard's ``(y, weight, row_id)``, as in `ShardData`.
+      weight, row_id: a shard's, as in `ShardData`.
       draw: ``(round_index, seed, fraction)``, scalars.
     """
-    y, weight, row_id = rows
     round_index, seed, fraction = draw
-    row_loss = sample_loss(loss, y, raw)
     weights = jnp.stack(
         [
             jnp.where(row_mask(row_id, index, seed, fraction), weight, 0.0)
@@ -684,8 +682,9 @@ def _train_chunk(
     judged_in_bag = judges_rises_in_bag(cfg)
 
     def bag_losses(raw, round_index):
-        rows = (data.y, data.weight, data.row_id)
-        return in_bag_losses(cfg.loss, rows, raw, (round_index, seed, hyper.subsample), axis_name)
+        row_loss = sample_loss(cfg.loss, data.y, raw)
+        draw = (round_index, seed, hyper.subsample)
+        return in_bag_losses(row_loss, data.weight, data.row_id, draw, axis_name)
 
     def one_round(raw, chunk_round):
         traced = []  # boost's outputs as traced, for skip's shapes

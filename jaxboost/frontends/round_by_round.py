@@ -21,6 +21,7 @@ from jax.sharding import Mesh
 from ..engine.round_programs import (
     derivatives_program,
     empty_record,
+    in_bag_program,
     loss_free,
     loss_settings,
     runs_round_by_round,
@@ -66,20 +67,21 @@ class RoundByRound:
     The trees and counts of a chunk's rounds stay on the devices (a
     `RoundRecord`) and are fetched once per chunk; the derivatives
     at a chunk's last scores (taken for its last training loss) are kept
-    for the next chunk's first round.  A subsampled fit's derivatives come
-    with the in-bag losses of the round they start
-    (`jaxboost.engine.training.judges_rises_in_bag`).
+    for the next chunk's first round.  A subsampled fit's tree program
+    records its rounds' in-bag losses from the rows' losses the derivatives
+    come with (`jaxboost.engine.training.judges_rises_in_bag`), and
+    `in_bag_program` those after the chunk's last round.
     """
 
     def __init__(self, cfg: StaticSettings, mesh: Mesh):
-        self.cfg = cfg
+        self.cfg, self.mesh = cfg, mesh
         self.derivatives = derivatives_program(loss_settings(cfg), mesh)
         self.tree_round = tree_round_program(loss_free(cfg), mesh)
         self.judged_in_bag = judges_rises_in_bag(cfg)
         # queued collective programs can deadlock on CPU devices: several
         # devices wait for each program before the next
         self.blocking = mesh.size > 1
-        self._kept: tuple | None = None  # (raw, its round, its derivatives)
+        self._kept: tuple | None = None  # (raw, its derivatives)
         # (placed as the program places its record: else the second round's
         # placement differs from the first's, and the program compiles twice)
         self.empty_record = jax.tree.map(lambda zeros: replicated(mesh, zeros), empty_record(cfg))
@@ -88,46 +90,38 @@ class RoundByRound:
         """``outputs``, waited for where several devices run the programs."""
         return jax.block_until_ready(outputs) if self.blocking else outputs
 
-    def _bag(self, data, round_index: int, seed, hyper) -> tuple:
-        """`derivatives_program`'s ``bag`` argument for round ``round_index``,
-        as a tuple of the arguments after ``raw``."""
-        if not self.judged_in_bag:
-            return ()
-        return ((data.row_id, np.int32(round_index), seed, hyper.subsample),)
-
     def __call__(self, data, edges, raw, first_round: int, n_active: int, seed, hyper):
         """Rounds ``first_round .. first_round + n_active - 1`` from ``raw``: as
         `chunk_program`'s program."""
-        bag = self._bag(data, first_round, seed, hyper)
-        derivatives = self.derivatives.compiled_for(data.y, data.weight, raw, *bag)
-        kept = self._kept
-        if kept is not None and kept[0] is raw and kept[1] == first_round:
-            at_raw = kept[2]
-        else:
-            at_raw = self._wait(derivatives(data.y, data.weight, raw, *bag))
+        derivatives = self.derivatives.compiled_for(data.y, data.weight, raw)
+        at_raw = self._kept[1] if self._kept is not None and self._kept[0] is raw else None
+        if at_raw is None:
+            at_raw = self._wait(derivatives(data.y, data.weight, raw))
         record = self.empty_record
         tree_round = None
         for slot in range(n_active):
             arguments = (data, edges, raw, *at_raw, record, first_round, slot, seed, hyper)
             tree_round = tree_round or self.tree_round.compiled_for(*arguments)
             raw, record = self._wait(tree_round(*arguments))
-            bag = self._bag(data, first_round + slot + 1, seed, hyper)
-            at_raw = self._wait(derivatives(data.y, data.weight, raw, *bag))
-        self._kept = (raw, first_round + n_active, at_raw)
-        record, last_loss = fetch((record, at_raw[3]))
-        train_loss, in_bag = _chunk_losses(record.loss_before, last_loss, n_active)
+            at_raw = self._wait(derivatives(data.y, data.weight, raw))
+        self._kept = (raw, at_raw)
+        last_in_bag = None
+        if self.judged_in_bag:  # (the last round's rows after it)
+            draw = (np.int32(first_round + n_active), seed, hyper.subsample)
+            last_in_bag = in_bag_program(self.mesh)(at_raw[4], data.weight, data.row_id, *draw)
+        record, last_loss, last_in_bag = fetch((record, at_raw[3], last_in_bag))
+        train_loss, in_bag = _chunk_losses(record.loss_before, last_loss, last_in_bag, n_active)
         return raw, record.trees, train_loss, record.n_not_finite, record.n_stuck, in_bag
 
 
-def _chunk_losses(loss_before: np.ndarray, last_loss, n_active: int):
+def _chunk_losses(loss_before: np.ndarray, last_loss, last_in_bag, n_active: int):
     """``(train_loss (n_active,), in_bag)``: each round's training loss
     after it and (``in_bag``, ``(n_active, 2)``, or None) its in-bag loss
     before and after it, from the `RoundRecord`'s losses at each round's
-    start and ``last_loss``, the derivatives program's at the chunk's last
-    scores."""
-    if loss_before.ndim == 1:
+    start and ``last_loss`` and ``last_in_bag`` (or None), those at the
+    chunk's last scores."""
+    if last_in_bag is None:
         return np.append(loss_before[1:n_active], np.float32(last_loss)), None
-    last_loss = np.asarray(last_loss)
-    train_loss = np.append(loss_before[1:n_active, 0], last_loss[0])
-    after = np.append(loss_before[1:n_active, 2], last_loss[2])
+    train_loss = np.append(loss_before[1:n_active, 0], np.float32(last_loss))
+    after = np.append(loss_before[1:n_active, 2], np.asarray(last_in_bag)[1])
     return train_loss, np.stack([loss_before[:n_active, 1], after], axis=1)
