@@ -2,12 +2,11 @@
 and a loss-free tree program (`jaxboost.engine.round_programs`), or
 as one fused program; which one, `chunk_program` decides.
 
-Both take and give what `jaxboost.engine.training.train_chunk_program`
-does (its in-bag losses last), plus the leaves per round that needed a line
-search the round-by-round programs do not run (None from the fused program):
-the rounds loop
-(`jaxboost.frontends.rounds_loop`) runs such a round again on the fused
-program.
+Both take what `jaxboost.engine.training.train_chunk_program` does and
+give what it does, with the leaves per round that needed a line search the
+round-by-round programs do not run (None from the fused program) before its
+in-bag losses: the rounds loop (`jaxboost.frontends.rounds_loop`) runs such
+a round again on the fused program.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ the host's checks between chunks (`jaxboost.engine.round_checks`).
 
 A round whose derivatives or loss were not finite runs again with the loss
 evaluated in float64 (``loss_dtype="auto"``), one that raised the training
-loss with Armijo's safeguard (``armijo=None``); the rounds before it are run
+loss (a subsampled round's: its in-bag rows' loss) with Armijo's safeguard
+(``armijo=None``); the rounds before it are run
 again from the chunk's start (the same trees: every program is
 deterministic) and kept.  Where nothing is left to try, the fit stops with an
 error naming the round.
@@ -179,7 +180,9 @@ class _Rounds:
             chunk_loss, n_not_finite, train_loss[-1], switch_on_rise, n_stuck, in_bag
         )
         if event is None:
-            self._say_after_clean_chunk(chunk_loss, n_not_finite, in_bag, first_round, train_loss)
+            self._say_after_clean_chunk(
+                chunk_loss, n_not_finite, in_bag, first_round, train_loss[-1]
+            )
             return raw, trees, chunk_loss, n_active
         if event.index:  # (what the kept rounds have to say)
             kept = slice(event.index)
@@ -188,7 +191,7 @@ class _Rounds:
                 n_not_finite[kept],
                 None if in_bag is None else in_bag[kept],
                 first_round,
-                train_loss,
+                train_loss[-1],
             )
         if event.kind == "stuck_leaves":  # the fused program, with its line search
             remedied, program = self.cfg, fused_chunk_program(self.cfg, self.mesh)
@@ -218,10 +221,10 @@ class _Rounds:
             return dataclasses.replace(self.cfg, loss=loss_in(self.loss, "float64"))
         raise not_finite_error(event, first_round)
 
-    def _say_after_clean_chunk(self, chunk_loss, n_not_finite, in_bag, first_round, train_loss):
+    def _say_after_clean_chunk(self, chunk_loss, n_not_finite, in_bag, first_round, loss_before):
         """The float64 line once its round has passed; with ``armijo=False``,
         one warning at the first round that raised the loss (``in_bag``: as
-        in `first_event`; ``train_loss``: the fit's so far)."""
+        in `first_event`)."""
         if self.widened is not None:
             warn(self.widened)
             self.widened = None
@@ -231,7 +234,7 @@ class _Rounds:
             and not self.warned_of_rise
         ):
             rise = first_event(
-                chunk_loss, n_not_finite, train_loss[-1], watch_rises=True, in_bag=in_bag
+                chunk_loss, n_not_finite, loss_before, watch_rises=True, in_bag=in_bag
             )
             if rise is not None:
                 warn(loss_rose_message(rise, first_round, False))
