@@ -77,15 +77,19 @@ def test_round_by_round_gives_the_fused_programs_model(monkeypatch, settings):
     _forests_equal(split, fused)
 
 
-def test_a_new_loss_compiles_only_its_small_programs():
+# subsampled: its rounds' in-bag losses come from the derivatives program's
+# rows' losses, summed by loss-free programs (no second program per loss)
+@pytest.mark.parametrize("subsample", [1.0, 0.5])
+def test_a_new_loss_compiles_only_its_small_programs(subsample):
     X, y = _data(seed=2)
-    settings = {"n_estimators": 10, "max_depth": 3}
+    settings = {"n_estimators": 10, "max_depth": 3, "subsample": subsample}
     jb.Booster(loss=_pseudo_huber, **settings).fit(X, y)
     trees = tree_round_program.cache_info().misses
     fused = train_chunk_program.cache_info().misses
     derivatives = derivatives_program.cache_info().misses
     initial = init_score_program.cache_info().misses
-    jb.Booster(loss=lambda y, f: jnp.logaddexp(f - y, y - f), **settings).fit(X, y)
+    # (a loss of its own per case: a lambda written again would share its programs)
+    jb.Booster(loss=lambda y, f: jnp.logaddexp(f - y, y - f) + subsample, **settings).fit(X, y)
     assert tree_round_program.cache_info().misses == trees  # shared by every loss
     assert train_chunk_program.cache_info().misses == fused  # not used
     assert init_score_program.cache_info().misses == initial  # searched from the host

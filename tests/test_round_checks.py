@@ -13,6 +13,9 @@ from sklearn.datasets import load_diabetes
 import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.round_checks import first_event
+from jaxboost.engine.sampling import row_mask
+from jaxboost.frontends import booster as booster_module
+from jaxboost.frontends import rounds_loop
 
 
 def _diabetes():
@@ -38,6 +41,102 @@ def test_first_event_finds_the_first_round_that_went_wrong():
     event = first_event(losses_after, np.array([0, 7, 0, 0]), 4.0, True)
     assert (event.index, event.kind, event.n_rows) == (1, "not_finite_derivatives", 7)
     assert first_event(np.array([3.0, 2.9999999]), np.zeros(2, int), 3.0, True) is None
+
+
+def test_first_event_judges_a_subsampled_round_on_its_in_bag_rows():
+    losses_after = np.array([3.0, 3.5, 2.0])
+    # the full loss rose at round 2 (3 -> 3.5), but not on the rows the round was fitted to
+    in_bag = np.array([[4.0, 3.0], [2.8, 2.7], [3.0, 3.2]])
+    assert first_event(losses_after[:2], np.zeros(2, int), 4.0, True, in_bag=in_bag[:2]) is None
+    event = first_event(losses_after, np.zeros(3, int), 4.0, True, in_bag=in_bag)
+    assert (event.index, event.kind, event.before, event.after, event.in_bag) == (
+        2,
+        "loss_rose",
+        3.0,
+        3.2,
+        True,
+    )
+
+
+# fits of more rows run the fused chunk program; these reach it with few
+_PATHS = ["round_by_round", "fused"]
+
+
+def _take_path(monkeypatch, path):
+    if path == "fused":
+        monkeypatch.setattr(booster_module, "FAST_COMPILE_ROWS", 0)
+
+
+# on the diabetes data's raw targets, a tree fitted to half the rows at
+# learning rate 1 raises the other half's loss, and the full loss with it
+_SUBSAMPLED = {
+    "n_estimators": 10,
+    "max_depth": 3,
+    "subsample": 0.5,
+    "learning_rate": 1.0,
+    "random_state": 0,
+    "rounds_per_chunk": 4,
+}
+
+
+@pytest.mark.parametrize("path", _PATHS)
+def test_subsampling_alone_does_not_switch_armijo_on(monkeypatch, path):
+    """A Newton step of squared error never raises its own rows' loss: the
+    full loss's rises come from the out-of-bag rows, and leave Armijo off."""
+    _take_path(monkeypatch, path)
+    X, y = _diabetes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = jb.Booster(**_SUBSAMPLED).fit(X, y)
+    assert model.armijo_ is False
+    rises = np.diff(model.train_loss_) > 1e-3 * np.abs(model.train_loss_[:-1])
+    assert np.any(rises)  # (what used to switch it on)
+    plain = jb.Booster(**_SUBSAMPLED, armijo=False).fit(X, y)
+    np.testing.assert_array_equal(model.predict_raw(X), plain.predict_raw(X))
+
+
+@pytest.mark.parametrize("path", _PATHS)
+def test_the_in_bag_losses_are_those_of_each_rounds_subsample(monkeypatch, path):
+    """The losses a subsampled fit judges rises on equal numpy's, from the
+    staged predictions and the rows each round drew."""
+    _take_path(monkeypatch, path)
+    reported = []
+
+    def recording(*args, **kwargs):
+        reported.append(kwargs.get("in_bag", args[5] if len(args) > 5 else None))
+        return first_event(*args, **kwargs)
+
+    monkeypatch.setattr(rounds_loop, "first_event", recording)
+    X, y = _diabetes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (armijo=False's line about a rise: none either)
+        model = jb.Booster(**_SUBSAMPLED, armijo=False).fit(X, y)
+    # each chunk's first call (the second, for armijo=False's line, repeats it)
+    in_bag = np.concatenate(reported[::2])
+    staged = np.stack([np.full(y.shape, model.init_score_[0]), *model.staged_predict_raw(X)])
+    row_loss = 0.5 * np.square(staged - y)  # (rounds + 1, rows): squared_error
+    rows = np.arange(y.shape[0], dtype=np.uint32)
+    expected = []
+    for index in range(_SUBSAMPLED["n_estimators"]):
+        drawn = np.asarray(row_mask(rows, index, np.uint32(0), np.float32(0.5)))
+        expected.append(row_loss[index : index + 2, drawn].mean(axis=1))
+    np.testing.assert_allclose(in_bag, np.array(expected), rtol=1e-5)
+
+
+@pytest.mark.parametrize("path", _PATHS)
+def test_a_newton_step_that_overshoots_its_own_rows_still_switches_armijo_on(monkeypatch, path):
+    """Absolute error's Newton leaves -G / reg_lambda overshoot on the rows
+    they were fitted to, subsample or not."""
+    _take_path(monkeypatch, path)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    settings = {"loss": "absolute_error", "leaf_method": "newton", "subsample": 0.5}
+    with (
+        pytest.warns(UserWarning, match="loss rose at round 1 on the rows its trees were fitted"),
+        pytest.warns(UserWarning, match="leaf_method='newton' with a loss whose hessian"),
+    ):
+        model = jb.Booster(**settings, n_estimators=2, max_depth=2).fit(X, X[:, 0])
+    assert model.armijo_ is True
 
 
 def test_nan_gradients_at_the_initial_score_stop_the_fit_naming_the_cause():

@@ -1,8 +1,11 @@
 """What the host checks after every chunk of rounds, and what it does then.
 
-A chunk reports, per round, the training loss after the round and the number
+A chunk reports, per round, the training loss after the round, the number
 of rows whose gradient or hessian was not finite at its start
-(`jaxboost.engine.training._train_chunk`).  The first round where something went
+(`jaxboost.engine.training._train_chunk`) and, in a subsampled fit, the loss
+of the round's in-bag rows before and after it: a tree fitted to some rows
+moves the others' scores too, so a rise is judged on the rows it was fitted
+to there.  The first round where something went
 wrong is an `Event`; the fit keeps the rounds before it and either
 runs that round again with a remedy (the loss evaluated in float64, Armijo's
 safeguard switched on) or stops with an error naming the round.  A model is
@@ -19,8 +22,7 @@ import numpy as np
 from ..runtime.precision import rows_in_float64
 
 # a round "raises" the training loss when it grows by more than this fraction
-# of its size: float32 sums of the loss over rows round at about 1e-6, and a
-# subsampled round may raise the full loss by a little
+# of its size: float32 sums of the loss over rows round at about 1e-6
 _RISE_TOLERANCE = 1e-3
 
 
@@ -33,6 +35,7 @@ class Event(NamedTuple):
     n_rows: int  # rows with non-finite derivatives ("not_finite_derivatives")
     before: float  # the training loss before the round
     after: float  # the training loss after it
+    in_bag: bool = False  # before and after are those of the round's in-bag rows
 
 
 def first_event(
@@ -41,6 +44,7 @@ def first_event(
     loss_before: float,
     watch_rises: bool,
     n_stuck: np.ndarray | None = None,
+    in_bag: np.ndarray | None = None,
 ) -> Event | None:
     """The first round of a chunk with non-finite derivatives, leaves that
     needed a line search the program did not run, a non-finite loss or
@@ -53,6 +57,9 @@ def first_event(
       loss_before: the training loss before the chunk's first round.
       n_stuck: ``(n_rounds,)`` such leaves per round (a loss-free tree
         program's, `jaxboost.engine.round_programs`), or None.
+      in_bag: ``(n_rounds, 2)`` the loss of each round's in-bag rows before
+        and after it (a subsampled fit's), on which rises are then judged;
+        or None: on the training loss.
     """
     before = float(loss_before)
     stuck = [0] * len(chunk_loss) if n_stuck is None else n_stuck.tolist()
@@ -63,10 +70,16 @@ def first_event(
             return Event(index, "stuck_leaves", 0, before, after)
         if not math.isfinite(after):
             return Event(index, "not_finite_loss", 0, before, after)
-        if watch_rises and after > before + _RISE_TOLERANCE * abs(before):
-            return Event(index, "loss_rose", 0, before, after)
+        judged = (before, after) if in_bag is None else tuple(in_bag[index].tolist())
+        if watch_rises and _rose(*judged):
+            return Event(index, "loss_rose", 0, *judged, in_bag=in_bag is not None)
         before = after
     return None
+
+
+def _rose(before: float, after: float) -> bool:
+    """Whether a loss went from ``before`` to ``after`` by more than rounding."""
+    return after > before + _RISE_TOLERANCE * abs(before)
 
 
 def float64_message(what: str, where: str) -> str:
@@ -106,7 +119,8 @@ def not_finite_error(event: Event, first_round: int) -> FloatingPointError:
 def loss_rose_message(event: Event, first_round: int, switched_on: bool) -> str:
     """The line saying a round raised the training loss, and what the fit does."""
     number = first_round + event.index + 1
-    rose = f"training loss rose at round {number} ({event.before:.6g} -> {event.after:.6g})"
+    rows = " on the rows its trees were fitted to" if event.in_bag else ""
+    rose = f"training loss rose at round {number}{rows} ({event.before:.6g} -> {event.after:.6g})"
     if switched_on:
         return (
             f"{rose}: Newton steps overshoot on this loss, so Armijo's safeguard (each leaf's "

@@ -12,6 +12,10 @@ nothing in it depends on the loss).  Here a round is two programs:
   updated scores (`jaxboost.engine.training.grow_round` with no loss),
   compiled once per shape and setting for every loss.
 
+A subsampled fit takes its rounds' in-bag losses from the rows' losses the
+derivatives program gives (in the tree program, and after a chunk's last
+round in `in_bag_program`), so that a new loss still compiles one program.
+
 A round whose Newton leaves needed a line search (a leaf whose regularised
 hessian is not positive) is reported, not searched: that needs the loss, so
 its caller runs such a round with the fused program.  Only settings whose
@@ -41,6 +45,8 @@ from .training import (
     _data_specs,
     count_not_finite,
     grow_round,
+    in_bag_losses,
+    judges_rises_in_bag,
     mean_loss,
     round_derivatives,
 )
@@ -84,33 +90,59 @@ def _compiler_options(cfg: StaticSettings, mesh: Mesh) -> dict | None:
 @one_program_per_shape()
 def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(y, weight, raw (n_rows, K)) -> (grad, hess, n_not_finite,
-    train_loss)``, jitted and sharded on rows: every row's unweighted
-    gradient ``(n_rows, K)`` and hessian ``(n_rows, K[, K])`` at ``raw``
-    (`jaxboost.engine.training.round_derivatives`), the rows of
-    positive weight whose derivatives are not finite, and the weighted mean
-    loss (scalars, over all shards)."""
+    train_loss, row_loss)``, jitted and sharded on rows: every row's
+    unweighted gradient ``(n_rows, K)`` and hessian ``(n_rows, K[, K])`` at
+    ``raw`` (`jaxboost.engine.training.round_derivatives`), the rows of
+    positive weight whose derivatives are not finite, the weighted mean
+    loss (scalars, over all shards) and every row's loss ``(n_rows,)``, of
+    which a subsampled fit's rounds take their in-bag losses
+    (`tree_round_program`, `in_bag_program`: no loss of their own)."""
     axis_name = collective_axis(mesh)
 
     def local(y, weight, raw):
         grad, hess = round_derivatives(cfg, y, raw)
         n_not_finite = count_not_finite(grad, hess, weight, axis_name)
-        return grad, hess, n_not_finite, mean_loss(cfg.loss, y, weight, raw, axis_name)
+        row_loss = sample_loss(cfg.loss, y, raw)
+        return grad, hess, n_not_finite, mean_loss(cfg.loss, y, weight, raw, axis_name), row_loss
 
     sharded = jax.shard_map(
         local,
         mesh=mesh,
         in_specs=(P(ROWS), P(ROWS), P(ROWS)),
-        out_specs=(P(ROWS), P(ROWS), P(), P()),
+        out_specs=(P(ROWS), P(ROWS), P(), P(), P(ROWS)),
         check_vma=False,
     )
     return jax.jit(sharded, compiler_options=_compiler_options(cfg, mesh))
 
 
+@one_program_per_shape()
+def in_bag_program(mesh: Mesh) -> Callable:
+    """``(row_loss, weight, row_id, round_index, seed, fraction) -> (2,)``,
+    jitted and sharded on rows: `jaxboost.engine.training.in_bag_losses`
+    of `derivatives_program`'s ``row_loss``; shared by every loss."""
+    axis_name = collective_axis(mesh)
+
+    def local(row_loss, weight, row_id, *draw):
+        return in_bag_losses(row_loss, weight, row_id, draw, axis_name)
+
+    sharded = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(P(ROWS), P(ROWS), P(ROWS), P(), P(), P()),
+        out_specs=P(),
+        check_vma=False,
+    )
+    return jax.jit(sharded)
+
+
 class RoundRecord(NamedTuple):
     """What a chunk's rounds leave for the host, one slot per round: the
     trees ``(rounds_per_chunk, trees_per_round, ...)``, and ``(rounds_per_chunk,)``
-    the training loss before each round, the rows whose derivatives were
-    not finite at its start and its leaves that needed a line search."""
+    the training loss before each round (``(rounds_per_chunk, 3)``, then
+    its two `jaxboost.engine.training.in_bag_losses`, where
+    `jaxboost.engine.training.judges_rises_in_bag`), the rows whose
+    derivatives were not finite at its start and its leaves that needed a
+    line search."""
 
     trees: Tree
     loss_before: jax.Array
@@ -134,26 +166,32 @@ def empty_record(cfg: StaticSettings) -> RoundRecord:
         if cfg.categorical is None
         else np.zeros((*nodes, BITSET_WORDS), np.uint32),
     )
-    per_round = np.zeros(rounds, np.float32), np.zeros(rounds, np.int32)
-    return RoundRecord(trees, *per_round, np.zeros(rounds, np.int32))
+    losses = np.zeros((rounds, 3) if judges_rises_in_bag(cfg) else rounds, np.float32)
+    return RoundRecord(trees, losses, np.zeros(rounds, np.int32), np.zeros(rounds, np.int32))
 
 
 @one_program_per_shape()
 def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
-    """``(data, edges, raw, grad, hess, n_not_finite, loss_before, record,
-    first_round, slot, seed, hyper) -> (raw, record)``, jitted and sharded:
-    round ``first_round + slot``'s trees from the rows' derivatives and what
-    `derivatives_program` said of them
+    """``(data, edges, raw, grad, hess, n_not_finite, loss_before, row_loss,
+    record, first_round, slot, seed, hyper) -> (raw, record)``, jitted and
+    sharded: round ``first_round + slot``'s trees from the rows' derivatives
+    and what `derivatives_program` said of them
     (`jaxboost.engine.training.grow_round`), written into slot ``slot``
-    of ``record`` (a `RoundRecord`, replicated).  ``cfg.loss`` must be
-    None (`loss_free`), so every loss shares the program."""
+    of ``record`` (a `RoundRecord`, replicated), with the round's in-bag
+    losses where `jaxboost.engine.training.judges_rises_in_bag`.
+    ``cfg.loss`` must be None (`loss_free`), so every loss shares the
+    program."""
     if cfg.loss is not None:
         raise ValueError("tree_round_program: settings without a loss (loss_free(cfg))")
     axis_name = collective_axis(mesh)
+    judged_in_bag = judges_rises_in_bag(cfg)
 
-    def local(
-        data, edges, raw, grad, hess, n_not_finite, loss_before, record, first, slot, seed, hyper
-    ):
+    def local(data, edges, raw, grad, hess, n_not_finite, loss_before, row_loss, record, *rest):
+        first, slot, seed, hyper = rest
+        if judged_in_bag:
+            draw = (first + slot, seed, hyper.subsample)
+            in_bag = in_bag_losses(row_loss, data.weight, data.row_id, draw, axis_name)
+            loss_before = jnp.concatenate([loss_before[None], in_bag])
         trees, raw, n_stuck = grow_round(
             cfg, hyper, data, edges, raw, grad, hess, first + slot, seed, axis_name
         )
@@ -174,8 +212,8 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     sharded = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(_data_specs(cfg), P(), P(ROWS), P(ROWS), P(ROWS), P(), P(), replicated)
-        + (P(), P(), P(), P()),
+        in_specs=(_data_specs(cfg), P(), P(ROWS), P(ROWS), P(ROWS), P(), P(), P(ROWS))
+        + (replicated, P(), P(), P(), P()),
         out_specs=(P(ROWS), replicated),
         check_vma=False,
     )

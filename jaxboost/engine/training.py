@@ -612,6 +612,52 @@ def training_loss(cfg: StaticSettings, data: ShardData, raw: jax.Array, axis_nam
     return mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
 
 
+def judges_rises_in_bag(cfg: StaticSettings) -> bool:
+    """Whether ``cfg``'s programs report the in-bag losses of `in_bag_losses`:
+    a subsampled fit's rounds, whose trees move the scores of out-of-bag rows
+    too, so that the full training loss may rise where no Newton step
+    overshot; a rise is then judged on the rows the round was fitted to.
+    Not with Armijo's safeguard on (no rise is looked for) nor for a group
+    loss (its rises are not watched)."""
+    return cfg.subsampled and not cfg.armijo and not cfg.grouped
+
+
+def in_bag_losses(
+    row_loss: jax.Array, weight: jax.Array, row_id: jax.Array, draw, axis_name
+) -> jax.Array:
+    """``(2,)``: the weighted mean of the rows' losses ``row_loss (n_rows,)``
+    (at the scores a round starts from), over all shards, on the in-bag rows
+    of round ``round_index`` (`row_mask`, the draw of `grow_round`) and of
+    the round before: the round's own rows' loss before it and the previous
+    round's rows' loss after that round.
+
+    Args:
+      weight, row_id: a shard's, as in `ShardData`.
+      draw: ``(round_index, seed, fraction)``, scalars.
+    """
+    round_index, seed, fraction = draw
+    weights = jnp.stack(
+        [
+            jnp.where(row_mask(row_id, index, seed, fraction), weight, 0.0)
+            for index in (round_index, round_index - 1)
+        ]
+    )
+    sums = jnp.concatenate([jnp.sum(weights * row_loss, axis=1), jnp.sum(weights, axis=1)])
+    if axis_name is not None:
+        sums = lax.psum(sums, axis_name)
+    return sums[:2] / sums[2:]
+
+
+def in_bag_pairs(at_start: jax.Array, at_end: jax.Array, n_active) -> jax.Array:
+    """``(n_rounds, 2)``: each round's in-bag loss before and after it, from
+    `in_bag_losses` ``(n_rounds, 2)`` at each round's start and ``(2,)`` at
+    the scores after round ``n_active - 1`` (the rounds from ``n_active`` on
+    hold what follows the last active one; their slots are discarded)."""
+    after = jnp.concatenate([at_start[1:, 1], at_end[1:]])
+    after = jnp.where(jnp.arange(at_start.shape[0]) == n_active - 1, at_end[1], after)
+    return jnp.stack([at_start[:, 0], after], axis=1)
+
+
 def _mean_loss_at(loss: Loss, y, weight, score: jax.Array, axis_name) -> jax.Array:
     """`mean_loss` with every row's raw score ``score (K,)``."""
     raw = jnp.broadcast_to(score, (weight.shape[0], score.shape[0]))
@@ -623,40 +669,51 @@ def _train_chunk(
 ):
     """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
     at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,),
-    n_not_finite (rounds_per_chunk,))``, the last the rows whose derivatives
-    were not finite at the start of each round (`boost_round`).
+    n_not_finite (rounds_per_chunk,), in_bag)``, ``n_not_finite`` the rows whose
+    derivatives were not finite at the start of each round (`boost_round`),
+    ``in_bag`` each round's in-bag loss before and after it
+    ``(rounds_per_chunk, 2)`` (`in_bag_pairs`) where `judges_rises_in_bag`,
+    else None.
 
     Each round's training loss is evaluated at the start of the next round,
     on the scores its gradients are taken at, so that XLA can share the
     loss's forward pass with the derivatives'; the last active round's loss is
-    evaluated once after the scan.
+    evaluated once after the scan.  So are the in-bag losses.
     """
+    judged_in_bag = judges_rises_in_bag(cfg)
+
+    def bag_losses(raw, round_index):
+        row_loss = sample_loss(cfg.loss, data.y, raw)
+        draw = (round_index, seed, hyper.subsample)
+        return in_bag_losses(row_loss, data.weight, data.row_id, draw, axis_name)
 
     def one_round(raw, chunk_round):
         traced = []  # boost's outputs as traced, for skip's shapes
 
         def boost(raw):
             loss_before = training_loss(cfg, data, raw, axis_name)
+            bag_before = bag_losses(raw, round_index) if judged_in_bag else None
             trees, new_raw, n_not_finite = boost_round(
                 cfg, hyper, data, edges, raw, round_index, seed, axis_name
             )
-            traced.append((trees, new_raw, loss_before, n_not_finite))
-            return trees, new_raw, loss_before, n_not_finite
+            outputs = (trees, new_raw, loss_before, n_not_finite, bag_before)
+            traced.append(outputs)
+            return outputs
 
         def skip(raw):  # a round past n_active: no work, zeros (discarded)
             # the shapes of boost's trace (cond traces it first), else traced here
             outputs = traced[-1] if traced else jax.eval_shape(boost, raw)
-            trees, _, loss_before, n_not_finite = jax.tree.map(
+            trees, _, loss_before, n_not_finite, bag_before = jax.tree.map(
                 lambda s: jnp.zeros(s.shape, s.dtype), outputs
             )
-            return trees, raw, loss_before, n_not_finite
+            return trees, raw, loss_before, n_not_finite, bag_before
 
         round_index = first_round + chunk_round
         # every shard takes the same branch: n_active is the same everywhere
-        trees, raw, loss_before, n_not_finite = lax.cond(chunk_round < n_active, boost, skip, raw)
-        return raw, (trees, loss_before, n_not_finite)
+        trees, raw, *at_start = lax.cond(chunk_round < n_active, boost, skip, raw)
+        return raw, (trees, *at_start)
 
-    raw, (trees, loss_before, n_not_finite) = lax.scan(
+    raw, (trees, loss_before, n_not_finite, bag_before) = lax.scan(
         one_round, raw, jnp.arange(cfg.rounds_per_chunk)
     )
     # round i's loss is the one before round i + 1; the last active round's, now
@@ -664,7 +721,10 @@ def _train_chunk(
     loss_after = jnp.concatenate([loss_before[1:], last_loss[None]])
     rounds = jnp.arange(cfg.rounds_per_chunk)
     train_loss = jnp.where(rounds == n_active - 1, last_loss, loss_after)
-    return raw, trees, train_loss, n_not_finite
+    in_bag = None
+    if judged_in_bag:
+        in_bag = in_bag_pairs(bag_before, bag_losses(raw, first_round + n_active), n_active)
+    return raw, trees, train_loss, n_not_finite, in_bag
 
 
 def _data_specs(cfg: StaticSettings) -> ShardData:
@@ -684,7 +744,7 @@ def _data_specs(cfg: StaticSettings) -> ShardData:
 @one_program_per_shape()
 def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
-    train_loss, n_not_finite)`` (see `_train_chunk`),
+    train_loss, n_not_finite, in_bag)`` (see `_train_chunk`),
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
@@ -693,7 +753,7 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
         functools.partial(_train_chunk, cfg, collective_axis(mesh)),
         mesh=mesh,
         in_specs=(_data_specs(cfg), P(), P(ROWS), P(), P(), P(), P()),
-        out_specs=(P(ROWS), P(), P(), P()),
+        out_specs=(P(ROWS), P(), P(), P(), P()),
         check_vma=False,
     )
     platform = mesh.devices.flat[0].platform

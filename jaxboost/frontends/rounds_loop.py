@@ -3,7 +3,8 @@ the host's checks between chunks (`jaxboost.engine.round_checks`).
 
 A round whose derivatives or loss were not finite runs again with the loss
 evaluated in float64 (``loss_dtype="auto"``), one that raised the training
-loss with Armijo's safeguard (``armijo=None``); the rounds before it are run
+loss (a subsampled round's: its in-bag rows' loss) with Armijo's safeguard
+(``armijo=None``); the rounds before it are run
 again from the chunk's start (the same trees: every program is
 deterministic) and kept.  Where nothing is left to try, the fit stops with an
 error naming the round.
@@ -148,7 +149,7 @@ class _Rounds:
         the next dispatch: queued collective programs can deadlock on CPU
         devices).  The scores stay on the devices: fetched, they would come
         back as host arrays, for which the program would compile again."""
-        raw, trees, chunk_loss, n_not_finite, n_stuck = self.program(
+        raw, trees, chunk_loss, n_not_finite, n_stuck, in_bag = self.program(
             self.data,
             self.edges,
             raw,
@@ -159,24 +160,38 @@ class _Rounds:
         )
         n_stuck = None if n_stuck is None else n_stuck[:n_active]
         # the loss's own values, where the engine's carry a scale
-        chunk_loss = np.asarray(chunk_loss[:n_active], np.float64) / loss_scale(self.cfg.loss)
-        return raw, trees, chunk_loss, n_not_finite[:n_active], n_stuck
+        scale = loss_scale(self.cfg.loss)
+        chunk_loss = np.asarray(chunk_loss[:n_active], np.float64) / scale
+        if in_bag is not None:
+            in_bag = np.asarray(in_bag[:n_active], np.float64) / scale
+        return raw, trees, chunk_loss, n_not_finite[:n_active], n_stuck, in_bag
 
     def _chunk(self, raw, first_round: int, n_active: int, train_loss: list[float]):
         """``(raw, trees, chunk_loss, n_kept)``: the chunk's rounds up to the
         first that went wrong (whose remedy then applies from there on)."""
         start_raw = raw
-        raw, trees, chunk_loss, n_not_finite, n_stuck = self._dispatch(raw, first_round, n_active)
+        raw, trees, chunk_loss, n_not_finite, n_stuck, in_bag = self._dispatch(
+            raw, first_round, n_active
+        )
         switch_on_rise = (
             self.safeguards.armijo is None and not self.cfg.armijo and self.safeguards.watch_rises
         )
-        event = first_event(chunk_loss, n_not_finite, train_loss[-1], switch_on_rise, n_stuck)
+        event = first_event(
+            chunk_loss, n_not_finite, train_loss[-1], switch_on_rise, n_stuck, in_bag
+        )
         if event is None:
-            self._say_after_clean_chunk(chunk_loss, n_not_finite, first_round, train_loss[-1])
+            self._say_after_clean_chunk(
+                chunk_loss, n_not_finite, in_bag, first_round, train_loss[-1]
+            )
             return raw, trees, chunk_loss, n_active
         if event.index:  # (what the kept rounds have to say)
+            kept = slice(event.index)
             self._say_after_clean_chunk(
-                chunk_loss[: event.index], n_not_finite[: event.index], first_round, train_loss[-1]
+                chunk_loss[kept],
+                n_not_finite[kept],
+                None if in_bag is None else in_bag[kept],
+                first_round,
+                train_loss[-1],
             )
         if event.kind == "stuck_leaves":  # the fused program, with its line search
             remedied, program = self.cfg, fused_chunk_program(self.cfg, self.mesh)
@@ -184,7 +199,7 @@ class _Rounds:
             remedied = self._remedy(event, first_round)
             program = chunk_program(remedied, self.mesh)
         if event.index:  # the rounds before the event, again (the same trees)
-            raw, trees, chunk_loss, _, _ = self._dispatch(start_raw, first_round, event.index)
+            raw, trees, chunk_loss, *_ = self._dispatch(start_raw, first_round, event.index)
         else:
             raw = start_raw
         self.cfg, self.program = remedied, program
@@ -206,9 +221,10 @@ class _Rounds:
             return dataclasses.replace(self.cfg, loss=loss_in(self.loss, "float64"))
         raise not_finite_error(event, first_round)
 
-    def _say_after_clean_chunk(self, chunk_loss, n_not_finite, first_round, loss_before):
+    def _say_after_clean_chunk(self, chunk_loss, n_not_finite, in_bag, first_round, loss_before):
         """The float64 line once its round has passed; with ``armijo=False``,
-        one warning at the first round that raised the loss."""
+        one warning at the first round that raised the loss (``in_bag``: as
+        in `first_event`)."""
         if self.widened is not None:
             warn(self.widened)
             self.widened = None
@@ -217,7 +233,9 @@ class _Rounds:
             and self.safeguards.watch_rises
             and not self.warned_of_rise
         ):
-            rise = first_event(chunk_loss, n_not_finite, loss_before, watch_rises=True)
+            rise = first_event(
+                chunk_loss, n_not_finite, loss_before, watch_rises=True, in_bag=in_bag
+            )
             if rise is not None:
                 warn(loss_rose_message(rise, first_round, False))
                 self.warned_of_rise = True
