@@ -132,7 +132,8 @@ def in_bag_program(mesh: Mesh) -> Callable:
         out_specs=P(),
         check_vma=False,
     )
-    return jax.jit(sharded)
+    platform = mesh.devices.flat[0].platform
+    return jax.jit(sharded, compiler_options=fast_compile_options(platform) or None)
 
 
 class RoundRecord(NamedTuple):
