@@ -341,3 +341,70 @@ def test_the_native_kernel_walks_leaf_wise_trees_as_the_heap(with_sets):
     np.testing.assert_array_equal(np.asarray(raw), expected)
     # the forest had something to check: many distinct leaves reached
     assert len(np.unique(expected[:, 0])) > 30
+
+
+def _chain_forest(depth: int) -> Tree:
+    """Depth-``depth`` heaps of leaf-wise shapes the kernel compacts: tree 0 of
+    one leaf (no node splits); tree 1 a chain of non-splitting nodes from the
+    root to one split on the last internal level, threshold +inf sending NaN
+    right; tree 2 a categorical split on feature 1 halfway down the chain,
+    whose right child splits numerically; tree 3 a numeric split at the root
+    with chains under both children to splits near the bottom."""
+    n_internal = 2**depth - 1
+    shape = (4, n_internal)
+    feature = np.zeros(shape, np.int32)
+    threshold = np.full(shape, np.inf, np.float32)
+    missing_left = np.ones(shape, bool)
+    sets = np.zeros((*shape, 8), np.uint32)
+
+    def left_chain(k: int, levels: int) -> int:
+        for _ in range(levels):
+            k = 2 * k + 1
+        return k
+
+    deepest = left_chain(0, depth - 1)  # first node of the last internal level
+    feature[1, deepest], missing_left[1, deepest] = 2, False
+    middle = left_chain(0, depth // 2)
+    feature[2, middle], sets[2, middle, 0] = 1, 0b10110
+    feature[2, 2 * middle + 2], threshold[2, 2 * middle + 2] = 3, 0.2
+    feature[3, 0], threshold[3, 0], missing_left[3, 0] = 0, 0.1, False
+    for child, levels in ((1, depth - 3), (2, depth - 2)):
+        k = left_chain(child, levels)
+        feature[3, k], threshold[3, k], missing_left[3, k] = 3, -0.3, bool(child == 1)
+    rng = np.random.default_rng(21)
+    return Tree(
+        feature=feature,
+        threshold=threshold,
+        threshold_bin=np.zeros(shape, np.int32),
+        missing_left=missing_left,
+        split_gain=np.zeros(shape, np.float32),
+        leaf_value=rng.normal(size=(4, n_internal + 1, 1)).astype(np.float32),
+        leaf_weight=np.ones((4, n_internal + 1), np.float32),
+        category_left=sets,
+    )
+
+
+@pytest.mark.parametrize("depth", [8, 11])
+def test_the_native_kernel_walks_one_leaf_trees_and_deep_chains(depth):
+    """Compacted trees of one leaf, and chains down to splits on the heap's
+    last levels (numeric with NaN right at +inf, categorical, both sides of
+    the root), over rows that end their walks at different passes, whole NaN
+    rows and a partial last block: the native scores equal, bit for bit, the
+    float64 sums of the heap walk's leaves, and every tree's leaves are
+    reached (so each path is checked)."""
+    from jaxboost.engine.predict import predict_forest_native
+
+    forest = _chain_forest(depth)
+    X_new = _features(22, n_rows=150)
+    X_new[:, 1] = np.random.default_rng(23).integers(0, 6, size=150)
+    X_new[::10] = np.nan
+    X_new[3::7, 2] = np.nan
+    X_new[4::9, 3] = np.nan
+    native = jax.tree.map(jnp.asarray, forest)
+    raw = predict_forest_native(native, jnp.zeros(1, jnp.float32), jnp.asarray(X_new))
+    expected = _walk_with_sets(forest, X_new).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(raw), expected)
+    for t, n_leaves in enumerate((1, 2, 3, 4)):
+        one_tree = jax.tree.map(lambda leaf, t=t: leaf[t : t + 1], forest)
+        leaves = _walk_with_sets(one_tree, X_new)[:, 0]
+        assert len(np.unique(leaves)) == n_leaves, t
