@@ -417,3 +417,38 @@ def test_importances_count_the_kept_splits_only(fitted):
     counts = np.bincount(features, minlength=X.shape[1]) / features.size
     np.testing.assert_allclose(fitted.feature_importance("split"), counts, rtol=1e-6)
     assert splits.sum() == 6 * 5  # 6 trees of 6 leaves: pruned nodes are not counted
+
+
+@pytest.mark.parametrize("max_leaves", [3, 6, 9, 20, 31, 255])
+def test_live_capacity_holds_every_node_best_first_growth_can_split(max_leaves):
+    # live_slots keeps the first live_capacity / 2 split parents of a level:
+    # one more would be dropped silently, so the bound must hold for any
+    # gains, and it is reached by the leftmost nodes of a level with their
+    # ancestors (the fewest ancestors for their number)
+    from jaxboost.engine.leafwise import best_first_splits, kept_at_depth, live_capacity
+
+    max_depth = 8
+    depth_of = np.floor(np.log2(np.arange(2**max_depth - 1) + 1)).astype(int)
+    rng = np.random.default_rng(max_leaves)
+    for trial in range(20):  # random gains, some nodes not splitting, shallow ones first or not
+        gain = rng.exponential(size=2**max_depth - 1) * (rng.random(2**max_depth - 1) < 0.8)
+        if trial % 2:
+            gain = gain / (1 + depth_of)
+        chosen = np.asarray(best_first_splits(jnp.asarray(gain, jnp.float32), max_leaves))
+        for depth in range(max_depth):
+            assert chosen[depth_of == depth].sum() <= kept_at_depth(depth, max_leaves)
+    for depth in range(max_depth):
+        kept = kept_at_depth(depth, max_leaves)
+        for count in range(kept, min(kept + 2, 2**depth + 1)):  # the bound, and one past it
+            nodes = set()
+            for node in range(2**depth - 1, 2**depth - 1 + count):
+                while node >= 0 and node not in nodes:
+                    nodes.add(node)
+                    node = (node - 1) // 2 if node else -1
+            gain = np.zeros(2**max_depth - 1, np.float32)
+            gain[sorted(nodes)] = 1.0 / (1 + depth_of[sorted(nodes)])  # ancestors pop first
+            chosen = np.asarray(best_first_splits(jnp.asarray(gain), max_leaves))
+            at_depth = chosen[depth_of == depth].sum()
+            assert at_depth == kept if count == kept else at_depth <= kept
+        if depth + 1 < max_depth:
+            assert live_capacity(depth + 1, max_leaves) >= min(2 * kept, 2 ** (depth + 1))

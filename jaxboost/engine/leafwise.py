@@ -15,7 +15,7 @@ the leftmost leaf under ``n``.  So rows are never routed again: their
 leaves, and the leaves' sums, are mapped through a table of ``2^D`` entries.
 
 Only nodes that can still be kept need histograms and a split search: a
-level's live nodes (`live_slots`, at most ``2 (max_leaves - depth)``) are
+level's live nodes (`live_slots`, at most ``2 max_leaves``: `live_capacity`) are
 summed and searched, the others do not split.  So a level costs memory and
 search for ``2 max_leaves`` nodes at most, whatever its depth; the heap
 arrays of the tree (its ``2^D`` leaves) remain.
@@ -160,18 +160,34 @@ def best_first_tree(
 # the next one popped there, depend only on the pops above d; deeper pops only
 # spend the budget).  So a node at depth d can be kept only if its parent is
 # kept by best-first growth on the levels above: those are the live nodes,
-# siblings in pairs, at most 2 (max_leaves - d) of them (each kept node at
-# depth d - 1 has d - 1 kept ancestors), and only their histograms are built
-# and searched.  A kept parent was itself live one level up (its own parent
+# siblings in pairs, one pair per kept node at depth d - 1 (`live_capacity`
+# bounds their number), and only their histograms are built and searched.  A kept parent was itself live one level up (its own parent
 # is kept by growth on fewer levels, which spends no budget below it), so
 # its histograms are there to subtract from.
 
 
+def kept_at_depth(depth: int, max_leaves: int) -> int:
+    """The most nodes at ``depth`` that best-first growth of ``max_leaves``
+    leaves can split: ``k`` split nodes there have at least ``ceil(k / 2^j)``
+    split ancestors at ``depth - j`` (a node has at most ``2^j`` descendants
+    that deep), and the growth splits ``max_leaves - 1`` nodes at most."""
+    budget = max_leaves - 1
+    kept = 0
+    while kept < 2**depth:
+        more = kept + 1
+        ancestors = sum(-(-more // 2**j) for j in range(1, depth + 1))
+        if more + ancestors > budget:
+            break
+        kept = more
+    return kept
+
+
 def live_capacity(depth: int, max_leaves: int) -> int:
     """The most nodes at ``depth`` that best-first growth of ``max_leaves``
-    leaves can keep open, in pairs of siblings (at least one pair below the
+    leaves can keep open: the children of the nodes it can split one level
+    up (`kept_at_depth`), in pairs of siblings (at least one pair below the
     root, for a fixed shape)."""
-    return min(2**depth, max(2, 2 * (max_leaves - depth)))
+    return min(2**depth, max(2, 2 * kept_at_depth(depth - 1, max_leaves)))
 
 
 def live_slots(
