@@ -43,22 +43,27 @@ def best_first_splits(gain: jax.Array, max_leaves: int) -> jax.Array:
       max_leaves: at most this many leaves (``max_leaves - 1`` splits).
     """
     n_internal = gain.shape[0]
-    # children past the internal nodes (leaves) never open: padded away
-    open_nodes = jnp.zeros(2 * n_internal + 1, bool).at[0].set(True)
-    chosen = jnp.zeros(2 * n_internal + 1, bool)
-    padded_gain = jnp.concatenate([gain, jnp.zeros(n_internal + 1, gain.dtype)])
+    # each node's score while open (its gain where positive), -inf while not
+    # open or never to split; children past the internal nodes (leaves) are
+    # padding that never splits.  One array carries both, so an iteration
+    # is an argmax and three small updates.
+    never = jnp.full(n_internal + 1, -jnp.inf, gain.dtype)
+    splits = jnp.concatenate([jnp.where(gain > 0, gain, -jnp.inf), never])
+    score = jnp.full(splits.shape, -jnp.inf, gain.dtype).at[0].set(splits[0])
+    chosen = jnp.zeros(splits.shape, bool)
 
     def split_best(_, state):
-        open_nodes, chosen = state
-        candidate = open_nodes & (padded_gain > 0)
-        best = jnp.argmax(jnp.where(candidate, padded_gain, -jnp.inf))  # first of ties
-        take = candidate[best]
-        children = jnp.stack([2 * best + 1, 2 * best + 2])
-        open_nodes = open_nodes.at[best].set(open_nodes[best] & ~take)
-        open_nodes = open_nodes.at[children].set(open_nodes[children] | take, mode="drop")
-        return open_nodes, chosen.at[best].set(chosen[best] | take)
+        score, chosen = state
+        best = jnp.argmax(score)  # first of ties
+        take = score[best] > -jnp.inf
+        child = 2 * best + 1
+        opened = jnp.where(take, lax.dynamic_slice(splits, (child,), (2,)), -jnp.inf)
+        kept = lax.dynamic_slice(score, (child,), (2,))
+        score = lax.dynamic_update_slice(score, jnp.maximum(kept, opened), (child,))
+        score = score.at[best].set(-jnp.inf)
+        return score, chosen.at[best].set(chosen[best] | take)
 
-    _, chosen = lax.fori_loop(0, max_leaves - 1, split_best, (open_nodes, chosen))
+    _, chosen = lax.fori_loop(0, max_leaves - 1, split_best, (score, chosen))
     return chosen[:n_internal]
 
 
