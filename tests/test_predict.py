@@ -254,6 +254,22 @@ def test_the_native_kernel_rejects_a_split_feature_out_of_range(regression):
         np.asarray(predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.ones((3, 4))))
 
 
+def _walk_forest(feature, threshold, missing_left, sets, leaf_value) -> Tree:
+    """A forest of the node arrays a walk reads (``(n_trees, n_internal)``
+    each, ``sets`` ``(..., 8)`` or None) and ``leaf_value`` ``(n_trees,
+    n_leaves, n_outputs)``; the fields no walk reads zero."""
+    return Tree(
+        feature=feature,
+        threshold=threshold,
+        threshold_bin=np.zeros(feature.shape, np.int32),
+        missing_left=missing_left,
+        split_gain=np.zeros(feature.shape, np.float32),
+        leaf_value=leaf_value,
+        leaf_weight=np.ones(leaf_value.shape[:2], np.float32),
+        category_left=sets,
+    )
+
+
 def _lossguide_forest(seed: int, n_trees: int, depth: int, with_sets: bool) -> Tree:
     """Random depth-``depth`` heaps shaped as leaf-wise trees: up to 10 splitting
     nodes anywhere down the heap, every other reachable node sending every row
@@ -286,16 +302,8 @@ def _lossguide_forest(seed: int, n_trees: int, depth: int, with_sets: bool) -> T
             else:
                 threshold[t, k], missing_left[t, k], sets[t, k] = np.inf, True, 0
                 frontier.append(2 * k + 1)
-    return Tree(
-        feature=feature,
-        threshold=threshold,
-        threshold_bin=np.zeros(shape, np.int32),
-        missing_left=missing_left,
-        split_gain=np.zeros(shape, np.float32),
-        leaf_value=rng.normal(size=(n_trees, n_internal + 1, 2)).astype(np.float32),
-        leaf_weight=np.ones((n_trees, n_internal + 1), np.float32),
-        category_left=sets if with_sets else None,
-    )
+    leaf_value = rng.normal(size=(n_trees, n_internal + 1, 2)).astype(np.float32)
+    return _walk_forest(feature, threshold, missing_left, sets if with_sets else None, leaf_value)
 
 
 def _walk_with_sets(forest: Tree, X: np.ndarray) -> np.ndarray:
@@ -371,17 +379,8 @@ def _chain_forest(depth: int) -> Tree:
     for child, levels in ((1, depth - 3), (2, depth - 2)):
         k = left_chain(child, levels)
         feature[3, k], threshold[3, k], missing_left[3, k] = 3, -0.3, bool(child == 1)
-    rng = np.random.default_rng(21)
-    return Tree(
-        feature=feature,
-        threshold=threshold,
-        threshold_bin=np.zeros(shape, np.int32),
-        missing_left=missing_left,
-        split_gain=np.zeros(shape, np.float32),
-        leaf_value=rng.normal(size=(4, n_internal + 1, 1)).astype(np.float32),
-        leaf_weight=np.ones((4, n_internal + 1), np.float32),
-        category_left=sets,
-    )
+    leaf_value = np.random.default_rng(21).normal(size=(4, n_internal + 1, 1)).astype(np.float32)
+    return _walk_forest(feature, threshold, missing_left, sets, leaf_value)
 
 
 @pytest.mark.parametrize("depth", [8, 11])
