@@ -101,3 +101,24 @@ def _programs_freed_after_each_module():
     shares from the run's XLA cache on disk."""
     yield
     clear_compiled_programs()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tier (`slow_tests`) marked ``slow``; a name listed there that
+    its module no longer holds is an error, so the tier cannot shrink unseen."""
+    from slow_tests import SLOW_MODULES, SLOW_TESTS
+
+    checked = set()
+    for item in items:
+        module = item.module
+        name = module.__name__.rpartition(".")[2]
+        if name not in checked:
+            checked.add(name)
+            missing = [test for test in SLOW_TESTS.get(name, ()) if not hasattr(module, test)]
+            if missing:
+                raise pytest.UsageError(
+                    f"tests/slow_tests.py names tests {name} does not hold: {missing}; "
+                    "rename or remove them there"
+                )
+        if name in SLOW_MODULES or item.originalname in SLOW_TESTS.get(name, ()):
+            item.add_marker(pytest.mark.slow)

@@ -26,11 +26,6 @@ from jaxboost.frontends.estimators import Classifier, Regressor
 SMALL = {"n_estimators": 5, "max_depth": 2, "learning_rate": 0.3}
 
 
-@parametrize_with_checks([Regressor(**SMALL), Classifier(**SMALL)])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
-
-
 _FLOAT32_SUMS = (
     "the check compares predict_proba to rtol=1e-7, below float32's epsilon (1.19e-7), and "
     "the engine sums in float32: sum_i w_i g_i (one rounded product per row) and the w_i "
@@ -39,6 +34,16 @@ _FLOAT32_SUMS = (
     "5-tree raw scores by 1.2e-7 (predict_proba by 3.2e-7 relative). "
     "test_integer_weights_equal_repeated_rows checks it at rtol=1e-5"
 )
+
+
+@parametrize_with_checks([Regressor(**SMALL), Classifier(**SMALL)])
+def test_sklearn_estimator_checks(estimator, check, request):
+    name = getattr(check, "func", check).__name__
+    if isinstance(estimator, Classifier) and name == "check_sample_weight_equivalence_on_dense_data":
+        # at the default min_child_samples the check's 15 rows grow no split, and
+        # the initial score alone differs in float32's last bit (below)
+        request.applymarker(pytest.mark.xfail(strict=True, reason=_FLOAT32_SUMS))
+    check(estimator)
 
 
 @pytest.mark.parametrize(
