@@ -745,7 +745,7 @@ class Booster:
         init_rows = None
         if searches_from_init(loss, n_outputs, widths):
             init_rows = init_search_rows(self, features.shape[0])
-        loss = keyed_loss(loss, targets.shape[1:], n_outputs, widths, init_rows)
+        loss = keyed_loss(loss, targets.shape[1:], n_outputs, widths=widths, init_rows=init_rows)
         metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs, eval_sets)
 
         def check_loss_and_metrics() -> None:

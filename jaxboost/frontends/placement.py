@@ -153,7 +153,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
             given = np.zeros(inputs.n_outputs, np.float32)
         widths = None if inputs.groups is None else group_widths(inputs.groups.sizes)
         search_loss, search_targets = search_rows(
-            inputs.loss, targets, offsets, inputs.n_outputs, widths
+            inputs.loss, targets, offsets, inputs.n_outputs, widths=widths
         )
         search_y = global_rows(mesh, search_targets, layout.n_padded)
     if placement is None and booster.loss_dtype != "float64":
