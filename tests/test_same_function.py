@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
+from jaxboost.engine.groups import GroupBucket
 from jaxboost.engine.round_programs import (
     derivatives_program,
     slope_sums_program,
     tree_round_program,
 )
 from jaxboost.engine.training import train_chunk_program
+from jaxboost.frontends.computation_keys import group_widths, keyed_loss
+from jaxboost.frontends.monitor import EvalSet
 from jaxboost.runtime.same_function import plain, same_computation
 
 _SCALAR = jax.ShapeDtypeStruct((), jnp.float32)
@@ -29,7 +32,7 @@ def _written(text: str, **namespace):
 
 
 def _key(fn):
-    return same_computation(fn, _SCALAR, _SCALAR)
+    return same_computation(fn, [(_SCALAR, _SCALAR)])
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +209,136 @@ def test_metrics_follow_what_they_read_and_keep_their_names(data):
     result = fit(weighted, other_name).evals_result_["validation_0"]
     assert set(result) == {"weighted", "other_name"}
     np.testing.assert_array_equal(result["weighted"], result["other_name"])
+
+
+# a distribution's declared parts reading globals of this module: the
+# Fisher information's scale, the sampler's spread, the start of the search
+_FISHER_SCALE = 1.0
+_DRAW_SPREAD = 1.0
+_START = 3.5
+
+
+def _scaled_fisher(f):
+    return _FISHER_SCALE * jb.losses.gaussian_nll.fisher(f)
+
+
+def _spread_sampler(key, f, n):
+    return f[0] + _DRAW_SPREAD * jnp.exp(f[1]) * jax.random.normal(key, (n,))
+
+
+def _start_at(y, weight):
+    return jnp.stack([jnp.sum(weight * y) / jnp.sum(weight), jnp.float32(_START)])
+
+
+def _gaussian_with(**parts):
+    return jb.losses.declare(
+        lambda y, f: jb.losses.gaussian_nll(y, f),
+        name="gaussian_parts",
+        link="mean_scale",
+        n_outputs=2,
+        smooth=True,
+        **parts,
+    )
+
+
+def _periodic_with(**parts):
+    # the second output's minima are at 3 + 2 pi k: the start picks one
+    return jb.losses.declare(
+        lambda y, f: 0.5 * (y - f[0]) ** 2 - jnp.cos(f[1] - 3.0),
+        name="periodic_parts",
+        n_outputs=2,
+        smooth=True,
+        **parts,
+    )
+
+
+_PARTS = {
+    "fisher": (
+        "_FISHER_SCALE",
+        lambda: _gaussian_with(fisher=_scaled_fisher),
+        lambda: _gaussian_with(fisher=lambda f: 4.0 * jb.losses.gaussian_nll.fisher(f)),
+    ),
+    "sampler": (
+        "_DRAW_SPREAD",
+        lambda: _gaussian_with(sampler=_spread_sampler),
+        lambda: _gaussian_with(
+            sampler=lambda key, f, n: f[0] + 4.0 * jnp.exp(f[1]) * jax.random.normal(key, (n,))
+        ),
+    ),
+    "init": (
+        "_START",
+        lambda: _periodic_with(init=_start_at),
+        lambda: _periodic_with(
+            init=lambda y, w: jnp.stack([jnp.sum(w * y) / jnp.sum(w), jnp.float32(9.0)])
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("part", sorted(_PARTS))
+def test_a_declared_part_reading_a_global(data, part, monkeypatch):
+    X, y = data
+    name, declared, written_out = _PARTS[part]
+    values = {"_FISHER_SCALE": 4.0, "_DRAW_SPREAD": 4.0, "_START": 9.0}
+
+    def raw(loss):
+        return jb.Booster(loss=loss, **_SETTINGS).fit(X, y).predict_raw(X)
+
+    first = raw(declared())
+    monkeypatch.setattr(sys.modules[__name__], name, values[name])
+    second = raw(declared())
+    np.testing.assert_allclose(second, raw(written_out()), rtol=1e-6, atol=1e-6)
+    assert np.abs(second - first).max() > 0.1
+
+
+# a ListNet on each query's top k rows by label: at 8 rows (or fewer) every
+# k >= 8 is the same loss
+def _top_k_listnet(k):
+    def loss(y, f, mask):
+        top = jnp.argsort(-jnp.where(mask, y, -jnp.inf))[: min(k, f.shape[0])]
+        kept = jnp.zeros(f.shape[0], bool).at[top].set(True) & mask
+        target = jax.nn.softmax(jnp.where(kept, y, -jnp.inf))
+        log_q = jax.nn.log_softmax(jnp.where(mask, f, -jnp.inf))
+        return -jnp.sum(jnp.where(kept, target * log_q, 0.0))
+
+    return loss
+
+
+def test_group_losses_that_differ_only_on_long_queries():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(180, 3)).astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + rng.normal(size=180)) + 2, 0, 4).astype(np.float32)
+
+    def raw(fn):
+        loss = jb.losses.declare(fn, per="group", name="top_k_listnet")
+        return jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=[30] * 6).predict_raw(X)
+
+    top_10 = raw(_top_k_listnet(10))
+    top_20 = raw(_top_k_listnet(20))
+    written_out = raw(lambda y, f, mask: 1.0 * _top_k_listnet(20)(y, f, mask))
+    np.testing.assert_allclose(top_20, written_out, rtol=1e-6, atol=1e-6)
+    assert np.abs(top_20 - top_10).max() > 0.05
+
+
+def test_a_group_loss_is_keyed_at_every_length_its_fit_runs():
+    mask = jnp.ones((2, 64), bool)
+    eval_set = EvalSet("validation_0", None, None, None, (GroupBucket(mask, mask, mask[:, 0]),))
+    widths = group_widths(np.array([3, 8, 30, 8]), [eval_set])
+    assert widths == (4, 8, 32, 64)
+    top_10, top_20 = (jb.losses.declare(_top_k_listnet(k), per="group") for k in (10, 20))
+    assert keyed_loss(top_10, (), 1, (4, 8)) == keyed_loss(top_20, (), 1, (4, 8))
+    assert keyed_loss(top_10, (), 1, widths) != keyed_loss(top_20, (), 1, widths)
+
+
+def test_python_called_back_is_keyed_apart_unless_it_is_the_library_s():
+    def host_scale(y):
+        return np.float32(2.0) * np.ones_like(y)
+
+    def loss(y, f):
+        shape = jax.ShapeDtypeStruct(jnp.shape(y), jnp.result_type(y))
+        return jax.pure_callback(host_scale, shape, y) * (y - f) ** 2
+
+    assert _key(loss) != _key(loss)  # what host_scale reads is not in the jaxpr
+    # a catalogue distribution's init calls the library's moments on the host
+    first, again = (keyed_loss(jb.losses.gaussian_nll, (), 2, init_rows=64) for _ in range(2))
+    assert again is first

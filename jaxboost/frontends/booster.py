@@ -69,7 +69,7 @@ from .categories import (
     frame_category_columns,
 )
 from .categories import check_settings as check_category_settings
-from .computation_keys import keyed_loss, keyed_metrics
+from .computation_keys import group_widths, keyed_loss, keyed_metrics, searches_from_init
 from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
@@ -101,7 +101,7 @@ from .loss_checks import check_group_loss, check_loss, check_metric, check_targe
 from .model_file import save_model
 from .monitor import Monitor
 from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
-from .placement import FitInputs, PlacedRows, place_rows
+from .placement import FitInputs, PlacedRows, init_search_rows, place_rows
 from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds, scaled_settings
 from .settings import (
     check_random_state,
@@ -739,9 +739,14 @@ class Booster:
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
         on_every_process(lambda: self._constraints(features.shape[1], names, n_outputs))
-        # programs are reused exactly for the same computation: keyed by tracing
-        loss = keyed_loss(loss, targets.shape[1:], n_outputs, grouped=grouped is not None)
-        metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs)
+        # programs are reused exactly for the same computation: keyed by
+        # tracing, at the shapes the programs call them with
+        widths = None if grouped is None else group_widths(grouped.sizes, eval_sets)
+        init_rows = None
+        if searches_from_init(loss, n_outputs, widths):
+            init_rows = init_search_rows(self, features.shape[0])
+        loss = keyed_loss(loss, targets.shape[1:], n_outputs, widths=widths, init_rows=init_rows)
+        metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs, eval_sets)
 
         def check_loss_and_metrics() -> None:
             if grouped is None:

@@ -95,14 +95,19 @@ class OffsetLoss:
 
 
 def search_rows(
-    loss: Callable, targets: np.ndarray, offsets: np.ndarray, n_outputs: int, grouped: bool
+    loss: Callable,
+    targets: np.ndarray,
+    offsets: np.ndarray,
+    n_outputs: int,
+    widths: tuple[int, ...] | None,
 ) -> tuple[Callable, np.ndarray]:
     """The loss and the ``(n_rows, T + K)`` float32 rows the initial score's
-    search runs on (`OffsetLoss`), keyed as a fit's loss is."""
+    search runs on (`OffsetLoss`), keyed as a fit's loss is (``widths``: a
+    group loss's padded group lengths, else None)."""
     columns = targets.reshape(targets.shape[0], -1)
     rows = np.concatenate([columns, offsets], axis=1).astype(np.float32)
     wrapped = OffsetLoss(loss, n_outputs, targets.ndim - 1)
-    return keyed_loss(wrapped, rows.shape[1:], n_outputs, grouped), rows
+    return keyed_loss(wrapped, rows.shape[1:], n_outputs, widths), rows
 
 
 def start_scores(init_score: np.ndarray, offsets: np.ndarray | None, n_rows: int) -> np.ndarray:

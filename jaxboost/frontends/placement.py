@@ -49,6 +49,7 @@ from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .categories import category_edges
 from .compile_ahead import start_loss_programs
+from .computation_keys import group_widths
 from .continued import ContinuedFrom
 from .grouping import GroupedRows, GroupPlacement, place_groups
 from .monitor import EvalSet
@@ -99,17 +100,31 @@ class PlacedRows(NamedTuple):
         return self.edges if self.columns is None else self.edges[self.columns]
 
 
+def training_devices(booster, n_rows: int, groups: GroupedRows | None) -> list:
+    """The devices a fit of ``n_rows`` rows (``groups``: a group loss's)
+    trains on: the Booster's ``devices``, else the default ones."""
+    devices = check_devices(booster.devices)
+    if devices is None:
+        devices = default_training_devices(n_rows)
+        if groups is not None:  # no more devices than the largest group fills
+            fills = n_rows // int(groups.sizes.max())
+            devices = devices[: max(1, min(len(devices), fills))]
+    return devices
+
+
+def init_search_rows(booster, n_rows: int) -> int:
+    """The rows of a per-sample fit of ``n_rows`` rows (this process's) that
+    the initial score's program searches: every process's, each padded to
+    `row_layout`'s count."""
+    mesh = make_mesh(training_devices(booster, n_rows, None))
+    return row_layout(n_rows, mesh).n_padded * jax.process_count()
+
+
 def place_rows(booster, inputs: FitInputs) -> PlacedRows:
     """The rows sharded over the devices and binned there, the bin edges,
     the seed, and the initial score (computed on the devices while this
     process computes the bin edges)."""
-    devices = check_devices(booster.devices)
-    if devices is None:
-        devices = default_training_devices(inputs.features.shape[0])
-        if inputs.groups is not None:  # no more devices than the largest group fills
-            fills = inputs.features.shape[0] // int(inputs.groups.sizes.max())
-            devices = devices[: max(1, min(len(devices), fills))]
-    mesh = make_mesh(devices)
+    mesh = make_mesh(training_devices(booster, inputs.features.shape[0], inputs.groups))
     features, targets, weight = inputs.features, inputs.targets, inputs.weight
     # offsets of the initial score's search: a continued model's scores, or fit's init_score
     offsets = inputs.offsets if inputs.continued is None else inputs.continued.start
@@ -136,8 +151,9 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
     if offsets is not None:  # the loss at every row's score plus its offset
         if inputs.continued is not None:  # (the loss at the continued scores themselves)
             given = np.zeros(inputs.n_outputs, np.float32)
+        widths = None if inputs.groups is None else group_widths(inputs.groups.sizes)
         search_loss, search_targets = search_rows(
-            inputs.loss, targets, offsets, inputs.n_outputs, inputs.groups is not None
+            inputs.loss, targets, offsets, inputs.n_outputs, widths=widths
         )
         search_y = global_rows(mesh, search_targets, layout.n_padded)
     if placement is None and booster.loss_dtype != "float64":

@@ -322,7 +322,7 @@ def refit_leaves(
     check_target_domain(loss, targets)
     # the programs are reused exactly for the same computation
     user_loss = loss
-    loss = keyed_loss(loss, targets.shape[1:], int(model.n_outputs_), grouped=False)
+    loss = keyed_loss(loss, targets.shape[1:], int(model.n_outputs_))
     check_loss(loss, targets, int(model.n_outputs_))
     if optimizer is None:
         optimizer = _default_optimizer()

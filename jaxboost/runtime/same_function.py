@@ -7,25 +7,32 @@ and, worse, would reuse stale programs for the *same* object after anything
 it reads has changed: a global, a class or module attribute, a captured
 array changed in place, its ``__code__`` replaced (IPython's autoreload).
 
-`same_computation` keys a function on what it computes when traced:
-the jaxpr of its value and directional derivative at the arguments' shapes
-(every literal printed exactly, ``-0.0`` apart from ``0.0``; custom JVP
+`same_computation` keys a function on what it computes when traced: the
+jaxpr of its value and directional derivative at the shapes of every call
+the programs make (a group loss: at each padded group length of the fit;
+every literal printed exactly, ``-0.0`` apart from ``0.0``; custom JVP
 rules expanded), the values of the jaxpr's constants (captured arrays, by
-their bytes), and the catalogue metadata it declares.  It returns one
-`SameComputation` per key, whose calls go to the newest function that
-was traced to that key: the caches' programs are then reused by every
-function that computes the same thing, and by no other.  Each fit traces its
-loss and metrics again (a few milliseconds), so a change between fits is a
-new key.  A function that cannot be traced with a directional derivative is
-keyed by its value and gradient; one that cannot be traced at all gets a key
-of its own (its programs are compiled for that fit alone).
+their bytes), the catalogue metadata it declares, and the declared
+functions the programs call beside it (a distribution's ``fisher``,
+``sampler`` and ``init``: `Part`), traced alike at their calls' shapes.
+It returns one `SameComputation` per key, whose calls go to the newest
+function that was traced to that key: the caches' programs are then reused
+by every function that computes the same thing, and by no other.  Each fit
+traces its loss and metrics again (a few milliseconds), so a change
+between fits is a new key.  A function that cannot be traced with a
+directional derivative is keyed by its value and gradient; one that cannot
+be traced at all, or that calls Python through a callback
+(``jax.pure_callback``: what that Python reads is not in the jaxpr, whose
+text hides the function), gets a key of its own (its programs are compiled
+for that fit alone); a callback to the library's own functions is keyed by
+the function.
 
 The trace is taken with JAX's 64-bit mode on and float64 arguments where the
 function allows, so that Python numbers it reads are compared at their full
 precision (a float64 loss, ``loss_dtype="float64"``, sees them so).  Limits:
 a custom JVP rule's own second derivatives are keyed by the name of any
-custom JVP function the rule calls; branching on a global that changes only
-the computation at other argument shapes than the traced one is not seen.
+custom JVP function the rule calls; a global read by a branch on the
+arguments' dtype (float32 or float64) is keyed as the float64 trace reads it.
 """
 
 from __future__ import annotations
@@ -34,10 +41,11 @@ import hashlib
 import inspect
 import itertools
 import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import jax
+import jax.extend.core as jax_core
 import jax.numpy as jnp
 import numpy as np
 
@@ -56,12 +64,30 @@ _DECLARED = (
     "target_domain",
     "smooth",
     "per",
-    # a distribution's parts (their function objects, by repr: a program of
-    # hessian="fisher" calls them, and a loss's init starts its search)
-    "init",
-    "fisher",
-    "sampler",
 )
+# a distribution's parts: whether the loss declares them (those the
+# programs call are traced: `Part`)
+_PARTS = ("init", "fisher", "sampler")
+# primitives that call Python, which a jaxpr does not show
+_CALLBACKS = ("pure_callback", "io_callback")
+# the module prefix of the library's own functions
+_LIBRARY = "jaxboost."
+
+
+def is_library_function(fn: Any) -> bool:
+    """Whether ``fn`` is one of jaxboost's own functions (which read no
+    mutable state: a function object computes one thing)."""
+    return getattr(fn, "__module__", None) is not None and fn.__module__.startswith(_LIBRARY)
+
+
+class Part(NamedTuple):
+    """A function a loss declares that the programs call (a distribution's
+    ``fisher``), keyed by its value traced at ``arguments`` (the shapes and
+    dtypes of the programs' call)."""
+
+    name: str
+    fn: Callable
+    arguments: tuple
 
 
 class SameComputation:
@@ -107,19 +133,29 @@ def plain(fn: Any) -> Any:
     return fn.fn if isinstance(fn, SameComputation) else fn
 
 
-def same_computation(fn: Callable, *arguments: jax.ShapeDtypeStruct) -> SameComputation:
-    """``fn`` keyed on what it computes at ``arguments``' shapes.
+def same_computation(
+    fn: Callable, calls: Sequence[tuple], parts: Sequence[Part] = ()
+) -> SameComputation:
+    """``fn`` keyed on what it computes at the shapes of ``calls``.
 
     Args:
       fn: ``fn(y, f, *rest) -> scalar``, differentiated in ``f``: a per-sample
         loss or metric (``y`` one row's target, ``f`` ``()`` or ``(K,)``), or
         a group loss (``y (m, ...)``, ``f (m,)``, ``mask (m,)``).
-      arguments: the shapes and dtypes of ``(y, f, *rest)``.
+      calls: the shapes and dtypes of ``(y, f, *rest)`` (`jax.ShapeDtypeStruct`)
+        of every call the programs make: one for a per-sample function, one
+        per padded group length for a group loss.
+      parts: the declared functions the programs call beside ``fn``.
     Returns:
       the one `SameComputation` of that key, now calling ``fn``.
     """
     fn = plain(fn)
-    key = (_declared(fn), _traced(fn, arguments), _row_derivatives(fn, arguments))
+    key = (
+        _declared(fn),
+        tuple(_traced(fn, arguments) for arguments in calls),
+        tuple(_row_derivatives(fn, arguments) for arguments in calls),
+        tuple((part.name, _part_digest(part)) for part in parts),
+    )
     keyed = _BY_KEY.get(key)
     if keyed is None:
         keyed = SameComputation(fn, key)
@@ -131,9 +167,20 @@ def same_computation(fn: Callable, *arguments: jax.ShapeDtypeStruct) -> SameComp
 def _declared(fn: Callable) -> tuple:
     """The function's kind and declared catalogue metadata."""
     kind = type(fn)
-    return (kind.__module__, kind.__qualname__) + tuple(
-        (name, repr(getattr(fn, name, None))) for name in _DECLARED
+    return (
+        (kind.__module__, kind.__qualname__)
+        + tuple((name, repr(getattr(fn, name, None))) for name in _DECLARED)
+        + tuple((name, getattr(fn, name, None) is not None) for name in _PARTS)
     )
+
+
+def _part_digest(part: Part) -> tuple:
+    """A digest of a declared part's value at its call's shapes."""
+    for wide in (True, False):
+        digest = _digest_or_none(part.fn, part.arguments, wide)
+        if digest is not None:
+            return digest
+    return ("untraceable", next(_UNTRACEABLE))
 
 
 def _row_derivatives(fn: Callable, arguments: tuple) -> tuple | None:
@@ -182,24 +229,48 @@ def _value_and_gradient(fn: Callable) -> Callable:
 
 def _jaxpr(fn: Callable, arguments: tuple, wide: bool = False) -> jax.extend.core.ClosedJaxpr:
     """``fn``'s closed jaxpr at ``arguments`` (``wide``: in 64-bit mode, its
-    float32 arguments made float64)."""
+    float32 arguments made float64), traced anew: JAX caches the trace of a
+    function object, with the globals it read then."""
+
+    def fresh(*args):
+        return fn(*args)
+
     if not wide:
         with jax.enable_x64(False):
-            return jax.make_jaxpr(fn)(*arguments)
+            return jax.make_jaxpr(fresh)(*arguments)
     widened = tuple(
         jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype)
         for a in arguments
     )
     with jax.enable_x64(True):
-        return jax.make_jaxpr(fn)(*widened)
+        return jax.make_jaxpr(fresh)(*widened)
 
 
 def _digest(closed: Any) -> tuple:
-    """The jaxpr's text and its constants' values, hashed."""
+    """The jaxpr's text and its constants' values, hashed, and the library
+    functions its callbacks call; a key of its own where a callback calls
+    any other Python function (what it reads is not in the jaxpr, whose text
+    hides the function's address)."""
+    called = _callbacks(closed.jaxpr)
+    if not all(is_library_function(fn) for fn in called):
+        return ("untraceable", next(_UNTRACEABLE))
     text = hashlib.sha256(str(closed.jaxpr).encode()).hexdigest()
     constants = []
     for constant in closed.consts:
         array = np.asarray(constant)
         digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
         constants.append((array.dtype.str, array.shape, digest))
-    return (text, tuple(constants))
+    # (the function objects themselves: equal only to themselves)
+    return (text, tuple(constants), called)
+
+
+def _callbacks(jaxpr: Any) -> tuple:
+    """The Python functions ``jaxpr``'s callbacks call, nested jaxprs included."""
+    called = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _CALLBACKS:
+            callback = eqn.params.get("callback")
+            called.append(getattr(callback, "callback_func", callback))
+    for inner in jax_core.subjaxprs(jaxpr):
+        called.extend(_callbacks(inner))
+    return tuple(called)
