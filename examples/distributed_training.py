@@ -6,10 +6,12 @@ would over a network.  Each worker generates the same data set but keeps only
 its own slice of the rows (60% / 40%), calls
 ``jaxboost.distributed.initialize`` and fits; histograms and leaf sums are
 combined across the processes by ``psum`` (gloo collectives on CPU).  The
-launcher then fits the same model in one process on all rows and compares:
-same splits, and raw scores within 1e-5 of their largest magnitude (float32
-sums of the same rows in another order: each process's, then across them).  ``--rows 500000`` tries it above
-the 200,000-row sample the bin edges come from.
+launcher prints each worker's line (a worker's whole output, gloo's log
+included, is in ``worker<i>.log`` beside the saved models), then fits the
+same model in one process on all rows and compares: same splits, and raw
+scores within 1e-5 of their largest magnitude (float32 sums of the same rows
+in another order: each process's, then across them).  ``--rows 500000``
+tries it above the 200,000-row sample the bin edges come from.
 
 On real hosts, run the worker command on every host with the coordinator's
 address (``--coordinator host0:12345``), ``--num-processes`` and each host's
@@ -19,11 +21,13 @@ address (``--coordinator host0:12345``), ``--num-processes`` and each host's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import jax.numpy as jnp
 import numpy as np
@@ -86,27 +90,48 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def start_worker(
+    args: argparse.Namespace, process_id: int, coordinator: str, log: TextIO
+) -> subprocess.Popen:
+    """Worker ``process_id``, writing its output (stdout and stderr) to ``log``."""
+    command = [
+        sys.executable,
+        __file__,
+        "--process-id", str(process_id),
+        "--num-processes", str(args.num_processes),
+        "--coordinator", coordinator,
+        "--output", args.output,
+        "--rows", str(args.rows),
+    ]  # fmt: skip
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "JAXBOOST_CPU_DEVICES": "1"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
 def launch(args: argparse.Namespace) -> None:
     """Start the workers on loopback, wait, and compare with one process."""
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     coordinator = f"127.0.0.1:{free_port()}"
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--process-id", str(process_id),
-                "--num-processes", str(args.num_processes),
-                "--coordinator", coordinator,
-                "--output", str(output),
-                "--rows", str(args.rows),
-            ],
-            env={**os.environ, "JAXBOOST_CPU_DEVICES": "1"},
-        )
-        for process_id in range(args.num_processes)
-    ]  # fmt: skip
-    codes = [process.wait(timeout=300) for process in workers]
+    # a log per worker: its line, and the gloo and JAX logs that would
+    # otherwise interleave with the other workers'; its line is shown
+    logs = [output / f"worker{process_id}.log" for process_id in range(args.num_processes)]
+    with contextlib.ExitStack() as files:
+        workers = [
+            start_worker(args, process_id, coordinator, files.enter_context(log.open("w")))
+            for process_id, log in enumerate(logs)
+        ]
+        codes = [process.wait(timeout=300) for process in workers]
+    for process_id, (code, log) in enumerate(zip(codes, logs)):
+        lines = log.read_text().splitlines()
+        if code:
+            print(f"worker {process_id} failed (exit code {code}); the end of {log}:")
+            print("\n".join(lines[-40:]))
+        else:
+            print("\n".join(line for line in lines if line.startswith(f"process {process_id}:")))
     if any(codes):
         raise SystemExit(f"a worker failed: exit codes {codes}")
 

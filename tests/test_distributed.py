@@ -29,6 +29,11 @@ def test_two_processes_train_the_single_process_model(tmp_path):
     result = run_script(EXAMPLE, args=("--output", str(tmp_path)), timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "same splits True, raw scores within 1e-5 of their largest: True" in result.stdout
+    # each worker's line, without gloo's log lines: those stay in its log
+    first_lines = [line[:30] for line in result.stdout.splitlines()[:2]]
+    assert first_lines == ["process 0: 3600 of 6000 rows, ", "process 1: 2400 of 6000 rows, "]
+    assert "[Gloo]" not in result.stdout + result.stderr
+    assert "process 1: 2400 of 6000 rows" in (tmp_path / "worker1.log").read_text()
 
     example = _example_module()
     first, second = (jb.load(tmp_path / f"model_process{i}.json") for i in (0, 1))

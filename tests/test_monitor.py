@@ -1,5 +1,7 @@
 """Evaluation sets, metrics, early stopping, callbacks and progress."""
 
+from types import SimpleNamespace
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -7,8 +9,9 @@ from sklearn.metrics import roc_auc_score
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.engine.metrics import auc
-from jaxboost.frontends.monitor import time_left
+from jaxboost.engine.metrics import Metric, auc
+from jaxboost.frontends import monitor as monitor_module
+from jaxboost.frontends.monitor import EvalSet, Monitor, time_left
 
 
 def _data(seed=0, n_rows=400):
@@ -55,7 +58,7 @@ def test_weighted_auc_matches_scikit_learn():
     assert got == pytest.approx(roc_auc_score(y, score, sample_weight=weight), rel=1e-5)
 
 
-def test_early_stopping_keeps_the_best_round():
+def test_early_stopping_keeps_the_best_round(capsys):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 5)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.float32)
@@ -64,13 +67,16 @@ def test_early_stopping_keeps_the_best_round():
     X_val = rng.normal(size=(300, 5)).astype(np.float32)
     y_val = (X_val[:, 0] > 0).astype(np.float32)
     model = jb.Booster(loss="logloss", n_estimators=300, max_depth=6, learning_rate=0.3).fit(
-        X, y, eval_set=[(X_val, y_val)], early_stopping_rounds=5
+        X, y, eval_set=[(X_val, y_val)], early_stopping_rounds=5, verbose=100
     )
     history = model.evals_result_["validation_0"]["loss"]
     assert len(history) < 300, "training should have stopped early"
     best = int(np.argmin(history)) + 1
     assert model.best_iteration_ == best == model.n_estimators_
     assert len(history) == best + 5
+    # the round that stops prints its line, with nothing left to run
+    last_line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last_line.startswith(f"[{best + 5:>3}/300]") and last_line.endswith("left ~0.0s")
     assert model.forest_.feature.shape[0] == best
     prediction = model.predict_raw(X_val)
     np.testing.assert_allclose(
@@ -114,12 +120,58 @@ def test_verbose_prints_rounds_metrics_and_time_left(capsys):
 
 def test_time_left_leaves_out_the_first_chunk_which_compiled():
     # 96 s for the first chunk of 100 rounds (compiling), 0.5 s for the next
-    assert time_left([(100, 96.0)], 300) is None  # no pace known yet
-    assert time_left([(100, 96.0), (200, 96.5)], 300) == pytest.approx(0.5)
-    assert time_left([(100, 96.0), (200, 96.5), (250, 96.75)], 300) == pytest.approx(0.25)
-    assert time_left([(300, 96.1)], 300) == 0.0  # every round ran in one chunk
-    assert time_left([(100, 96.0), (150, 96.5)], 150) == 0.0
-    assert time_left([], 300) is None
+    assert time_left([(100, 96.0)], 200, 300) is None  # no pace known yet
+    assert time_left([(100, 96.0), (200, 96.5)], 200, 300) == pytest.approx(0.5)
+    assert time_left([(100, 96.0), (200, 96.5)], 250, 300) == pytest.approx(0.25)
+    assert time_left([(100, 96.0), (200, 96.5), (250, 96.75)], 250, 300) == pytest.approx(0.25)
+    assert time_left([], 300, 300) == 0.0  # every round ran in one chunk
+    assert time_left([(100, 96.0)], 150, 150) == 0.0
+    assert time_left([], 100, 300) is None
+
+
+def _watched_fit(monkeypatch, early_stopping_rounds):
+    """The lines a Monitor prints over 4 chunks of 10 rounds (of 100) on a
+    fake clock: each chunk trains in 0.1 s and is evaluated in 0.01 s, but
+    the first chunk's evaluation compiles for 5 s."""
+    clock = [0.0]
+    monkeypatch.setattr(monitor_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    X_val, y_val = np.zeros((3, 2), np.float32), np.zeros(3, np.float32)
+    eval_set = EvalSet("validation_0", X_val, y_val, np.ones(3, np.float32))
+    watch = Monitor(
+        model_at=None,
+        eval_sets=[eval_set],
+        metrics=[Metric("loss", fn=None)],
+        init_score=np.zeros(1),
+        trees_per_round=1,
+        n_rounds=100,
+        early_stopping_rounds=early_stopping_rounds,
+        verbose=10,
+    )
+
+    def evaluate(trees):  # (the chunk's number stands for its trees)
+        clock[0] += 5.0 if trees == 0 else 0.01
+        return [{"loss": np.linspace(1.0, 0.9, 10) - trees}]  # always improving
+
+    monkeypatch.setattr(watch, "_evaluate_chunk", evaluate)
+    for chunk in range(4):
+        clock[0] += 0.1
+        assert watch.after_chunk(chunk, np.ones(10), 10 * chunk) == (10, False)
+
+
+def test_time_left_is_paced_by_chunks_after_the_first_evaluation_compiled(monkeypatch, capsys):
+    _watched_fit(monkeypatch, early_stopping_rounds=None)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line[:9] for line in lines] == ["[ 10/100]", "[ 20/100]", "[ 30/100]", "[ 40/100]"]
+    # no pace before two chunks are watched
+    assert "left" not in lines[0] and "left" not in lines[1]
+    # 0.11 s a chunk of 10 rounds (training and evaluation), 60 rounds to go
+    assert lines[3].endswith(f"left ~{0.011 * 60:.1f}s")
+
+
+def test_time_left_with_early_stopping_is_an_upper_bound(monkeypatch, capsys):
+    _watched_fit(monkeypatch, early_stopping_rounds=50)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.endswith(f"left at most ~{0.011 * 60:.1f}s")
 
 
 def test_monitoring_does_not_change_the_model():

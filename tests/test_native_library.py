@@ -1,12 +1,16 @@
 """Building the native kernels' library: a first build says so, once."""
 
 import logging
+import re
+from pathlib import Path
 
 from jaxboost.kernels import native_library
 
+DEVICES_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "devices.md"
+
 
 def test_a_first_build_says_so_and_a_built_library_is_used_quietly(tmp_path, monkeypatch, caplog):
-    def fake_build(compiler, include, objects, library):  # the compiler's 20 s, skipped
+    def fake_build(compiler, include, objects, library):  # the compiler's tens of seconds, skipped
         with open(library, "wb") as file:
             file.write(b"\x7fELF built")
 
@@ -19,6 +23,9 @@ def test_a_first_build_says_so_and_a_built_library_is_used_quietly(tmp_path, mon
     (record,) = caplog.records
     assert "building the native CPU kernels" in record.getMessage()
     assert str(tmp_path) in record.getMessage()
+    # the guide gives the build the time the message gives it
+    (duration,) = re.findall(r"\([^()]*\)$", record.getMessage())
+    assert duration in " ".join(DEVICES_GUIDE.read_text(encoding="utf-8").split())
     caplog.clear()
     assert native_library.build_library() == library  # as a later process finds it
     assert caplog.records == []

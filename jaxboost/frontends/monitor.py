@@ -48,19 +48,19 @@ class CallbackEnv(NamedTuple):
     evals_result: dict  # {set name: {metric name: [value per round]}} so far
 
 
-def time_left(chunk_ends: Sequence[tuple[int, float]], n_rounds: int) -> float | None:
+def time_left(chunk_ends: Sequence[tuple[int, float]], done: int, n_rounds: int) -> float | None:
     """Seconds the rounds not yet run should take, at the pace of the chunks
-    after the first (whose time is mostly compiling): 0 when every round has
-    run, None while only the first chunk has and rounds remain.
+    watched after the first (whose time is mostly compiling: the rounds'
+    program, then the evaluation's): 0 when every round has run, None while
+    rounds remain and fewer than two chunks are watched.
 
     Args:
-      chunk_ends: ``(rounds run, seconds since the fit started)`` when each
-        chunk so far had run, in order.
+      chunk_ends: ``(rounds run, seconds since the fit started)`` when the
+        monitor was done with each chunk so far (its rounds trained, evaluated
+        and called back), in order.
+      done: the rounds run now.
       n_rounds: the rounds asked for.
     """
-    if not chunk_ends:
-        return None
-    done, _ = chunk_ends[-1]
     if done >= n_rounds:
         return 0.0
     if len(chunk_ends) < 2:
@@ -144,7 +144,6 @@ class Monitor:
         self, trees: Tree, train_loss: np.ndarray, first_round: int
     ) -> tuple[int, bool]:
         """Record the chunk's rounds; returns (rounds of the chunk to keep, stop)."""
-        self._chunk_ends.append((first_round + len(train_loss), time.perf_counter() - self._start))
         chunk_results = self._evaluate_chunk(trees) if self.eval_sets else []
         # the forest of every round so far, joined once per chunk, only for callbacks
         grown = _joined(self._kept + [trees]) if self.callbacks else None
@@ -159,10 +158,12 @@ class Monitor:
             stop = self._early_stop(iteration)
             if self.callbacks:
                 stop = self._call_back(grown, iteration, float(loss_value)) or stop
-            self._report(iteration, float(loss_value), force=stop)
+            self._report(iteration, float(loss_value), first_round + len(train_loss), stop)
             if stop:
                 n_kept = offset + 1
                 break
+        # (after evaluating: the first chunk's evaluation compiles, and is no pace)
+        self._chunk_ends.append((first_round + len(train_loss), time.perf_counter() - self._start))
         if self.callbacks:  # (the rounds before this chunk, and those kept of it)
             n_trees = (first_round + n_kept) * self.trees_per_round
             self._kept = [jax.tree.map(lambda leaf: leaf[:n_trees], grown)]
@@ -196,9 +197,11 @@ class Monitor:
             return False
         return iteration - self.best_iteration >= self.early_stopping_rounds
 
-    def _report(self, iteration: int, loss_value: float, force: bool = False) -> None:
+    def _report(self, iteration: int, loss_value: float, done: int, stopping: bool) -> None:
+        """Print round ``iteration``'s line (every ``verbose`` rounds, the last
+        and the stopping one), with ``done`` rounds trained so far."""
         if not self.verbose or not (
-            force or iteration % self.verbose == 0 or iteration == self.n_rounds
+            stopping or iteration % self.verbose == 0 or iteration == self.n_rounds
         ):
             return
         parts = [
@@ -208,9 +211,11 @@ class Monitor:
         for set_name, metrics in self.evals_result.items():
             parts += [f"{set_name}-{name}: {values[-1]:.6g}" for name, values in metrics.items()]
         parts.append(f"elapsed {time.perf_counter() - self._start:.1f}s")
-        left = time_left(self._chunk_ends, self.n_rounds)
+        left = 0.0 if stopping else time_left(self._chunk_ends, done, self.n_rounds)
         if left is not None:
-            parts[-1] += f", left ~{left:.1f}s"
+            # early stopping may end the fit before the last round
+            bound = "at most " if left and self.early_stopping_rounds is not None else ""
+            parts[-1] += f", left {bound}~{left:.1f}s"
         print("  ".join(parts), flush=True)
 
 

@@ -136,7 +136,7 @@ def build_library() -> Path:
     compiler = _compiler()
     _log.warning(
         "jaxboost: building the native CPU kernels in %s, once per jaxboost and jaxlib "
-        "version (about 20 s on 2 cores)",
+        "version (tens of seconds)",
         library.parent,
     )
     library.parent.mkdir(parents=True, exist_ok=True)
@@ -158,8 +158,8 @@ def build_library() -> Path:
 
 def _compile_and_link(compiler: str, include: str, objects: Path, library: str) -> None:
     """Compile every source to an object in ``objects``, all at once (one
-    compiler process each: about 4 s on 2 cores against 10 s one after
-    another), then link them into ``library``."""
+    compiler process each: the cores share them), then link them into
+    ``library``."""
     compile_flags = [flag for flag in _FLAGS if flag != "-shared"]
     jobs = []
     for source in SOURCES:
