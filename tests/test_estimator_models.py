@@ -161,6 +161,14 @@ def test_a_polars_frame_with_a_categorical_column(diabetes, tmp_path):
     _same_estimator(jb.load(tmp_path / "polars.json"), regressor, frame)
 
 
+def test_interval_categories_are_refused_by_save_naming_the_column(diabetes, tmp_path):
+    X, y = diabetes
+    banded = X.assign(bmi_band=pd.cut(X["bmi"], 4))  # labels are pandas Intervals
+    booster = jb.Booster(**SETTINGS).fit(banded, y)
+    with pytest.raises(ValueError, match="column 10 has category labels of type Interval"):
+        booster.save(tmp_path / "interval.json")
+
+
 def _outcome(call):
     """``("value", result)`` or ``("error", its type and message)``."""
     try:
