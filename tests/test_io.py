@@ -882,7 +882,10 @@ def test_a_current_version_file_without_its_checksum_is_refused(removed, model_f
     for key in removed:
         del document[key]
     path = _write(tmp_path, document)
-    message = f"model file {str(path)!r}: checksum: missing, and every version 3 file carries one"
+    message = (
+        f"model file {str(path)!r}: checksum: missing, and every version {FORMAT_VERSION} file "
+        "carries one"
+    )
     with pytest.raises(ModelFileError, match=re.escape(message)):
         load_model(path)
 

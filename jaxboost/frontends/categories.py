@@ -328,6 +328,23 @@ def check_not_monotone(monotone: tuple[int, ...], columns: Sequence[int], names)
             )
 
 
+def _json_values(table: CategoryColumn) -> list:
+    """A column's category values as JSON numbers or strings; a ValueError
+    naming the column for labels JSON cannot hold (pandas' ``pd.cut``
+    intervals, dates), which a file could only store as text that the
+    frame's labels at prediction would no longer match."""
+    values = [v.item() if isinstance(v, np.generic) else v for v in table.values.tolist()]
+    other = [v for v in values if not isinstance(v, (str, int, float))]
+    if other:
+        raise ValueError(
+            f"categories_: column {table.column} has category labels of type "
+            f"{type(other[0]).__name__} ({other[0]!r}), which a model file cannot hold; give "
+            "the column string or number labels before fitting (pd.cut(..., labels=[...]), "
+            "or .cat.rename_categories(str), at prediction too), or pickle the model"
+        )
+    return values
+
+
 def categories_to_json(tables: list[CategoryColumn]) -> list[dict]:
     """Model-file form: per column its index, values (numbers, or a frame's
     labels as JSON strings or numbers) and codes."""
@@ -335,7 +352,7 @@ def categories_to_json(tables: list[CategoryColumn]) -> list[dict]:
         {
             "column": int(table.column),
             "labels": table.values.dtype == object,
-            "values": [v.item() if isinstance(v, np.generic) else v for v in table.values.tolist()],
+            "values": _json_values(table),
             "codes": [int(code) for code in table.codes],
         }
         for table in tables

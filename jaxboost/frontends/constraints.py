@@ -137,34 +137,6 @@ def interaction_sets(
     return tuple(sets) if n_features is not None else ()
 
 
-def with_column_indices(params: dict, names: Sequence[str] | None) -> dict:
-    """``params`` (a Booster's settings) with the column names in its
-    constraints replaced by their indices among ``names`` (the estimator's
-    ``feature_names_in_``; None: left as they are, and fit names the
-    problem): an estimator hands its booster arrays, which have no names."""
-    if names is None:
-        return params
-    names = [str(name) for name in names]
-
-    def index(feature: Any) -> Any:
-        return names.index(feature) if isinstance(feature, str) and feature in names else feature
-
-    converted = dict(params)
-    monotone = params.get("monotone_constraints")
-    if isinstance(monotone, Mapping):
-        converted["monotone_constraints"] = {index(f): value for f, value in monotone.items()}
-    interaction = params.get("interaction_constraints")
-    if isinstance(interaction, Sequence) and not isinstance(interaction, (str, bytes)):
-        converted["interaction_constraints"] = [
-            [index(f) for f in group]
-            if isinstance(group, (Sequence, set, np.ndarray))
-            and not isinstance(group, (str, bytes))
-            else group
-            for group in interaction
-        ]
-    return converted
-
-
 def constrains_order(setting: Any) -> bool:
     """Whether a ``monotone_constraints`` setting constrains any column."""
     if setting is None:

@@ -1,9 +1,11 @@
 """scikit-learn estimators around `jaxboost.Booster`.
 
-`Regressor` and `Classifier` validate their input the
-scikit-learn way (``validate_data``: ``n_features_in_``, ``feature_names_in_``,
-NaN allowed in ``X``), build a `Booster` from their own parameters and
-keep it in ``booster_``.  Every estimator parameter that the engine's
+`Regressor` and `Classifier` check their input the scikit-learn way
+(``validate_data``: ``n_features_in_``, ``feature_names_in_``, NaN allowed in
+``X``; `jaxboost.frontends.estimator_inputs`), build a `Booster` from their
+own parameters, fit it on ``X`` as given and keep it in ``booster_``: the
+Booster holds the model, its feature names and its one category table, and
+every prediction goes through it.  Every estimator parameter that the engine's
 constructor accepts is forwarded by name, so an engine argument only has to be
 listed in the estimators' ``__init__`` (scikit-learn needs them explicit) to
 flow through.  Fit keywords (``eval_set``, ``early_stopping_rounds``, ...) go
@@ -13,8 +15,11 @@ to ``Booster.fit`` unchanged, except that evaluation sets are validated like
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -24,24 +29,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .. import losses as loss_catalogue
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
-from .categories import (
-    categorical_columns,
-    continued_categories,
-    encode_categories,
-    fit_categories,
-    frame_category_columns,
-)
-from .constraints import with_column_indices
-from .validation import feature_names
+from .categories import CategoryColumn, frame_category_columns
+from .estimator_file import estimator_section
+from .estimator_inputs import checked_data, fit_categorical_columns
+from .model_file import save_model
+from .settings import devices_for_jobs, progress_rounds
 
 # Estimator parameters that the estimators resolve themselves before building
-# the Booster (the loss object, the number of raw outputs).
-_RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs", "warm_start")
+# the Booster (the loss object, the number of raw outputs, the devices of
+# n_jobs, fit's progress display).
+_RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs", "warm_start", "n_jobs", "verbose", "verbosity")
 # links whose predictions are class probabilities
 _PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
 
@@ -71,6 +73,25 @@ class _SumOverTargets:
         return jnp.sum(self.base(y, f))
 
 
+class _WithLink:
+    """``base`` declaring the ``link`` a Classifier predicts through (a
+    callable without one: sigmoid or softmax), so that ``booster_`` and a
+    saved file predict the same probabilities; the rest is ``base``'s.
+    A class rather than a closure so that a fitted estimator pickles."""
+
+    def __init__(self, base: Callable, link: str):
+        self.base = base
+        self.link = link
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "base":  # (copy and pickle probe these)
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
+        return self.base(y, f)
+
+
 def rounds_to_add(n_estimators: int, fitted: Booster) -> int:
     """The rounds a ``warm_start`` fit adds to ``fitted``: ``n_estimators``
     counts them all, as in scikit-learn's ``HistGradientBoosting``."""
@@ -81,6 +102,15 @@ def rounds_to_add(n_estimators: int, fitted: Booster) -> int:
             "warm_start=False to fit afresh"
         )
     return int(n_estimators) - fitted.n_estimators_
+
+
+@contextlib.contextmanager
+def _one_names_warning() -> Iterator[None]:
+    """Silences the Booster's warning that ``X`` has feature names on one
+    side only: scikit-learn's checks have just given it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X (has|does not have) feature names")
+        yield
 
 
 class _BoosterEstimator(BaseEstimator):
@@ -111,33 +141,38 @@ class _BoosterEstimator(BaseEstimator):
             )
         return params
 
-    def _coded(self, X: Any, reset: bool) -> Any:
-        """``X`` with its categorical columns as codes
-        (`jaxboost.frontends.categories`): at fit (``reset``) the categories
-        are found and kept in ``categories_`` (None without categorical columns)."""
-        if reset:
-            spec = getattr(self, "categorical_features", None)
-            continuing = getattr(self, "warm_start", False) and hasattr(self, "booster_")
-            if spec is None and not frame_category_columns(X) and not continuing:
-                self.categories_ = None
-                return X  # X as it is
-            names = feature_names(X)
-            if names is None and np.ndim(X) != 2:
-                return X  # (validate_data refuses it by name)
-            n_features = len(names) if names is not None else np.shape(X)[1]
-            columns = categorical_columns(spec, X, n_features, names)
-            if continuing:  # the fitted categories: their codes are the trees'
-                continued_categories(getattr(self, "categories_", None), columns, names)
-            else:
-                self.categories_ = (
-                    fit_categories(X, columns, names, int(self.max_bins)) if columns else None
-                )
-        return encode_categories(X, getattr(self, "categories_", None))
+    def _checked_X(self, X: Any, reset: bool, y: Any = "no_validation", **check_args: Any):
+        """scikit-learn's checks of ``X`` (and ``y``), NaN allowed
+        (`jaxboost.frontends.estimator_inputs`), the categorical columns
+        being those of ``categorical_features`` at fit (and for its
+        evaluation sets), the Booster's after it, and a frame's category
+        columns.  Returns ``validate_data``'s arrays; the Booster takes
+        ``X`` as it is."""
+        booster = None if reset else self.__dict__.get("booster_")
+        if booster is None:
+            columns = fit_categorical_columns(self.categorical_features, X)
+        else:
+            fitted = {table.column for table in booster.categories_ or []}
+            columns = sorted(fitted | set(frame_category_columns(X)))
+        return checked_data(
+            self,
+            X,
+            columns,
+            y=y,
+            reset=reset,
+            ensure_all_finite="allow-nan",
+            dtype=np.float32,
+            **check_args,
+        )
 
-    def _validate_X(self, X: Any, reset: bool) -> np.ndarray:
-        """``(n_rows, n_features)`` float32, NaN allowed; sets or checks the feature count/names."""
-        X = self._coded(X, reset)
-        return validate_data(self, X, reset=reset, ensure_all_finite="allow-nan", dtype=np.float32)
+    @property
+    def categories_(self) -> list[CategoryColumn] | None:
+        """The categorical columns' categories and codes (None without any):
+        ``booster_``'s, the model's one table."""
+        booster = self.__dict__.get("booster_")
+        if booster is None:
+            raise AttributeError("categories_: the estimator is not fitted yet")
+        return booster.categories_
 
     def _eval_fit_params(
         self, fit_params: dict[str, Any], prepare_targets: Callable[[Any], np.ndarray]
@@ -154,33 +189,38 @@ class _BoosterEstimator(BaseEstimator):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{index}]: expected a pair (X, y), got {pair!r}")
             X_eval, y_eval = pair
-            prepared.append((self._validate_X(X_eval, reset=False), prepare_targets(y_eval)))
+            self._checked_X(X_eval, reset=False)  # (the Booster codes its categories)
+            prepared.append((X_eval, prepare_targets(y_eval)))
         return {**fit_params, "eval_set": prepared}
 
     def _fit_booster(
         self,
-        X: np.ndarray,
+        X: Any,
         targets: np.ndarray,
         sample_weight: np.ndarray,
         loss: Callable,
         n_outputs: int | None,
         fit_params: dict[str, Any],
     ) -> None:
-        """Fit ``booster_`` on ``X (n_rows, n_features)`` and engine ``targets`` and
-        copy its fitted summary onto the estimator."""
+        """Fit ``booster_`` on ``X (n_rows, n_features)`` as given (its names
+        and categories become the Booster's) and engine ``targets``, and copy
+        its fitted summary onto the estimator."""
         params = self._engine_params()
         if getattr(self, "warm_start", False) and hasattr(self, "booster_"):  # (Ranker: none)
             params["n_estimators"] = rounds_to_add(self.n_estimators, self.booster_)
             if params["n_estimators"] == 0:  # as scikit-learn's: nothing to add
                 return
             fit_params = {**fit_params, "init_model": self.booster_}
-        # X reaches the booster as an array: column names become indices
-        params = with_column_indices(params, getattr(self, "feature_names_in_", None))
-        if "categorical_features" in params:  # the codes' columns (self._coded)
-            tables = getattr(self, "categories_", None) or []
-            params["categorical_features"] = [table.column for table in tables] or None
+        params["devices"] = devices_for_jobs(self.n_jobs, params.get("devices"), len(targets))
+        if "verbose" not in fit_params:
+            fit_params = {**fit_params, "verbose": progress_rounds(self.verbose, self.verbosity)}
         booster = Booster(loss=loss, n_outputs=n_outputs, **params)
-        booster.fit(X, targets, sample_weight, **fit_params)
+        with _one_names_warning():
+            booster.fit(X, targets, sample_weight, **fit_params)
+        self._keep_booster(booster)
+
+    def _keep_booster(self, booster: Booster) -> None:
+        """Keeps the fitted ``booster`` and the summary read off it."""
         self.booster_ = booster
         self.n_estimators_ = int(booster.n_estimators_)
         self.init_score_ = np.asarray(booster.init_score_)
@@ -192,26 +232,45 @@ class _BoosterEstimator(BaseEstimator):
         """Raw scores ``(n_rows,)`` or ``(n_rows, n_outputs)``, float64, plus
         the rows' offsets ``init_score`` (as ``fit``'s)."""
         check_is_fitted(self)
-        features = self._validate_X(X, reset=False)
-        return np.asarray(self.booster_.predict_raw(features, init_score=init_score), np.float64)
+        self._checked_X(X, reset=False)
+        with _one_names_warning():
+            raw = self.booster_.predict_raw(X, init_score=init_score)
+        return np.asarray(raw, np.float64)
 
     def _staged_raw(self, X: Any) -> Iterator[np.ndarray]:
         """Raw scores after each boosting round, as in `_raw`."""
         check_is_fitted(self)
-        for raw in self.booster_.staged_predict_raw(self._validate_X(X, reset=False)):
+        self._checked_X(X, reset=False)
+        with _one_names_warning():
+            staged = list(self.booster_.staged_predict_raw(X))
+        for raw in staged:
             yield np.asarray(raw, np.float64)
+
+    def _through_booster(self, method: str, X: Any, *args: Any) -> Any:
+        """``booster_.<method>(X, *args)`` after scikit-learn's checks of ``X``."""
+        check_is_fitted(self)
+        self._checked_X(X, reset=False)
+        with _one_names_warning():
+            return getattr(self.booster_, method)(X, *args)
 
     def apply(self, X: Any) -> np.ndarray:
         """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
         (`jaxboost.Booster.apply`)."""
-        check_is_fitted(self)
-        return self.booster_.apply(self._validate_X(X, reset=False))
+        return self._through_booster("apply", X)
 
     @property
     def feature_importances_(self) -> np.ndarray:
         """``(n_features_in_,)`` share of the total split gain of each feature."""
         check_is_fitted(self)
         return np.asarray(self.booster_.feature_importances_)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted estimator to a model file: its Booster's file
+        (the trees, feature names and category maps) with the estimator's
+        class, settings and labels; `jaxboost.load` gives back the
+        estimator, predicting exactly as this one (docs/sklearn.md)."""
+        check_is_fitted(self)
+        save_model(self.booster_, path, estimator=estimator_section(self))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -236,6 +295,23 @@ class _BoosterEstimator(BaseEstimator):
         super().__setstate__({**state, "devices": devices_from_keys(state.get("devices"))})
 
 
+def loaded_estimator(
+    cls: type, settings: dict[str, Any], booster: Booster, state: dict[str, Any]
+) -> _BoosterEstimator:
+    """The fitted estimator of class ``cls`` that a model file holds:
+    ``settings`` its constructor's (the loss, when the file names none, is
+    ``booster``'s), ``booster`` the file's Booster, ``state`` the estimator's
+    own fitted attributes (`jaxboost.frontends.estimator_file`)."""
+    estimator = cls(**{"loss": booster.loss_, **settings})
+    estimator._keep_booster(booster)
+    estimator.n_features_in_ = int(booster.n_features_in_)
+    if state["feature_names_in_"] is not None:
+        estimator.feature_names_in_ = np.asarray(state["feature_names_in_"], dtype=object)
+    if "classes_" in state:
+        estimator.classes_ = state["classes_"]
+    return estimator
+
+
 class Regressor(RegressorMixin, _BoosterEstimator):
     """Gradient-boosted trees regressor for any per-sample JAX loss.
 
@@ -250,13 +326,26 @@ class Regressor(RegressorMixin, _BoosterEstimator):
       warm_start: a new ``fit`` adds rounds to the fitted model, up to
         ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
         ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
+      n_jobs: how many devices to train on (LightGBM's and XGBoost's
+        threads: jaxboost's workers are devices, on CPU the cores): None or
+        -1 as many as the rows warrant (the default), ``k`` at most ``k``;
+        ``devices`` names them instead.
+      verbose: ``fit`` prints progress every ``verbose`` rounds (False, 0 or
+        LightGBM's -1: none), unless ``fit(verbose=...)`` says otherwise.
+      verbosity: XGBoost's and LightGBM's log level, for their users' code:
+        without ``verbose``, 2 or more (their info and debug levels) prints
+        progress every round, less nothing (warnings are Python warnings).
 
     Every other parameter is `jaxboost.Booster`'s, with its default.
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
     (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
     ``feature_importances_``, ``evals_result_``, ``best_iteration_`` and
-    ``best_score_`` (None without early stopping).
+    ``best_score_`` (None without early stopping), ``categories_`` (the
+    categorical columns' categories and codes: ``booster_``'s).
+    ``booster_`` is the whole model (feature names and category maps too):
+    ``booster_.predict(X)`` is `predict`; ``save(path)`` writes it with the
+    estimator, and `jaxboost.load` gives back the estimator.
     """
 
     def __init__(
@@ -298,6 +387,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         cat_smooth: float = 10.0,
         grow_policy: str = "depthwise",
         max_leaves: int | None = None,
+        n_jobs: int | None = None,
+        verbose: bool | int = False,
+        verbosity: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -336,6 +428,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self.cat_smooth = cat_smooth
         self.grow_policy = grow_policy
         self.max_leaves = max_leaves
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.verbosity = verbosity
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -359,19 +454,16 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Regressor:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and ``y (n_rows,)`` or
         ``(n_rows, n_targets)``; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
-        X = self._coded(X, reset=True)
-        X, y = validate_data(
-            self,
+        checked, y = self._checked_X(
             X,
-            y,
-            ensure_all_finite="allow-nan",
-            dtype=np.float32,
+            reset=True,
+            y=y,
             ensure_min_samples=2,  # the engine rejects data where every feature is constant
             multi_output=True,
             y_numeric=True,
         )
         sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=np.float32, ensure_non_negative=True
+            sample_weight, checked, dtype=np.float32, ensure_non_negative=True
         )
         targets = self._targets(y)
         loss, n_outputs = self._loss_and_outputs(targets)
@@ -403,18 +495,15 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     def predict_distribution(self, X: Any) -> Any:
         """`jaxboost.Booster.predict_distribution`: a numpyro distribution,
         batch shape ``(n_rows,)``, for a distribution loss."""
-        check_is_fitted(self)
-        return self.booster_.predict_distribution(self._validate_X(X, reset=False))
+        return self._through_booster("predict_distribution", X)
 
     def predict_quantiles(self, X: Any, q: Sequence[float] | float) -> np.ndarray:
         """`jaxboost.Booster.predict_quantiles`: ``(n_rows, len(q))``."""
-        check_is_fitted(self)
-        return self.booster_.predict_quantiles(self._validate_X(X, reset=False), q)
+        return self._through_booster("predict_quantiles", X, q)
 
     def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
         """`jaxboost.Booster.sample`: ``(n_rows, n)`` draws."""
-        check_is_fitted(self)
-        return self.booster_.sample(self._validate_X(X, reset=False), n, random_state)
+        return self._through_booster("sample", X, n, random_state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -438,6 +527,15 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
       warm_start: a new ``fit`` adds rounds to the fitted model, up to
         ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
         ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
+      n_jobs: how many devices to train on (LightGBM's and XGBoost's
+        threads: jaxboost's workers are devices, on CPU the cores): None or
+        -1 as many as the rows warrant (the default), ``k`` at most ``k``;
+        ``devices`` names them instead.
+      verbose: ``fit`` prints progress every ``verbose`` rounds (False, 0 or
+        LightGBM's -1: none), unless ``fit(verbose=...)`` says otherwise.
+      verbosity: XGBoost's and LightGBM's log level, for their users' code:
+        without ``verbose``, 2 or more (their info and debug levels) prints
+        progress every round, less nothing (warnings are Python warnings).
 
     Every other parameter is `jaxboost.Booster`'s, with its default.
 
@@ -483,6 +581,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         cat_smooth: float = 10.0,
         grow_policy: str = "depthwise",
         max_leaves: int | None = None,
+        n_jobs: int | None = None,
+        verbose: bool | int = False,
+        verbosity: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -520,6 +621,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self.cat_smooth = cat_smooth
         self.grow_policy = grow_policy
         self.max_leaves = max_leaves
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.verbosity = verbosity
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":
@@ -559,6 +663,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
                 f"loss: {name!r} declares {n_outputs} outputs, "
                 f"expected 1 (binary) or one per class ({n_classes})"
             )
+        if link is None:  # the model's own: booster_ and a saved file predict through it
+            loss = _WithLink(loss, "sigmoid" if n_outputs == 1 else "softmax")
         return loss, n_outputs
 
     def _encode(self, y: Any) -> np.ndarray:
@@ -574,13 +680,10 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and labels ``y (n_rows,)``
         of any type; ``fit_params`` go to ``Booster.fit``. Returns ``self``."""
-        X = self._coded(X, reset=True)
-        X, y = validate_data(
-            self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, ensure_min_samples=2
-        )
+        checked, y = self._checked_X(X, reset=True, y=y, ensure_min_samples=2)
         check_classification_targets(y)
         sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=np.float32, ensure_non_negative=True
+            sample_weight, checked, dtype=np.float32, ensure_non_negative=True
         )
         fitted_classes = getattr(self, "classes_", None) if self.warm_start else None
         self.classes_, encoded = np.unique(y, return_inverse=True)

@@ -1,5 +1,7 @@
-"""``jaxboost.load``: a fitted ``Booster`` from a model file (the file's
-format and checks are `jaxboost.frontends.model_file`'s)."""
+"""``jaxboost.load``: a fitted model from a model file: a ``Booster`` from a
+Booster's file, the scikit-learn estimator from an estimator's (the file's
+format and checks are `jaxboost.frontends.model_file`'s and
+`jaxboost.frontends.estimator_file`'s)."""
 
 from __future__ import annotations
 
@@ -7,13 +9,24 @@ import os
 from typing import Any
 
 from .booster import Booster
-from .model_file import DEFAULT_MAX_BYTES, read_model
+from .estimator_file import read_estimator_section
+from .model_file import DEFAULT_MAX_BYTES, ModelFileError, read_model
+
+
+def _estimator_classes() -> dict[str, type]:
+    # (the estimators need scikit-learn, loaded only for an estimator's file)
+    from .estimators import Classifier, Regressor
+    from .ranker import Ranker
+
+    return {"Regressor": Regressor, "Classifier": Classifier, "Ranker": Ranker}
 
 
 def load_model(
     path: str | os.PathLike, loss: Any = None, *, max_bytes: int = DEFAULT_MAX_BYTES
-) -> Booster:
-    """A fitted ``Booster`` read from a file written by ``Booster.save``.
+) -> Any:
+    """The fitted model saved in ``path``: a ``Booster`` from a file written
+    by ``Booster.save``, a ``Regressor``, ``Classifier`` or ``Ranker`` from
+    one written by the estimator's ``save`` (its ``booster_`` is the Booster).
 
     Args:
       path: the model file.
@@ -29,9 +42,20 @@ def load_model(
         or does not match its checksums (it was edited or damaged after
         saving).
     """
-    params, loss, state = read_model(path, Booster, loss, max_bytes=max_bytes)
+    params, loss, state, section = read_model(path, Booster, loss, max_bytes=max_bytes)
+    if section is not None:
+        try:
+            estimator_class, settings, added = read_estimator_section(
+                section, _estimator_classes(), state
+            )
+        except ModelFileError as error:
+            raise ModelFileError(f"model file {os.fspath(path)!r}: {error}") from None
     model = Booster(loss=loss, **params)
     for name, value in state.items():
         setattr(model, name, value)
     model.loss_ = loss
-    return model
+    if section is None:
+        return model
+    from .estimators import loaded_estimator
+
+    return loaded_estimator(estimator_class, settings, model, added)

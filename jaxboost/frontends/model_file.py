@@ -2,7 +2,7 @@
 
 The file is UTF-8 JSON::
 
-    {"format": "jaxboost-model", "version": 3,
+    {"format": "jaxboost-model", "version": 4,
      "params": {...constructor settings...},
      "loss":   {"name": "quantile", "params": {"alpha": 0.3}, "link": "identity",
                 "n_outputs": 1}            # a catalogue loss, rebuilt by name
@@ -10,7 +10,13 @@ The file is UTF-8 JSON::
      "state":  {"forest_": {"feature": ARRAY, ...}, "init_score_": ARRAY, ...},
      "checksums": {"state.forest_.feature": "<SHA-256 hex>", ...,
                    "state.init_score_": ..., "state.bin_edges_": ...},
-     "checksum": "<SHA-256 hex of the whole document>"}
+     "checksum": "<SHA-256 hex of the whole document>",
+     "estimator": {...}}   # only in a scikit-learn estimator's file (version 4 on)
+
+An estimator's file (``Regressor.save``) is its Booster's file with an
+``estimator`` section: the estimator's class and settings and what it adds
+to the Booster's fitted state (`jaxboost.frontends.estimator_file`);
+`jaxboost.load` gives back the estimator, and a Booster's file a Booster.
 
 Every array is stored exactly, ``{"dtype": "float32", "shape": [2, 3], "data":
 "<base64 of the little-endian bytes>"}``, so a loaded model predicts
@@ -25,7 +31,7 @@ content checks below run on every file as well.
 Older files still load, with a warning that no checksum covers their whole
 document: version 2 files (array ``checksums`` only) with their arrays checked,
 version 1 files (no checksums) with the content checks alone.  A file that
-says version 3 without its ``checksum`` is refused.  Loading is data only: no
+says version 3 or later without its ``checksum`` is refused.  Loading is data only: no
 pickle, no eval, no import of a name from the file; the whole file is validated
 (checksums, types, shapes, value ranges, and the consistency of the fields with
 one another) before anything is built, and every problem raises
@@ -56,9 +62,10 @@ from ..losses import DATA_OUTPUTS
 from .categories import categories_from_json, categories_to_json
 
 FORMAT = "jaxboost-model"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 CHECKSUMS_SINCE = 2  # the first format version whose files carry array ``checksums``
 DOCUMENT_CHECKSUM_SINCE = 3  # ... and the whole document's ``checksum``
+ESTIMATOR_SINCE = 4  # the first whose files may hold an ``estimator`` section
 DEFAULT_MAX_BYTES = 1 << 30
 
 # Constructor arguments that are not saved: ``loss`` has its own section (a
@@ -131,6 +138,8 @@ def _plain(value: Any) -> Any:
     """``value`` as plain JSON data (numpy scalars unwrapped, tuples as lists)."""
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, np.ndarray):  # (a boolean mask of categorical_features)
+        value = value.tolist()
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
@@ -150,7 +159,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_keys(obj: Any, where: str, required: tuple, optional: tuple = ()) -> dict:
+def check_keys(obj: Any, where: str, required: tuple, optional: tuple = ()) -> dict:
+    """``obj``, after checking it is a JSON object with the ``required``
+    keys and no others but ``optional``; else a `ModelFileError` at ``where``."""
     if not isinstance(obj, dict):
         raise _fail(where, f"expected a JSON object, got {type(obj).__name__}")
     missing = [key for key in required if key not in obj]
@@ -178,7 +189,7 @@ def encode_array(array: Any) -> dict:
 
 def decode_array(obj: Any, where: str, dtype: str) -> np.ndarray:
     """The array stored in ``obj``, which must have dtype ``dtype``."""
-    _check_keys(obj, where, ("dtype", "shape", "data"))
+    check_keys(obj, where, ("dtype", "shape", "data"))
     if not isinstance(obj["dtype"], str) or obj["dtype"] not in DTYPES:
         raise _fail(where, f"dtype {obj['dtype']!r} is not one of {list(DTYPES)}")
     if obj["dtype"] != dtype:
@@ -242,7 +253,7 @@ def _encode_forest(forest: Tree) -> dict:
 
 def _decode_forest(obj: Any, where: str) -> Tree:
     required = tuple(field for field in Tree._fields if field not in _OPTIONAL_FOREST_FIELDS)
-    _check_keys(obj, where, required, _OPTIONAL_FOREST_FIELDS)
+    check_keys(obj, where, required, _OPTIONAL_FOREST_FIELDS)
     arrays = {}
     for field in Tree._fields:
         if field not in obj:  # an optional field the model has not
@@ -370,7 +381,7 @@ def _encode_state(model: Any) -> dict:
 def _decode_state(obj: Any) -> dict:
     required = tuple(name for name, _, needed in STATE_FIELDS if needed)
     optional = tuple(name for name, _, needed in STATE_FIELDS if not needed)
-    _check_keys(obj, "state", required, optional)
+    check_keys(obj, "state", required, optional)
     state = {}
     for name, kind, needed in STATE_FIELDS:
         if name in obj:
@@ -499,7 +510,9 @@ def _saved_params(cls: type) -> dict[str, inspect.Parameter]:
     }
 
 
-def _encode_params(model: Any) -> dict:
+def encode_params(model: Any) -> dict:
+    """``model``'s constructor settings as JSON data (not ``loss`` nor
+    ``devices``), or a ValueError naming one a file cannot hold."""
     params = {}
     for name in _saved_params(type(model)):
         if not hasattr(model, name):
@@ -537,15 +550,21 @@ def _annotation_checks(annotation: Any) -> list[Callable[[Any], bool]] | None:
     return [_SIMPLE_TYPES[name] for name in names]
 
 
-def _decode_params(obj: Any, signature: dict[str, inspect.Parameter]) -> dict:
+def decode_params(obj: Any, model_class: type, where: str = "params") -> dict:
+    """The constructor settings of ``model_class`` in a file's ``obj``
+    (`encode_params`' output), their simple types checked."""
+    return _decode_params(obj, _saved_params(model_class), where)
+
+
+def _decode_params(obj: Any, signature: dict[str, inspect.Parameter], where: str) -> dict:
     # Settings added to Booster after a file was written take their defaults,
     # so older files keep loading; unknown settings are rejected.
-    _check_keys(obj, "params", (), tuple(signature))
+    check_keys(obj, where, (), tuple(signature))
     for name, value in obj.items():
         parameter = signature[name]
         checks = _annotation_checks(parameter.annotation)
         if checks is not None and not any(check(value) for check in checks):
-            raise _fail(f"params.{name}", f"expected {parameter.annotation}, got {value!r}")
+            raise _fail(f"{where}.{name}", f"expected {parameter.annotation}, got {value!r}")
     return dict(obj)
 
 
@@ -596,9 +615,9 @@ def _decode_loss(obj: Any) -> dict:
     if not isinstance(obj, dict) or "name" not in obj:
         raise _fail("loss", "expected an object with a 'name'")
     if obj["name"] is None:
-        _check_keys(obj, "loss", ("name", "link"))
+        check_keys(obj, "loss", ("name", "link"))
     else:
-        _check_keys(obj, "loss", ("name", "params", "link", "n_outputs"))
+        check_keys(obj, "loss", ("name", "params", "link", "n_outputs"))
         name = obj["name"]
         known = isinstance(name, str) and (
             name in loss_catalogue.CATALOGUE or _OPTAX_NAME.fullmatch(name)
@@ -833,15 +852,16 @@ def _check_version(document: Any) -> int:
 
 
 def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
-    """``(params, loss info, state)`` of a parsed file, every part checked."""
+    """``(params, loss info, state)`` of a parsed file, every part checked
+    (but its ``estimator`` section: `jaxboost.frontends.estimator_file`)."""
     version = _check_version(document)
     # checksums first: an edited file is reported as edited, not as inconsistent
     if version >= DOCUMENT_CHECKSUM_SINCE:
         _check_document_checksum(document, version)
     top_keys = _TOP_KEYS + ("checksums",) * (version >= CHECKSUMS_SINCE)
     top_keys += ("checksum",) * (version >= DOCUMENT_CHECKSUM_SINCE)
-    _check_keys(document, "top level", top_keys)
-    params = _decode_params(document["params"], signature)
+    check_keys(document, "top level", top_keys, ("estimator",) * (version >= ESTIMATOR_SINCE))
+    params = _decode_params(document["params"], signature, "params")
     info = _decode_loss(document["loss"])
     state = _decode_state(document["state"])
     if version >= CHECKSUMS_SINCE:
@@ -853,19 +873,23 @@ def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
     return params, info, state
 
 
-def save_model(model: Any, path: str | os.PathLike) -> None:
-    """Write a fitted ``model`` to ``path`` as one UTF-8 JSON file (see the module doc)."""
+def save_model(model: Any, path: str | os.PathLike, estimator: dict | None = None) -> None:
+    """Write a fitted ``model`` to ``path`` as one UTF-8 JSON file (see the
+    module doc), with the ``estimator`` section of the estimator that holds
+    it, if one does."""
     if not hasattr(model, "forest_"):
         raise RuntimeError("this Booster is not fitted yet: call fit(X, y) first")
     state = _encode_state(model)
     document = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "params": _encode_params(model),
+        "params": encode_params(model),
         "loss": _encode_loss(model.loss_),
         "state": state,
         "checksums": _encode_checksums(state),
     }
+    if estimator is not None:
+        document["estimator"] = estimator
     document["checksum"] = document_checksum(document)
     text = json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False)
     with open(path, "wb") as file:
@@ -878,11 +902,13 @@ def read_model(
     loss: Any = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
-) -> tuple[dict, Any, dict]:
+) -> tuple[dict, Any, dict, Any]:
     """The parts of a model file written by `save_model`, validated:
-    ``(params, loss, state)``, ``params`` the arguments of ``model_class``'s
-    constructor, ``state`` the fitted attributes by name (see
-    `jaxboost.frontends.loading.load_model`, which builds the model).
+    ``(params, loss, state, estimator)``, ``params`` the arguments of
+    ``model_class``'s constructor, ``state`` the fitted attributes by name,
+    ``estimator`` the file's estimator section as read (None in a Booster's
+    file; `jaxboost.frontends.estimator_file` checks it), see
+    `jaxboost.frontends.loading.load_model`, which builds the model.
 
     Args:
       path: the model file.
@@ -917,4 +943,4 @@ def read_model(
         loss = rebuilt
     else:
         loss = MissingLoss(info["link"], state["n_outputs_"])
-    return params, loss, state
+    return params, loss, state, document.get("estimator")

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import column_or_1d, validate_data
+from sklearn.utils.validation import column_or_1d
 
 from .. import losses as loss_catalogue
 from ..engine.group_metrics import ndcg_at
@@ -31,6 +31,9 @@ class Ranker(_BoosterEstimator, BaseEstimator):
       loss: a group loss (``losses.declare(..., per="group")``) or a
         catalogue name: ``"lambdarank"`` (LightGBM's gradients, truncation
         30), ``"listnet"``, ``"ranknet"``.
+      n_jobs: how many devices to train on, as `jaxboost.Regressor`'s.
+      verbose: the progress display, as `jaxboost.Regressor`'s.
+      verbosity: XGBoost's and LightGBM's log level, as `jaxboost.Regressor`'s.
 
     Every other parameter is `jaxboost.Booster`'s, with its default: among
     them ``categorical_features`` (pandas ``category`` and polars
@@ -72,6 +75,9 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         cat_smooth: float = 10.0,
         grow_policy: str = "depthwise",
         max_leaves: int | None = None,
+        n_jobs: int | None = None,
+        verbose: bool | int = False,
+        verbosity: int | None = None,
     ):
         self.loss = loss
         self.n_estimators = n_estimators
@@ -93,6 +99,9 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         self.cat_smooth = cat_smooth
         self.grow_policy = grow_policy
         self.max_leaves = max_leaves
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.verbosity = verbosity
 
     def fit(
         self,
@@ -117,10 +126,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
             )
         if group is None and qid is None:
             raise ValueError("group, qid: Ranker needs the queries (group sizes or qid ids)")
-        X = self._coded(X, reset=True)
-        X, y = validate_data(
-            self, X, y, ensure_all_finite="allow-nan", dtype=np.float32, y_numeric=True
-        )
+        _, y = self._checked_X(X, reset=True, y=y, y_numeric=True)
         fit_params = self._eval_fit_params(fit_params, lambda y: np.asarray(y, np.float32))
         self._fit_booster(
             X,

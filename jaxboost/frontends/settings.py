@@ -7,9 +7,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from ..engine.leafwise import DEFAULT_MAX_LEAVES
+from ..runtime.devices import default_training_devices
 
 
 def whole_number(name: str, value: int) -> int:
@@ -173,3 +175,54 @@ def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int) -> int
             f"max_leaves <= {2**max_depth}"
         )
     return int(max_leaves)
+
+
+def devices_for_jobs(n_jobs: Any, devices: Any, n_rows: int) -> list | None:
+    """The devices of an estimator's ``n_jobs`` (scikit-learn's, LightGBM's
+    and XGBoost's count of threads; jaxboost's parallel workers are devices,
+    on CPU one per core: `jaxboost.runtime.devices`): None or -1 the
+    default (None: all the devices the ``n_rows`` warrant), ``k > 0`` at
+    most ``k`` of those, ``-k`` all but ``k - 1`` (joblib's count).  With
+    ``devices`` given, ``n_jobs`` must be None."""
+    if n_jobs is None:
+        return devices
+    whole = isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool)
+    if not whole or n_jobs == 0:
+        raise ValueError(
+            "n_jobs: expected a whole number other than 0 (the devices to train on, on CPU "
+            f"cores: -1 for all, the default), or None; got {n_jobs!r}"
+        )
+    if devices is not None:
+        raise ValueError(
+            "n_jobs, devices: give one of them (devices names the devices, n_jobs only how "
+            "many of the default ones); set n_jobs=None to keep devices"
+        )
+    if n_jobs == -1:
+        return None
+    available = len(jax.devices())
+    limit = int(n_jobs) if n_jobs > 0 else max(1, available + 1 + int(n_jobs))
+    return default_training_devices(n_rows)[:limit]
+
+
+def progress_rounds(verbose: Any, verbosity: Any) -> int:
+    """An estimator's ``verbose`` and ``verbosity`` as ``Booster.fit``'s
+    ``verbose``: print progress every this many rounds, 0 for none.
+    ``verbose`` says it (True: every round; False, 0 and negative numbers
+    none: LightGBM's ``verbose=-1`` is silent); without it, ``verbosity``
+    (XGBoost's and LightGBM's log level) of 2 or more (their info and debug
+    levels) is every round, and below none (warnings are Python warnings,
+    shown at every level)."""
+    whole = isinstance(verbose, (int, np.integer, np.bool_))  # (True and False too)
+    if not whole:
+        raise ValueError(
+            "verbose: expected True, False or a whole number of rounds between progress "
+            f"lines (0 or less: none), got {verbose!r}"
+        )
+    rounds = max(int(verbose), 0)
+    level = isinstance(verbosity, (int, np.integer)) and not isinstance(verbosity, bool)
+    if not (verbosity is None or level):
+        raise ValueError(
+            "verbosity: expected None or a whole number (XGBoost's and LightGBM's log "
+            f"level: 2 or more prints progress every round), got {verbosity!r}"
+        )
+    return rounds or int(verbosity is not None and verbosity >= 2)
