@@ -78,9 +78,10 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
             np.concatenate([f_real, np.linspace(5.0, -3.0, pad, dtype=np.float32)]),
         ]
     )
-    mask = np.arange(_PROBE_WIDTH) < n_real
+    # a traced jax array, as training passes it (a loss may index it with jnp)
+    masks = jnp.broadcast_to(jnp.arange(_PROBE_WIDTH) < n_real, (2, _PROBE_WIDTH))
 
-    def one_group(y_group, f_group):
+    def one_group(y_group, f_group, mask):
         value, grad = jax.value_and_grad(loss, argnums=1)(y_group, f_group, mask)
         parts = [grad[:n_real]]
         row_derivatives = getattr(loss, "row_derivatives", None)
@@ -88,7 +89,7 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
             parts += [part[:n_real] for part in row_derivatives(y_group, f_group, mask)]
         return value, jnp.concatenate(parts)
 
-    values, derivatives = jax.jit(jax.vmap(one_group))(y_pairs, f_pairs)
+    values, derivatives = jax.jit(jax.vmap(one_group))(y_pairs, f_pairs, masks)
     values, derivatives = np.asarray(values, np.float64), np.asarray(derivatives, np.float64)
     scale = max(1.0, float(np.nanmax(np.abs(values), initial=0.0)))
     same_value = np.allclose(values[0], values[1], rtol=1e-4, atol=1e-6 * scale, equal_nan=True)
