@@ -73,6 +73,7 @@ from .computation_keys import keyed_loss, keyed_metrics
 from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
+    check_feature_count,
     continued_from,
     fitted_model,
     joined,
@@ -118,6 +119,7 @@ from .validation import (
     as_weights,
     check_columns,
     check_not_all_constant,
+    column_count,
     feature_names,
 )
 
@@ -293,10 +295,11 @@ class Booster:
         given no ``eval_set``, ``early_stopping_rounds``, groups or
         ``init_model``, on one process; ``False``: never.
       categorical_features: the categorical columns: indices, names or a
-        boolean mask (None: none but a pandas ``category`` or polars
-        ``Categorical``/``Enum`` column, always categorical).  A split on
-        one sends a set of categories left (docs/tabular.md); numeric
-        columns hold category codes, non-negative integers.  Up to
+        boolean mask (None: none but a frame's pandas ``category``, polars
+        ``Categorical``/``Enum`` or string column, always categorical).  A
+        split on one sends a set of categories left (docs/tabular.md);
+        numeric columns hold category codes, non-negative integers; an
+        array's column of strings is categorical when named here.  Up to
         ``max_bins`` categories keep a bin each; beyond, the rarest share one.
       max_cat_to_onehot: a column of at most this many categories splits
         one category against the rest (LightGBM's default 4).
@@ -656,7 +659,11 @@ class Booster:
         categories = self._fit_categories(X, init_model)
         coded_X = encode_categories(X, categories)
         if eval_set is not None:
-            eval_set = [(encode_categories(Xe, categories), *rest) for Xe, *rest in eval_set]
+            n_features = column_count(X)
+            eval_set = [
+                (encode_categories(Xe, categories, n_features, f"eval_set[{i}] X"), *rest)
+                for i, (Xe, *rest) in enumerate(eval_set)
+            ]
         arguments = _FitArguments(
             coded_X,
             y,
@@ -845,7 +852,10 @@ class Booster:
 
         columns = on_every_process(chosen_columns)
         if init_model is not None:
-            old_tables = getattr(fitted_model(init_model), "categories_", None)
+            model = fitted_model(init_model)
+            if table:  # (before its categories are looked up by column)
+                check_feature_count(model, len(names) if names is not None else np.shape(X)[1])
+            old_tables = getattr(model, "categories_", None)
             on_every_process(lambda: continued_categories(old_tables, columns, names))
             return old_tables or None
         return fit_categories(X, columns, names, int(self.max_bins)) or None
@@ -1000,15 +1010,13 @@ class Booster:
 
     def _features_for_predict(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        X = encode_categories(X, getattr(self, "categories_", None))
-        features = as_features(X)
-        check_columns(
-            feature_names(X),
-            getattr(self, "feature_names_in_", None),
-            self.n_features_in_,
-            features.shape[1],
-        )
-        return features
+        got = column_count(X)
+        if got is None:
+            got = as_features(X).shape[1]  # (refuses X by name unless it is 2-D)
+        # the columns before their categories are looked up by position
+        names = feature_names(X)
+        check_columns(names, getattr(self, "feature_names_in_", None), self.n_features_in_, got)
+        return as_features(encode_categories(X, getattr(self, "categories_", None)))
 
     def _trees(self, iteration_range: tuple[int, int] | None) -> Tree:
         start, end = iteration_range or (0, self.n_estimators_)
