@@ -37,6 +37,7 @@ from ..engine.training import (
 )
 from ..engine.tree import Tree
 from ..kernels.registry import kernels_for
+from ..losses.catalogue import is_catalogue_loss
 from ..runtime.devices import (
     check_devices,
     device_keys,
@@ -83,8 +84,10 @@ from .continued import (
 from .distribution_defaults import (
     check_early_stopping,
     fit_with_holdout,
+    POINT_REG_LAMBDA,
     holds_out,
     resolved_reg_lambda,
+    small_hessian_message,
 )
 from .eval_sets import prepare_eval_sets
 from .grouping import (
@@ -199,7 +202,9 @@ class Booster:
         Newton leaves, and the line-search leaves of losses with curvature);
         with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
         5 (rows) where the hessian resolves to ``"fisher"``
-        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md).
+        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md);
+        for a loss not from the catalogue, at most 100 rows' mean hessian
+        at the initial score, with a warning (docs/algorithm.md).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -493,8 +498,12 @@ class Booster:
             max_leaves=tree_leaves(self.grow_policy, self.max_leaves, int(self.max_depth)),
         )
         hyper = self._hyper()
-        if self.reg_lambda is None:  # (a distribution's prior: distribution_defaults)
-            hyper = hyper._replace(reg_lambda=np.float32(resolved_reg_lambda(None, cfg.hessian)))
+        if self.reg_lambda is None:  # (a distribution's prior; a small hessian's rows)
+            mean_hessian = hessian.mean_hessian if hessian.informative else np.nan
+            reg_lambda = resolved_reg_lambda(None, cfg.hessian, mean_hessian)
+            if reg_lambda < POINT_REG_LAMBDA and cfg.hessian != "fisher":
+                warn(small_hessian_message(mean_hessian, reg_lambda, float(self.min_child_weight)))
+            hyper = hyper._replace(reg_lambda=np.float32(reg_lambda))
         return cfg, hyper
 
     def _check_settings(self) -> None:
@@ -812,6 +821,9 @@ class Booster:
             )
             cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
             return self._with_columns(cfg, inputs, placed), hyper
+        # a default reg_lambda is measured against a user loss's hessian (the
+        # catalogue's keep XGBoost's hessian units)
+        measure = self.reg_lambda is None and not is_catalogue_loss(inputs.loss)
         hessian = probe_fit(
             loss,
             targets,
@@ -819,8 +831,14 @@ class Booster:
             self._hessian_for(loss),
             (placed.data.y, placed.data.weight),
             rows_per_shard,
+            measure=measure,
         )
-        hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
+        informative, negative, mean_hessian = first_process_value(tuple(hessian))
+        hessian = HessianProbe(
+            bool(informative),
+            bool(negative),
+            float(mean_hessian) / placed.loss_scale if measure else float("nan"),
+        )
         cfg, hyper = self._config(
             loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
         )

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import losses as loss_catalogue
+from ..losses.catalogue import is_catalogue_loss
 
 # the probe group of check_mask_respected: real rows, padded to a power of two
 _PROBE_ROWS, _PROBE_WIDTH = 5, 8
@@ -33,7 +33,7 @@ def check_mask_respected(loss, y: np.ndarray, skip_catalogue: bool = True) -> No
     must agree (to float32 rounding).  Cached per loss and rows: a loss that
     passed is not evaluated again on the same targets; the catalogue's losses
     are not probed unless ``skip_catalogue`` is False (its tests do)."""
-    if skip_catalogue and _in_catalogue(loss):  # tested to ignore padding
+    if skip_catalogue and is_catalogue_loss(loss):  # tested to ignore padding
         return
     key = np.asarray(y if y.ndim == 1 else y[:, 0])
     spread = np.argsort(key, kind="stable")[
@@ -48,14 +48,6 @@ def check_mask_respected(loss, y: np.ndarray, skip_catalogue: bool = True) -> No
         _probe_mask.__wrapped__(loss, *probe)
         return
     _probe_mask(loss, *probe)
-
-
-def _in_catalogue(loss) -> bool:
-    """Whether ``loss`` is the catalogue's loss of its name and parameters."""
-    try:
-        return loss_catalogue.get(loss.name, **loss.params) is loss
-    except (AttributeError, ValueError, TypeError, ImportError):
-        return False
 
 
 @functools.lru_cache(maxsize=64)
