@@ -110,6 +110,11 @@ def test_a_default_reg_lambda_is_measured_against_a_small_hessian():
     mean_hessian = np.mean(1 / np.cosh(residual) ** 2 / y_train**2)
     explicit = jb.Booster(reg_lambda=100 * mean_hessian, **settings).fit(X_train, y_train)
     np.testing.assert_allclose(model.predict(X_test), explicit.predict(X_test), rtol=1e-4)
+    # declared convex (no probe needed for its shape), it is measured alike
+    convex = losses.declare(relative_log_cosh.__wrapped__, name="test_convex_rel", convex=True)
+    with pytest.warns(UserWarning, match="reg_lambda: the loss's mean hessian"):
+        declared = jb.Booster(**{**settings, "loss": convex}).fit(X_train, y_train)
+    np.testing.assert_allclose(declared.predict(X_test), model.predict(X_test), rtol=1e-4)
     # an explicit reg_lambda keeps its plain meaning (hessian units), unwarned
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -82,9 +82,9 @@ from .continued import (
     with_model_scores,
 )
 from .distribution_defaults import (
+    POINT_REG_LAMBDA,
     check_early_stopping,
     fit_with_holdout,
-    POINT_REG_LAMBDA,
     holds_out,
     resolved_reg_lambda,
     small_hessian_message,
@@ -822,13 +822,18 @@ class Booster:
             cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
             return self._with_columns(cfg, inputs, placed), hyper
         # a default reg_lambda is measured against a user loss's hessian (the
-        # catalogue's keep XGBoost's hessian units)
-        measure = self.reg_lambda is None and not is_catalogue_loss(inputs.loss)
+        # catalogue's keep XGBoost's hessian units; Fisher scoring counts rows)
+        hessian_setting = self._hessian_for(loss)
+        measure = (
+            self.reg_lambda is None
+            and hessian_setting != "fisher"
+            and not is_catalogue_loss(inputs.loss)
+        )
         hessian = probe_fit(
             loss,
             targets,
             placed.init_score,
-            self._hessian_for(loss),
+            hessian_setting,
             (placed.data.y, placed.data.weight),
             rows_per_shard,
             measure=measure,
