@@ -330,3 +330,9 @@ def test_an_all_missing_categorical_column_is_never_split_on():
     frame = pd.DataFrame(with_missing, columns=["shop", "noise", "empty"])
     named = jb.Booster(categorical_features=["shop", "empty"], **settings).fit(frame, y)
     np.testing.assert_array_equal(named.predict(frame), without.predict(X))
+    # a string column arriving all missing (as floats, say) is missing
+    labels = np.array(list("abcdefghij"), dtype=object)[X[:, 0].astype(int)]
+    strings = pd.DataFrame({"shop": labels, "noise": X[:, 1]})
+    model = jb.Booster(**settings).fit(strings, y)
+    missing = [pd.DataFrame({"shop": [value] * 2, "noise": [0.0, 1.0]}) for value in (None, np.nan)]
+    np.testing.assert_array_equal(model.predict(missing[0]), model.predict(missing[1]))

@@ -273,13 +273,13 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
         label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
         return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
     values = _numeric_values(X, table.column, name)
+    if not len(table.values) or np.isnan(values).all():  # every row missing
+        return np.full(len(values), np.nan, np.float32)
     if table.values.dtype == object:  # labels in fit, given as numbers
         raise ValueError(
             f"X: column {name} held category labels in fit (a 'category' column or "
             "strings); pass it as one"
         )
-    if not len(table.values):  # no category in training: every row is missing
-        return np.full(len(values), np.nan, np.float32)
     position = np.clip(np.searchsorted(table.values, values), 0, len(table.values) - 1)
     known = table.values[position] == values
     return np.where(known, table.codes[position], np.nan).astype(np.float32)
