@@ -2,13 +2,13 @@
 
 Each categorical column keeps the categories seen in training, in order
 (numbers ascending; a pandas or polars column's categories in their listed
-order; strings ascending), each with a code: the code is the column's value the engine bins
-(bin ``c`` holds code ``c``, `jaxboost.engine.categorical`).  With more
-categories than ``max_bins`` (255 by default), the ``max_bins - 1`` most
-frequent keep a code of their own and the rarest share the last one.  At
-prediction a frame's categories are matched by value, whatever their order;
-a category unseen in training, like a missing value, follows each split's
-missing direction.
+order; strings ascending), each with a code: the code is the column's value
+the engine bins (bin ``c`` holds code ``c``, `jaxboost.engine.categorical`).
+With more categories than ``max_bins`` (255 by default), the ``max_bins - 1``
+most frequent keep a code of their own and the rarest share the last one.
+At prediction labels are matched by value, whatever their order or kind (a
+category column or strings); a category unseen in training, like a missing
+value, follows each split's missing direction.
 """
 
 from __future__ import annotations
@@ -261,6 +261,8 @@ def _warn_shared_bin(name: str, counts: np.ndarray, codes: np.ndarray, max_bins:
 def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
     """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen."""
     name = _column_name(X, table.column)
+    if not len(table.values):  # no category in training: every row is missing
+        return np.full(len(X), np.nan, np.float32)
     labelled = _category_labels(X, table.column)
     if labelled is not None:
         labels, index = labelled
@@ -273,7 +275,7 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
         label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
         return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
     values = _numeric_values(X, table.column, name)
-    if not len(table.values) or np.isnan(values).all():  # every row missing
+    if np.isnan(values).all():  # every row missing, whatever the column held in fit
         return np.full(len(values), np.nan, np.float32)
     if table.values.dtype == object:  # labels in fit, given as numbers
         raise ValueError(
