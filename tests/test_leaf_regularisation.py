@@ -4,6 +4,7 @@ bound), losses without curvature keep their exact quantile leaves."""
 
 import warnings
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -76,3 +77,46 @@ def test_newton_leaves_for_a_loss_without_curvature_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         jb.Booster(loss="absolute_error", n_estimators=2, max_depth=2).fit(X, X[:, 0])
+
+
+@losses.declare(name="test_relative_log_cosh")
+def relative_log_cosh(y, f):
+    """log cosh of the relative error (f - y) / y: hessian sech^2 / y^2."""
+    r = (f - y) / y
+    return jnp.logaddexp(r, -r) - jnp.log(2.0)
+
+
+def test_a_default_reg_lambda_is_measured_against_a_small_hessian():
+    # diabetes' raw targets (25 to 346): the relative error's hessian is about
+    # 1e-4 per row, and reg_lambda=1 weighed as much as 10^4 rows
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+    settings = {"loss": relative_log_cosh, "n_estimators": 100, "max_depth": 3}
+    with pytest.warns(UserWarning, match=r"reg_lambda: the loss's mean hessian .* is 8\.5.e-05"):
+        model = jb.Booster(**settings).fit(X_train, y_train)
+    constant = float(model.init_score_[0])
+
+    def mape(prediction):
+        return float(np.mean(np.abs(prediction - y_test) / y_test))
+
+    assert mape(np.full_like(y_test, constant)) > 0.44
+    assert mape(model.predict(X_test)) < 0.40
+    assert model.train_loss_[-1] < 0.5 * model.train_loss_[0]
+    # the value taken: 100 rows' hessian at the initial score (numpy)
+    residual = (constant - y_train) / y_train
+    mean_hessian = np.mean(1 / np.cosh(residual) ** 2 / y_train**2)
+    explicit = jb.Booster(reg_lambda=100 * mean_hessian, **settings).fit(X_train, y_train)
+    np.testing.assert_allclose(model.predict(X_test), explicit.predict(X_test), rtol=1e-4)
+    # declared convex (no probe needed for its shape), it is measured alike
+    convex = losses.declare(relative_log_cosh.__wrapped__, name="test_convex_rel", convex=True)
+    with pytest.warns(UserWarning, match="reg_lambda: the loss's mean hessian"):
+        declared = jb.Booster(**{**settings, "loss": convex}).fit(X_train, y_train)
+    np.testing.assert_allclose(declared.predict(X_test), model.predict(X_test), rtol=1e-4)
+    # an explicit reg_lambda keeps its plain meaning (hessian units), unwarned
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain = jb.Booster(reg_lambda=1.0, **settings).fit(X_train, y_train)
+    assert plain.train_loss_[-1] > 0.8 * plain.train_loss_[0]

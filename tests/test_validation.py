@@ -168,12 +168,14 @@ def test_a_sparse_matrix_is_refused_with_what_to_pass(data):
         jb.Booster(n_estimators=1).fit(sparse.csr_matrix(X), y)
 
 
-def test_a_text_column_is_named(data):
-    # (a category column is categorical: tests/test_categorical.py)
+def test_a_column_of_neither_numbers_nor_strings_is_named(data):
+    # (a category or string column is categorical: tests/test_categorical.py)
     pd = pytest.importorskip("pandas")
     X, y = data
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    frame["colour"] = np.where(X[:, 0] > 0, "red", "blue")
+    colour = np.where(X[:, 0] > 0, "red", "blue").astype(object)
+    colour[0] = 1  # a number among the strings
+    frame["colour"] = pd.Series(colour, dtype=object)
     with pytest.raises(ValueError, match="X: column 'colour' holds object, not numbers"):
         jb.Booster(n_estimators=1).fit(frame, y)
 

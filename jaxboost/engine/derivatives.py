@@ -160,6 +160,10 @@ class HessianProbe(NamedTuple):
     # matrix), has negative curvature: a non-convex loss, whose Newton steps
     # can overshoot, so leaf values need Armijo's check
     negative: bool
+    # the probed rows' mean hessian diagonal entry (negative ones as 0): the
+    # loss's scale, which the default reg_lambda is measured against; NaN
+    # where not measured (a declared loss, unless asked)
+    mean_hessian: float = float("nan")
 
 
 # an eigenvalue below this fraction of the row's largest (in magnitude) is
@@ -170,7 +174,7 @@ _CURVED_STEP = 2.0**-23
 
 
 def probe_hessian(
-    loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool = False
+    loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool = False, measure: bool = False
 ) -> HessianProbe:
     """The hessian's shape on a sample of rows.
 
@@ -186,8 +190,9 @@ def probe_hessian(
       y: ``(n_rows, ...)`` a sample of targets; raw: ``(n_rows, K)`` scores.
       full_hessian: Newton steps use the full ``K x K`` hessian (else its
         diagonal): negative curvature is then a negative eigenvalue.
+      measure: a declared loss's rows are evaluated too, for ``mean_hessian``.
     """
-    if is_declared(loss):
+    if is_declared(loss) and not measure:
         return declared_probe(loss)
     grad, hess = _probe_rows(loss, y, raw, full_hessian and raw.shape[1] > 1)
     return hessian_probe_of(loss, np.asarray(raw), np.asarray(grad), np.asarray(hess))
@@ -212,8 +217,9 @@ def hessian_probe_of(
     there (numpy): the share of rows with a usable diagonal entry, curved
     either way (informative from one half, unless declared: a row of
     negative curvature is the Armijo safeguard's, a row of none has nothing
-    for Newton), and any negative curvature (a negative diagonal entry, or
-    eigenvalue of a full hessian)."""
+    for Newton), any negative curvature (a negative diagonal entry, or
+    eigenvalue of a full hessian), and the mean diagonal entry; a loss
+    that `is_declared` keeps its declared shape."""
     diagonal = hess if hess.ndim == 2 else np.diagonal(hess, axis1=1, axis2=2)
     with np.errstate(all="ignore"):
         # curved: a Newton step |g| / h within float32's reach of the score's
@@ -228,9 +234,13 @@ def hessian_probe_of(
             eigenvalues = np.linalg.eigvalsh(hess[finite].astype(np.float64))  # ascending
             scale = np.max(np.abs(eigenvalues), axis=1, initial=0.0)
             negative = bool(np.any(eigenvalues[:, 0] < -_NEGATIVE_EIGENVALUE * scale))
+        entries = diagonal[np.isfinite(diagonal)].astype(np.float64)
+        mean_hessian = float(np.mean(np.maximum(entries, 0.0))) if entries.size else float("nan")
+    if is_declared(loss):
+        return declared_probe(loss)._replace(mean_hessian=mean_hessian)
     declared = getattr(loss, "hessian_informative", None)
     informative = bool(curved_share >= 0.5) if declared is None else bool(declared)
-    return HessianProbe(informative=informative, negative=negative)
+    return HessianProbe(informative=informative, negative=negative, mean_hessian=mean_hessian)
 
 
 def compile_probe(loss: Loss, y: jax.Array, n_outputs: int, full_hessian: bool = False) -> None:

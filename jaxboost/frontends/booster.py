@@ -37,6 +37,7 @@ from ..engine.training import (
 )
 from ..engine.tree import Tree
 from ..kernels.registry import kernels_for
+from ..losses.catalogue import is_catalogue_loss
 from ..runtime.devices import (
     check_devices,
     device_keys,
@@ -73,6 +74,7 @@ from .computation_keys import group_widths, keyed_loss, keyed_metrics, searches_
 from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
+    check_feature_count,
     continued_from,
     fitted_model,
     joined,
@@ -80,10 +82,12 @@ from .continued import (
     with_model_scores,
 )
 from .distribution_defaults import (
+    POINT_REG_LAMBDA,
     check_early_stopping,
     fit_with_holdout,
     holds_out,
     resolved_reg_lambda,
+    small_hessian_message,
 )
 from .eval_sets import prepare_eval_sets
 from .grouping import (
@@ -118,6 +122,7 @@ from .validation import (
     as_weights,
     check_columns,
     check_not_all_constant,
+    column_count,
     feature_names,
 )
 
@@ -197,7 +202,9 @@ class Booster:
         Newton leaves, and the line-search leaves of losses with curvature);
         with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
         5 (rows) where the hessian resolves to ``"fisher"``
-        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md).
+        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md);
+        for a loss not from the catalogue, at most 100 rows' mean hessian
+        at the initial score, with a warning (docs/algorithm.md).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -293,10 +300,11 @@ class Booster:
         given no ``eval_set``, ``early_stopping_rounds``, groups or
         ``init_model``, on one process; ``False``: never.
       categorical_features: the categorical columns: indices, names or a
-        boolean mask (None: none but a pandas ``category`` or polars
-        ``Categorical``/``Enum`` column, always categorical).  A split on
-        one sends a set of categories left (docs/tabular.md); numeric
-        columns hold category codes, non-negative integers.  Up to
+        boolean mask (None: none but a frame's pandas ``category``, polars
+        ``Categorical``/``Enum`` or string column, always categorical).  A
+        split on one sends a set of categories left (docs/tabular.md);
+        numeric columns hold category codes, non-negative integers; an
+        array's column of strings is categorical when named here.  Up to
         ``max_bins`` categories keep a bin each; beyond, the rarest share one.
       max_cat_to_onehot: a column of at most this many categories splits
         one category against the rest (LightGBM's default 4).
@@ -490,8 +498,12 @@ class Booster:
             max_leaves=tree_leaves(self.grow_policy, self.max_leaves, int(self.max_depth)),
         )
         hyper = self._hyper()
-        if self.reg_lambda is None:  # (a distribution's prior: distribution_defaults)
-            hyper = hyper._replace(reg_lambda=np.float32(resolved_reg_lambda(None, cfg.hessian)))
+        if self.reg_lambda is None:  # (a distribution's prior; a small hessian's rows)
+            mean_hessian = hessian.mean_hessian if hessian.informative else np.nan
+            reg_lambda = resolved_reg_lambda(None, cfg.hessian, mean_hessian)
+            if reg_lambda < POINT_REG_LAMBDA and cfg.hessian != "fisher":
+                warn(small_hessian_message(mean_hessian, reg_lambda, float(self.min_child_weight)))
+            hyper = hyper._replace(reg_lambda=np.float32(reg_lambda))
         return cfg, hyper
 
     def _check_settings(self) -> None:
@@ -656,7 +668,11 @@ class Booster:
         categories = self._fit_categories(X, init_model)
         coded_X = encode_categories(X, categories)
         if eval_set is not None:
-            eval_set = [(encode_categories(Xe, categories), *rest) for Xe, *rest in eval_set]
+            n_features = column_count(X)
+            eval_set = [
+                (encode_categories(Xe, categories, n_features, f"eval_set[{i}] X"), *rest)
+                for i, (Xe, *rest) in enumerate(eval_set)
+            ]
         arguments = _FitArguments(
             coded_X,
             y,
@@ -810,15 +826,29 @@ class Booster:
             )
             cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
             return self._with_columns(cfg, inputs, placed), hyper
+        # a default reg_lambda is measured against a user loss's hessian (the
+        # catalogue's keep XGBoost's hessian units; Fisher scoring counts rows)
+        hessian_setting = self._hessian_for(loss)
+        measure = (
+            self.reg_lambda is None
+            and hessian_setting != "fisher"
+            and not is_catalogue_loss(inputs.loss)
+        )
         hessian = probe_fit(
             loss,
             targets,
             placed.init_score,
-            self._hessian_for(loss),
+            hessian_setting,
             (placed.data.y, placed.data.weight),
             rows_per_shard,
+            measure=measure,
         )
-        hessian = HessianProbe(*(bool(value) for value in first_process_value(tuple(hessian))))
+        informative, negative, mean_hessian = first_process_value(tuple(hessian))
+        hessian = HessianProbe(
+            bool(informative),
+            bool(negative),
+            float(mean_hessian) / placed.loss_scale if measure else float("nan"),
+        )
         cfg, hyper = self._config(
             loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
         )
@@ -850,7 +880,10 @@ class Booster:
 
         columns = on_every_process(chosen_columns)
         if init_model is not None:
-            old_tables = getattr(fitted_model(init_model), "categories_", None)
+            model = fitted_model(init_model)
+            if table:  # (before its categories are looked up by column)
+                check_feature_count(model, len(names) if names is not None else np.shape(X)[1])
+            old_tables = getattr(model, "categories_", None)
             on_every_process(lambda: continued_categories(old_tables, columns, names))
             return old_tables or None
         return fit_categories(X, columns, names, int(self.max_bins)) or None
@@ -1005,15 +1038,13 @@ class Booster:
 
     def _features_for_predict(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        X = encode_categories(X, getattr(self, "categories_", None))
-        features = as_features(X)
-        check_columns(
-            feature_names(X),
-            getattr(self, "feature_names_in_", None),
-            self.n_features_in_,
-            features.shape[1],
-        )
-        return features
+        got = column_count(X)
+        if got is None:
+            got = as_features(X).shape[1]  # (refuses X by name unless it is 2-D)
+        # the columns before their categories are looked up by position
+        names = feature_names(X)
+        check_columns(names, getattr(self, "feature_names_in_", None), self.n_features_in_, got)
+        return as_features(encode_categories(X, getattr(self, "categories_", None)))
 
     def _trees(self, iteration_range: tuple[int, int] | None) -> Tree:
         start, end = iteration_range or (0, self.n_estimators_)

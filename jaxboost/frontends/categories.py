@@ -2,13 +2,13 @@
 
 Each categorical column keeps the categories seen in training, in order
 (numbers ascending; a pandas or polars column's categories in their listed
-order), each with a code: the code is the column's value the engine bins
-(bin ``c`` holds code ``c``, `jaxboost.engine.categorical`).  With more
-categories than ``max_bins`` (255 by default), the ``max_bins - 1`` most
-frequent keep a code of their own and the rarest share the last one.  At
-prediction a frame's categories are matched by value, whatever their order;
-a category unseen in training, like a missing value, follows each split's
-missing direction.
+order; strings ascending), each with a code: the code is the column's value
+the engine bins (bin ``c`` holds code ``c``, `jaxboost.engine.categorical`).
+With more categories than ``max_bins`` (255 by default), the ``max_bins - 1``
+most frequent keep a code of their own and the rarest share the last one.
+At prediction labels are matched by value, whatever their order or kind (a
+category column or strings); a category unseen in training, like a missing
+value, follows each split's missing direction.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 from ..engine.categorical import CategoricalSettings
 from ..runtime.distributed import on_every_process
 from .category_union import ColumnCategories, categories_of_all_processes
+from .validation import column_count
 
 
 class CategoryColumn(NamedTuple):
@@ -47,19 +48,36 @@ def _frame_kind(X: Any) -> str | None:
     return None
 
 
+def _text_labels(values: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """A column of strings (``values``, ``(n_rows,)``; ``missing`` where
+    absent) as `_category_labels` gives it, labels ascending; None unless
+    every present value is a string and one is."""
+    present = values[~missing]
+    if not present.size or not all(isinstance(v, str) for v in present.tolist()):
+        return None
+    labels, position = np.unique(present.astype(str), return_inverse=True)
+    index = np.full(len(values), -1, np.int64)
+    index[~missing] = position
+    return labels.astype(object), index
+
+
 def _category_labels(X: Any, column: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """A frame's category column as ``(labels (n_categories,), index of each
-    row's label (n_rows,), -1 for missing)``, or None for another column."""
+    """A category or string column as ``(labels (n_categories,), index of
+    each row's label (n_rows,), -1 for missing)``, or None for another
+    column: a frame's category column (its listed categories) or column of
+    strings, or an array's column of strings."""
     kind = _frame_kind(X)
     if kind == "pandas":
         series = X.iloc[:, column]
-        if str(series.dtype) != "category":
+        if str(series.dtype) == "category":
+            labels = np.asarray(series.cat.categories, dtype=object)
+            return labels, np.asarray(series.cat.codes, dtype=np.int64)
+        if getattr(series.dtype, "kind", "O") != "O":  # (object and pandas' string dtypes)
             return None
-        labels = np.asarray(series.cat.categories, dtype=object)
-        return labels, np.asarray(series.cat.codes, dtype=np.int64)
+        return _text_labels(series.to_numpy(dtype=object), series.isna().to_numpy())
     if kind == "polars":
         series = X.to_series(column)
-        if str(series.dtype).split("(")[0] not in ("Categorical", "Enum"):
+        if str(series.dtype).split("(")[0] not in ("Categorical", "Enum", "String", "Utf8"):
             return None
         text = series.cast(str).to_numpy()
         present = np.array([value is not None for value in text])
@@ -67,11 +85,16 @@ def _category_labels(X: Any, column: int) -> tuple[np.ndarray, np.ndarray] | Non
         index = np.full(len(text), -1, np.int64)
         index[present] = np.searchsorted(labels, text[present].astype(str))
         return labels, index
-    return None
+    array = np.asarray(X)
+    if array.ndim != 2 or array.dtype.kind not in "OU" or not 0 <= column < array.shape[1]:
+        return None
+    values = array[:, column].astype(object)
+    missing = np.array([v is None or (isinstance(v, float) and v != v) for v in values.tolist()])
+    return _text_labels(values, missing.astype(bool).reshape(-1))
 
 
 def frame_category_columns(X: Any) -> list[int]:
-    """The columns of a pandas or polars frame that hold categories."""
+    """The columns of a pandas or polars frame that hold categories or strings."""
     if _frame_kind(X) is None:
         return []
     return [c for c in range(len(X.columns)) if _category_labels(X, c) is not None]
@@ -148,14 +171,26 @@ def _codes_by_frequency(counts: np.ndarray, max_codes: int) -> np.ndarray:
     return codes
 
 
+def _column_name(X: Any, column: int) -> str:
+    """How messages name ``X``'s ``column``: a frame's column name, else its index."""
+    return repr(str(X.columns[column])) if _frame_kind(X) else str(column)
+
+
 def _numeric_values(X: Any, column: int, name: str) -> np.ndarray:
     kind = _frame_kind(X)
-    if kind == "pandas":
-        values = X.iloc[:, column].to_numpy(dtype=np.float64, na_value=np.nan)
-    elif kind == "polars":
-        values = X.to_series(column).cast(float).fill_null(np.nan).to_numpy()
-    else:
-        values = np.asarray(X, dtype=np.float64)[:, column]
+    try:
+        if kind == "pandas":
+            values = X.iloc[:, column].to_numpy(dtype=np.float64, na_value=np.nan)
+        elif kind == "polars":
+            values = X.to_series(column).cast(float).fill_null(np.nan).to_numpy()
+        else:
+            values = np.asarray(np.asarray(X)[:, column], dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"categorical_features: column {name} holds neither category codes nor only "
+            f"strings ({error}); pass integer codes (NaN for missing), strings, or a pandas "
+            "'category' column"
+        ) from None
     present = values[~np.isnan(values)]
     bad = present[(present < 0) | (present != np.round(present)) | ~np.isfinite(present)]
     if bad.size:
@@ -225,19 +260,30 @@ def _warn_shared_bin(name: str, counts: np.ndarray, codes: np.ndarray, max_bins:
 
 def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
     """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen."""
+    name = _column_name(X, table.column)
+    if not len(table.values):  # no category in training: every row is missing
+        return np.full(len(X), np.nan, np.float32)
     labelled = _category_labels(X, table.column)
     if labelled is not None:
         labels, index = labelled
+        if table.values.dtype != object:
+            raise ValueError(
+                f"X: column {name} holds labels, but was fitted on category codes (numbers); "
+                "pass it as the numbers it held in fit"
+            )
         lookup = {value: code for value, code in zip(table.values.tolist(), table.codes)}
         label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
         return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
-    values = _numeric_values(X, table.column, str(table.column))
-    if table.values.dtype == object:  # a frame's categories, given as numbers
+    values = _numeric_values(X, table.column, name)
+    if np.isnan(values).all():  # every row missing, whatever the column held in fit
+        return np.full(len(values), np.nan, np.float32)
+    if table.values.dtype == object:  # labels in fit, given as numbers
         raise ValueError(
-            f"X: column {table.column} was a category column in training; pass it as one"
+            f"X: column {name} held category labels in fit (a 'category' column or "
+            "strings); pass it as one"
         )
-    position = np.clip(np.searchsorted(table.values, values), 0, max(len(table.values) - 1, 0))
-    known = (table.values[position] == values) if len(table.values) else np.zeros(len(values), bool)
+    position = np.clip(np.searchsorted(table.values, values), 0, len(table.values) - 1)
+    known = table.values[position] == values
     return np.where(known, table.codes[position], np.nan).astype(np.float32)
 
 
@@ -261,12 +307,19 @@ def category_grid(X: Any, table: CategoryColumn) -> tuple[np.ndarray, np.ndarray
     return table.values[found], table.codes[found]
 
 
-def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
+def encode_categories(
+    X: Any, tables: list[CategoryColumn] | None, n_features: int | None = None, name: str = "X"
+) -> Any:
     """``X`` with its categorical columns replaced by their codes: a pandas
-    frame stays a frame (its names are kept), anything else becomes a float
-    array; ``X`` itself without tables."""
+    frame stays a frame (its names are kept), an array of strings an object
+    array (its other columns as they were), anything else a float array;
+    ``X`` itself without tables.  With ``n_features`` (the fitted count), a
+    2-D ``X`` (named ``name``) of another count is refused first."""
     if not tables:
         return X
+    got = column_count(X)
+    if n_features is not None and got is not None and got != n_features:
+        raise ValueError(f"{name}: expected {n_features} features as in fit, got {got}")
     kind = _frame_kind(X)
     codes = {table.column: _column_codes(X, table) for table in tables}
     if kind == "pandas":
@@ -278,7 +331,8 @@ def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
         import polars as pl
 
         return X.with_columns([pl.Series(X.columns[c], values) for c, values in codes.items()])
-    array = np.array(X, dtype=np.float32, copy=True)
+    array = np.asarray(X)
+    array = np.array(array, dtype=object if array.dtype.kind in "OU" else np.float32, copy=True)
     for column, values in codes.items():
         array[:, column] = values
     return array

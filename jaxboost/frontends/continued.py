@@ -53,15 +53,21 @@ def fitted_model(init_model: Any) -> Any:
     return model
 
 
+def check_feature_count(model: Any, n_features: int) -> None:
+    """``model`` (a fitted Booster) was fitted on ``n_features`` columns, or
+    a ValueError naming ``init_model``."""
+    if model.n_features_in_ != n_features:
+        raise ValueError(
+            f"init_model: fitted on {model.n_features_in_} features, X has {n_features}"
+        )
+
+
 def check_compatible(model: Any, settings: dict, n_features: int, names, n_outputs: int) -> None:
     """``model`` can take more rounds of the fit of ``settings`` (the
     Booster's ``max_depth`` and ``multi_strategy``) on ``n_features``
     columns named ``names`` (or None) for ``n_outputs`` outputs; else a
     ValueError naming ``init_model`` and the fix."""
-    if model.n_features_in_ != n_features:
-        raise ValueError(
-            f"init_model: fitted on {model.n_features_in_} features, X has {n_features}"
-        )
+    check_feature_count(model, n_features)
     fitted_names = getattr(model, "feature_names_in_", None)
     if names is not None and fitted_names is not None and list(names) != list(fitted_names):
         raise ValueError(

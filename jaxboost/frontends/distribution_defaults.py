@@ -31,8 +31,14 @@ from .settings import draw_seed
 
 # reg_lambda of a Fisher-scored fit left at None: a prior worth 5 rows
 DISTRIBUTION_PRIOR_ROWS = 5.0
-# reg_lambda left at None otherwise
+# reg_lambda left at None otherwise: 1 (XGBoost's), but for a loss not from
+# the catalogue at most the hessian of this many rows at the initial score.
+# 1 is worth 1 row of squared error, 4 of a balanced log loss, 100 of a log
+# loss of 1% positives or a Poisson mean of 0.01: those keep 1; a loss of
+# hessian 1e-4 per row (a relative error on targets near 100) would
+# otherwise carry a prior of 10^4 rows and barely train
 POINT_REG_LAMBDA = 1.0
+POINT_PRIOR_ROWS = 100.0
 # the share of rows the automatic early stopping holds out, and its patience
 HOLDOUT_FRACTION = 0.2
 PATIENCE = 10
@@ -40,12 +46,35 @@ PATIENCE = 10
 HOLDOUT_MIN_ROWS = 20
 
 
-def resolved_reg_lambda(setting: float | None, hessian: str) -> float:
+def resolved_reg_lambda(
+    setting: float | None, hessian: str, mean_hessian: float = float("nan")
+) -> float:
     """``reg_lambda`` as given, or for None its default: `DISTRIBUTION_PRIOR_ROWS`
-    where the engine's ``hessian`` is ``"fisher"``, else `POINT_REG_LAMBDA`."""
+    where the engine's ``hessian`` is ``"fisher"``, else `POINT_REG_LAMBDA`,
+    at most `POINT_PRIOR_ROWS` times ``mean_hessian`` (the rows' mean
+    hessian at the initial score; NaN: not measured)."""
     if setting is not None:
         return setting
-    return DISTRIBUTION_PRIOR_ROWS if hessian == "fisher" else POINT_REG_LAMBDA
+    if hessian == "fisher":
+        return DISTRIBUTION_PRIOR_ROWS
+    if np.isfinite(mean_hessian) and mean_hessian > 0:
+        return min(POINT_REG_LAMBDA, POINT_PRIOR_ROWS * mean_hessian)
+    return POINT_REG_LAMBDA
+
+
+def small_hessian_message(mean_hessian: float, reg_lambda: float, min_child_weight: float) -> str:
+    """The warning of a default ``reg_lambda`` measured against a small
+    ``mean_hessian``: it names both, the value taken and the way out."""
+    message = (
+        f"reg_lambda: the loss's mean hessian at the initial score is {mean_hessian:.3g} per "
+        f"row, so reg_lambda=1 would weigh as much as {1 / mean_hessian:.3g} rows; the default "
+        f"takes the hessian of {POINT_PRIOR_ROWS:g} rows, {reg_lambda:.3g}. Pass reg_lambda "
+        "to set it in hessian units (XGBoost's)"
+    )
+    rows = min_child_weight / mean_hessian
+    if rows > 1:
+        message += f"; min_child_weight={min_child_weight:g} asks for {rows:.3g} rows per child"
+    return message
 
 
 def check_early_stopping(setting: Any) -> None:

@@ -86,6 +86,7 @@ def probe_fit(
     hessian: str,
     placed_rows: tuple[jax.Array, jax.Array],
     rows_per_shard: int,
+    measure: bool = False,
 ) -> HessianProbe:
     """The loss's `HessianProbe` at the initial score.
 
@@ -96,8 +97,10 @@ def probe_fit(
       hessian: the Booster's ``hessian`` setting.
       placed_rows: the targets and weights on the devices (padded, sharded).
       rows_per_shard: their rows per device.
+      measure: a declared loss's hessian is evaluated too, for its
+        ``mean_hessian`` (a small fit's rounds' own program: no compilation).
     """
-    if is_declared(loss):
+    if is_declared(loss) and not measure:
         return declared_probe(loss)
     n_rows, n_outputs = targets.shape[0], init_score.shape[0]
     y_rows, weight_rows = placed_rows
@@ -108,6 +111,7 @@ def probe_fit(
             jnp.asarray(probe),
             jnp.broadcast_to(init_score, (probe.shape[0], n_outputs)),
             full_hessian=hessian == "full",
+            measure=measure,
         )
     mesh = y_rows.sharding.mesh
     settings = derivatives_settings(loss, n_outputs, hessian, rows_per_shard)

@@ -36,8 +36,8 @@ class Ranker(_BoosterEstimator, BaseEstimator):
       verbosity: XGBoost's and LightGBM's log level, as `jaxboost.Regressor`'s.
 
     Every other parameter is `jaxboost.Booster`'s, with its default: among
-    them ``categorical_features`` (pandas ``category`` and polars
-    ``Categorical`` columns are categorical anyway) and ``grow_policy``,
+    them ``categorical_features`` (a frame's category and string columns
+    are categorical anyway) and ``grow_policy``,
     ``max_leaves`` (leaf-wise trees).
     ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
     take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.

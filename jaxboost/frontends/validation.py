@@ -21,6 +21,15 @@ def feature_names(X: Any) -> list[str] | None:
     return [str(column) for column in columns]
 
 
+def column_count(X: Any) -> int | None:
+    """The number of columns of a 2-D ``X`` (array, frame or nested list), else None."""
+    try:
+        shape = np.shape(X)
+    except (TypeError, ValueError):  # (a ragged list)
+        return None
+    return int(shape[1]) if len(shape) == 2 else None
+
+
 class Float32RangeError(ValueError):
     """A finite input value that float32, in which jaxboost computes, cannot hold."""
 
@@ -76,7 +85,8 @@ def as_features(
     Accepts numpy and JAX arrays, nested lists and numeric pandas and polars
     DataFrames (nullable columns too: ``pd.NA`` and polars' null are
     missing); a frame's text, category or date/time column is refused by
-    name.  Sparse matrices are refused: they would have to be made dense
+    name (`jaxboost.frontends.categories` codes categories and strings
+    first).  Sparse matrices are refused: they would have to be made dense
     (``X.toarray()``).  With ``finite`` (training data: NaN means missing)
     infinities are refused too, and with ``refuse_subnormal`` nonzero values
     below float32's smallest normal number (see `_check_normal`).
@@ -102,7 +112,8 @@ def as_features(
         raise
     except (TypeError, ValueError) as error:
         raise ValueError(
-            f"{name}: expected a numeric 2-D array, could not convert it to float32: {error}"
+            f"{name}: expected a numeric 2-D array, could not convert it to float32: "
+            f"{error}{_unconvertible_column(X)}"
         ) from None
     if array.ndim != 2:
         raise ValueError(
@@ -117,11 +128,31 @@ def as_features(
     return array
 
 
+def _unconvertible_column(X: Any) -> str:
+    """Which column of a 2-D array ``X`` float32 cannot hold, and the fix
+    (a column of strings is categorical when named), or ``""``."""
+    try:
+        array = np.asarray(X)
+    except (TypeError, ValueError):
+        return ""
+    for column in range(array.shape[1] if array.ndim == 2 else 0):
+        try:
+            array[:, column].astype(np.float32)
+        except (TypeError, ValueError):
+            return (
+                f" (column {column}); a column of strings is categorical when named in "
+                f"categorical_features (categorical_features=[{column}]), else encode it "
+                "as numbers"
+            )
+    return ""
+
+
 def _not_numbers(name: str, column: Any, dtype: Any) -> ValueError:
     return ValueError(
         f"{name}: column {column!r} holds {dtype}, not numbers; encode it as numbers "
-        "(categories as a 'category' column, or integer codes named in "
-        "categorical_features; dates as numbers of days, say), with NaN for missing values"
+        "(integer category codes named in categorical_features; dates as numbers of "
+        "days, say) or, for categories, as strings or a 'category' column, with NaN for "
+        "missing values"
     )
 
 
