@@ -1070,37 +1070,51 @@ class Booster:
         (identity when the loss declares none); ``init_score`` as in `predict_raw`."""
         return self._link(self.predict_raw(X, iteration_range, init_score))
 
-    def _distribution(self, X: Any, what: str, iteration_range=None) -> Any:
+    def _distribution(self, X: Any, what: str, iteration_range=None, init_score=None) -> Any:
         self._check_fitted()
         loss = distribution_predict.distribution_loss_of(self.loss_, what)
-        return distribution_predict.predict_distribution(loss, self.predict_raw(X, iteration_range))
+        raw = self.predict_raw(X, iteration_range, init_score)
+        return distribution_predict.predict_distribution(loss, raw)
 
-    def predict_distribution(self, X: Any, iteration_range: tuple[int, int] | None = None) -> Any:
+    def predict_distribution(
+        self, X: Any, iteration_range: tuple[int, int] | None = None, init_score: Any = None
+    ) -> Any:
         """The predicted distribution of every row, for a distribution loss
         (`jaxboost.losses.distribution`, `gaussian_nll`): a numpyro
         distribution of batch shape ``(n_rows,)`` (``.mean``, ``.variance``,
-        ``.cdf``, ``.log_prob``, its parameters as attributes: ``.loc``)."""
-        return self._distribution(X, "predict_distribution", iteration_range)
+        ``.cdf``, ``.log_prob``, its parameters as attributes: ``.loc``);
+        ``init_score``: the rows' offsets, as in `predict_raw` (a model fitted
+        with offsets, ``log(exposure)``, needs the new rows')."""
+        return self._distribution(X, "predict_distribution", iteration_range, init_score)
 
     def predict_quantiles(
-        self, X: Any, q: Sequence[float] | float, iteration_range: tuple[int, int] | None = None
+        self,
+        X: Any,
+        q: Sequence[float] | float,
+        iteration_range: tuple[int, int] | None = None,
+        init_score: Any = None,
     ) -> np.ndarray:
         """Quantiles ``(n_rows, len(q))`` of the predicted distributions at
-        levels ``q`` in (0, 1) (docs/distributions.md: how they are computed)."""
+        levels ``q`` in (0, 1) (docs/distributions.md: how they are computed);
+        ``init_score`` as in `predict_distribution`."""
         levels = distribution_predict.checked_levels(q)
-        dist = self._distribution(X, "predict_quantiles", iteration_range)
+        dist = self._distribution(X, "predict_quantiles", iteration_range, init_score)
         return distribution_predict.quantiles(dist, levels)
 
-    def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
+    def sample(
+        self, X: Any, n: int, random_state: Any = None, init_score: Any = None
+    ) -> np.ndarray:
         """``n`` draws ``(n_rows, n)`` from every row's predicted distribution;
-        ``random_state``: an int, a numpy ``Generator`` or None (a fresh seed)."""
-        dist = self._distribution(X, "sample")
+        ``random_state``: an int, a numpy ``Generator`` or None (a fresh seed);
+        ``init_score`` as in `predict_distribution`."""
+        dist = self._distribution(X, "sample", init_score=init_score)
         return distribution_predict.sample(dist, n, random_state)
 
-    def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
-        """Raw scores after each round, one array per round."""
+    def staged_predict_raw(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
+        """Raw scores after each round, one array per round; ``init_score``
+        as in `predict_raw`."""
         for raw in self._staged_raw(X):
-            yield self._shape_raw(raw)
+            yield self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
 
     @in_float32
     def _staged_raw(self, X: Any) -> np.ndarray:
@@ -1113,7 +1127,8 @@ class Booster:
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
         return staged[:, : features.shape[0]]
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """Response-scale predictions after each round."""
-        for raw in self.staged_predict_raw(X):
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
+        """Response-scale predictions after each round; ``init_score`` as in
+        `predict_raw`."""
+        for raw in self.staged_predict_raw(X, init_score):
             yield self._link(raw)

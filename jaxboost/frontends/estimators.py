@@ -195,10 +195,11 @@ class _BoosterEstimator(BaseEstimator):
         features = self._validate_X(X, reset=False)
         return np.asarray(self.booster_.predict_raw(features, init_score=init_score), np.float64)
 
-    def _staged_raw(self, X: Any) -> Iterator[np.ndarray]:
+    def _staged_raw(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """Raw scores after each boosting round, as in `_raw`."""
         check_is_fitted(self)
-        for raw in self.booster_.staged_predict_raw(self._validate_X(X, reset=False)):
+        features = self._validate_X(X, reset=False)
+        for raw in self.booster_.staged_predict_raw(features, init_score=init_score):
             yield np.asarray(raw, np.float64)
 
     def apply(self, X: Any) -> np.ndarray:
@@ -395,26 +396,34 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64."""
         return self._response(self._raw(X, init_score))
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict` after each boosting round."""
-        for raw in self._staged_raw(X):
+        for raw in self._staged_raw(X, init_score):
             yield self._response(raw)
 
-    def predict_distribution(self, X: Any) -> Any:
+    def predict_distribution(self, X: Any, init_score: Any = None) -> Any:
         """`jaxboost.Booster.predict_distribution`: a numpyro distribution,
-        batch shape ``(n_rows,)``, for a distribution loss."""
+        batch shape ``(n_rows,)``, for a distribution loss; plus the rows'
+        offsets ``init_score`` as in ``fit``."""
         check_is_fitted(self)
-        return self.booster_.predict_distribution(self._validate_X(X, reset=False))
+        features = self._validate_X(X, reset=False)
+        return self.booster_.predict_distribution(features, init_score=init_score)
 
-    def predict_quantiles(self, X: Any, q: Sequence[float] | float) -> np.ndarray:
+    def predict_quantiles(
+        self, X: Any, q: Sequence[float] | float, init_score: Any = None
+    ) -> np.ndarray:
         """`jaxboost.Booster.predict_quantiles`: ``(n_rows, len(q))``."""
         check_is_fitted(self)
-        return self.booster_.predict_quantiles(self._validate_X(X, reset=False), q)
+        features = self._validate_X(X, reset=False)
+        return self.booster_.predict_quantiles(features, q, init_score=init_score)
 
-    def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
+    def sample(
+        self, X: Any, n: int, random_state: Any = None, init_score: Any = None
+    ) -> np.ndarray:
         """`jaxboost.Booster.sample`: ``(n_rows, n)`` draws."""
         check_is_fitted(self)
-        return self.booster_.sample(self._validate_X(X, reset=False), n, random_state)
+        features = self._validate_X(X, reset=False)
+        return self.booster_.sample(features, n, random_state, init_score=init_score)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -649,17 +658,17 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             return self.classes_[np.argmax(decision, axis=1)]
         return self.classes_[np.argmax(self._proba(raw), axis=1)]
 
-    def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_decision_function(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`decision_function` after each boosting round."""
-        for raw in self._staged_raw(X):
+        for raw in self._staged_raw(X, init_score):
             yield self._decision(raw)
 
-    def staged_predict_proba(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict_proba(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict_proba` after each boosting round."""
-        for raw in self._staged_raw(X):
+        for raw in self._staged_raw(X, init_score):
             yield self._proba(raw)
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict` after each boosting round."""
-        for proba in self.staged_predict_proba(X):
+        for proba in self.staged_predict_proba(X, init_score):
             yield self.classes_[np.argmax(proba, axis=1)]
