@@ -144,6 +144,10 @@ class Family(NamedTuple):
     # (numpyro distribution, y) -> log density, where numpyro's is not
     # accurate in float32; None: its log_prob
     log_prob: Callable | None = None
+    # whether targets without spread leave the parameters without a finite
+    # maximum-likelihood value (the likelihood grows without bound as the
+    # distribution narrows onto them)
+    needs_spread: bool = False
 
 
 def _moments(y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
@@ -313,6 +317,7 @@ FAMILIES: dict[str, Family] = {
         _normal_start,
         _normal_log_survival,
         _location_log_scale_fisher,
+        needs_spread=True,
     ),
     "student_t": Family(
         "StudentT",
@@ -322,6 +327,7 @@ FAMILIES: dict[str, Family] = {
         _student_t_start,
         fisher=_student_t_fisher,
         log_prob=_student_t_log_prob,
+        needs_spread=True,
     ),
     "lognormal": Family(
         "LogNormal",
@@ -331,6 +337,7 @@ FAMILIES: dict[str, Family] = {
         _log_normal_start,
         _log_normal_log_survival,
         _location_log_scale_fisher,
+        needs_spread=True,
     ),
     "gamma": Family(
         "Gamma",
@@ -340,6 +347,7 @@ FAMILIES: dict[str, Family] = {
         _gamma_start,
         _log_one_minus_cdf,
         _gamma_fisher,
+        needs_spread=True,
     ),
     "poisson": Family(
         "Poisson", ("rate",), ("exp",), "count", _poisson_start, fisher=_poisson_fisher
@@ -366,6 +374,7 @@ FAMILIES: dict[str, Family] = {
         ("exp", "exp"),
         "open_unit_interval",
         _beta_start,
+        needs_spread=True,
     ),
     "weibull": Family(
         "Weibull",
@@ -375,6 +384,7 @@ FAMILIES: dict[str, Family] = {
         _weibull_start,
         _weibull_log_survival,
         _weibull_fisher,
+        needs_spread=True,
     ),
 }
 

@@ -32,6 +32,7 @@ from jaxboost import losses
 from jaxboost.engine import scoring_rules
 from jaxboost.engine.metrics import resolve_metric
 from jaxboost.frontends import distribution_predict, model_file
+from jaxboost.frontends.loss_checks import check_target_spread
 
 # a target inside each family's domain
 _TARGET = {"any": 0.7, "positive": 1.3, "count": 3.0, "open_unit_interval": 0.3}
@@ -679,3 +680,46 @@ def test_censored_fit_at_defaults_keeps_its_scale():
     assert nll < baseline
     assert 0.5 < float(np.median(np.exp(model.predict_raw(X[test])[:, 1]))) < 2.0
 
+
+@pytest.mark.parametrize(
+    ("family", "value"),
+    [
+        ("normal", 3.0),
+        ("student_t", 3.0),
+        ("lognormal", 3.0),
+        ("gamma", 3.0),
+        ("weibull", 3.0),
+        ("beta", 0.3),
+        ("gaussian_nll", 3.0),
+    ],
+)
+def test_targets_without_spread_are_refused_naming_y(family, value):
+    """A constant target ended in a FloatingPointError blaming the loss's
+    code (Normal, LogNormal, Student-t) or in concentrations of 1e12 (Gamma,
+    Weibull, Beta): no distribution fits it.  Rows of weight 0 do not count."""
+    loss = losses.gaussian_nll if family == "gaussian_nll" else losses.distribution(family)
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    y, weight = np.full(40, value), np.ones(40)
+    y[7], weight[7] = 2 * value, 0.0
+    with pytest.raises(ValueError, match=rf"y: every target is {value:g} .* needs no distribution"):
+        jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y, weight)
+
+
+@pytest.mark.parametrize(
+    ("times", "events", "message"),
+    [
+        ([2.0, 3.0, 5.0, 7.0], [0, 0, 0, 0], "y: every row is censored .* give rows with event 1"),
+        ([4.0, 4.0, 3.0, 1.0], [1, 1, 0, 0], "y: every target is 4 "),
+    ],
+)
+def test_censored_targets_without_information_are_refused_naming_y(times, events, message):
+    """Every row censored gives no information on the distribution; observed
+    times without spread, and no censored time past them, none on its spread."""
+    y = np.column_stack([np.tile(times, 10), np.tile(events, 10)])
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=losses.distribution("lognormal", censored=True), n_estimators=2).fit(X, y)
+    # an observed row, and a censored time past the observed ones (which
+    # bounds the likelihood): no error
+    y[0], y[1] = [9.0, 0.0], [4.0, 1.0]
+    check_target_spread(losses.distribution("lognormal", censored=True), y, np.ones(40))

@@ -97,7 +97,13 @@ from .inspection import (
     grid_from_data,
     partial_dependence,
 )
-from .loss_checks import check_group_loss, check_loss, check_metric, check_target_domain
+from .loss_checks import (
+    check_group_loss,
+    check_loss,
+    check_metric,
+    check_target_domain,
+    check_target_spread,
+)
 from .model_file import save_model
 from .monitor import Monitor
 from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
@@ -571,6 +577,7 @@ class Booster:
         weight = as_weights(sample_weight, features.shape[0])
         loss = loss_catalogue.resolve(self.loss)
         check_target_domain(loss, targets)
+        check_target_spread(loss, targets, weight)
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
         given_weight = None if sample_weight is None else weight
         grouped = fit_groups(loss, arguments.group, arguments.qid, targets, given_weight, settings)
