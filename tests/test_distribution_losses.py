@@ -211,25 +211,23 @@ def test_student_t_fisher_is_the_expected_outer_product_of_gradients(log_df):
     f = np.array([0.3, 0.4, log_df])
     loss = losses.distribution("student_t")
 
-    def scores(y):  # (3, len(y)): central differences of scipy's log density
-        steps = 1e-5 * np.eye(3)
-        up, down = (
-            st.t.logpdf(y, np.exp(g[2]), g[0], np.exp(g[1])) for g in (f[:, None] + steps,
-                                                                         f[:, None] - steps)
-        )
-        return (up - down) / 2e-5
-
     density = st.t(np.exp(log_df), f[0], np.exp(f[1]))
-    reference = np.array(
-        [
-            [
-                integrate.quad(lambda y: scores(y)[i] * scores(y)[j] * density.pdf(y), -np.inf,
-                               np.inf, limit=200)[0]
-                for j in range(3)
-            ]
-            for i in range(3)
-        ]
-    )
+    # column k of f[:, None] + steps: f with its k-th entry moved
+    steps = 1e-5 * np.eye(3)
+
+    def scores(y):  # (3,): central differences of scipy's log density at y
+        def log_density(g):
+            return st.t.logpdf(y, np.exp(g[2]), g[0], np.exp(g[1]))
+
+        return (log_density(f[:, None] + steps) - log_density(f[:, None] - steps)) / 2e-5
+
+    def expected(i, j):
+        def integrand(y):
+            return scores(y)[i] * scores(y)[j] * density.pdf(y)
+
+        return integrate.quad(integrand, -np.inf, np.inf, limit=200)[0]
+
+    reference = np.array([[expected(i, j) for j in range(3)] for i in range(3)])
     closed = np.asarray(loss.fisher(jnp.asarray(f, jnp.float32)))
     np.testing.assert_allclose(closed, reference, rtol=2e-4, atol=1e-7)
 
