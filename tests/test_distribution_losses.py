@@ -112,7 +112,7 @@ def test_student_t_nll_keeps_its_digits_at_large_df():
         f = np.array([0.1, 0.2, log_df], np.float32)
         reference = -st.t(np.exp(log_df), 0.1, np.exp(0.2)).logpdf(0.5)
         # plus the barrier past MAX_DF, (softplus(4 log(df / MAX_DF)) / 4)^2 / 2
-        excess = np.logaddexp(0.0, 4.0 * (log_df - np.log(losses.families.MAX_DF))) / 4.0
+        excess = np.logaddexp(0.0, 4.0 * (log_df - np.log(losses.student_t.MAX_DF))) / 4.0
         reference += 0.5 * excess**2
         np.testing.assert_allclose(float(loss(0.5, f)), reference, rtol=2e-6, err_msg=log_df)
     df = jnp.exp(jnp.array([3.0, 10.0, 20.0]))
@@ -141,7 +141,7 @@ def test_student_t_cdf_and_quantiles_hold_float32_precision_near_the_centre():
     quantiles = distribution_predict.quantiles(dist, levels)
     np.testing.assert_allclose(quantiles, reference, rtol=1e-5, atol=1e-6)
     z = np.linspace(-4.0, 4.0, 161, dtype=np.float32)[:, None]
-    cdf = losses.families.student_t_cdf(jnp.asarray(z), jnp.asarray(dfs, jnp.float32))
+    cdf = losses.student_t.student_t_cdf(jnp.asarray(z), jnp.asarray(dfs, jnp.float32))
     np.testing.assert_allclose(cdf, st.t(dfs).cdf(z), atol=5e-6)
 
 
@@ -246,7 +246,7 @@ def test_student_t_fisher_stays_finite_and_positive_at_any_df():
         exact -= df * (df + 5) / (2 * (df + 1) * (df + 3))
         if log_df <= 4.0:
             np.testing.assert_allclose(info[2, 2], exact, rtol=1e-4)
-        assert info[2, 2] >= losses.families.LOG_DF_INFORMATION_FLOOR
+        assert info[2, 2] >= losses.student_t.LOG_DF_INFORMATION_FLOOR
 
 
 def _diamonds_log_price(n_rows: int):
@@ -288,7 +288,7 @@ def test_student_t_df_comes_back_down_from_light_tailed_targets():
     y = 5 * np.sign(X[:, 0]) * np.sqrt(np.abs(X[:, 0])) + 0.3 * rng.standard_t(3, size=500)
     model = jb.Booster(loss=losses.distribution("student_t"), n_estimators=100, max_depth=3)
     model.fit(X, y)
-    assert np.exp(model.init_score_[2]) <= 2 * losses.families.MAX_DF
+    assert np.exp(model.init_score_[2]) <= 2 * losses.student_t.MAX_DF
     assert np.median(model.predict(X)[:, 2]) < 10.0
 
 
