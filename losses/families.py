@@ -20,10 +20,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betainc, gammaln, polygamma
+from jax.scipy.special import polygamma
 from jax.scipy.stats import norm
 
-from . import links, negative_binomial
+from . import links, negative_binomial, student_t
 
 # raw score -> parameter, and back (the start: parameters -> raw scores)
 PARAMETER_LINKS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -41,47 +41,6 @@ INVERSE_LINKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 _EULER_GAMMA = 0.5772156649015329
 
-
-def log_gamma_half_ratio(b: jax.Array) -> jax.Array:
-    """``log Gamma(b + 1/2) - log Gamma(b)``, ``b > 0``, accurate in float32 for
-    any ``b``: the difference of the two ``gammaln`` loses all its digits past
-    ``b`` of about 1e5 (``gammaln(1e6)`` is 1.3e7, whose float32 spacing is 1),
-    so past ``b = 20`` the series ``log(b) / 2 - 1 / (8 b) + 1 / (192 b^3)``
-    takes over (off by 5e-10 there, less beyond)."""
-    large = b > 20.0
-    small_b = jnp.where(large, 1.0, b)  # each branch finite, so where's gradient is
-    large_b = jnp.where(large, b, 21.0)
-    exact = gammaln(small_b + 0.5) - gammaln(small_b)
-    series = 0.5 * jnp.log(large_b) - 1.0 / (8.0 * large_b) + 1.0 / (192.0 * large_b**3)
-    return jnp.where(large, series, exact)
-
-
-def student_t_log_density(z: jax.Array, df: jax.Array) -> jax.Array:
-    """Log density of the standard Student-t at ``z``, accurate in float32 for
-    any ``df`` (by `log_gamma_half_ratio`; JAX's ``t.logpdf`` is not past df
-    of about 1e4)."""
-    normaliser = log_gamma_half_ratio(0.5 * df) - 0.5 * jnp.log(df * np.pi)
-    return normaliser - 0.5 * (df + 1.0) * jnp.log1p(z * z / df)
-
-
-def student_t_cdf(z: jax.Array, df: jax.Array) -> jax.Array:
-    """Standard Student-t cdf at ``z``: by the incomplete beta function up to
-    df 1000, past which it loses digits in float32 (0.5 for 0.58 at df 5e8),
-    and by ``Phi(z) - phi(z) (z^3 + z) / (4 df)`` beyond (off by O(1 / df^2))."""
-    large = df > 1000.0
-    small_df = jnp.where(large, 1.0, df)
-    tail = 0.5 * betainc(0.5 * small_df, 0.5, small_df / (small_df + z * z))  # P(T > |z|)
-    exact = jnp.where(z < 0, tail, 1.0 - tail)
-    series = norm.cdf(z) - norm.pdf(z) * (z**3 + z) / (4.0 * jnp.where(large, df, 1001.0))
-    return jnp.where(large, series, exact)
-
-
-def _student_t_log_prob(dist, y):
-    """Student-t log density (numpyro's loses its normalising constant in
-    float32 past df of about 1e5, and a fit drives df there: its held-out
-    NLL read 0.78 for targets of sd 77)."""
-    z = (y - dist.loc) / dist.scale
-    return student_t_log_density(z, dist.df) - jnp.log(dist.scale)
 
 
 class Family(NamedTuple):
@@ -102,6 +61,10 @@ class Family(NamedTuple):
     # (numpyro distribution, y) -> log density, where numpyro's is not
     # accurate in float32; None: its log_prob
     log_prob: Callable | None = None
+    # whether targets without spread leave the parameters without a finite
+    # maximum-likelihood value (the likelihood grows without bound as the
+    # distribution narrows onto them)
+    needs_spread: bool = False
 
 
 def _moments(y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
@@ -218,6 +181,8 @@ def _weibull_fisher(raw):
     return jnp.array([[concentration**2, cross], [cross, jnp.asarray(shape, raw.dtype)]])
 
 
+
+
 FAMILIES: dict[str, Family] = {
     "normal": Family(
         "Normal",
@@ -227,6 +192,7 @@ FAMILIES: dict[str, Family] = {
         _normal_start,
         _normal_log_survival,
         _location_log_scale_fisher,
+        needs_spread=True,
     ),
     "student_t": Family(
         "StudentT",
@@ -234,7 +200,9 @@ FAMILIES: dict[str, Family] = {
         ("identity", "exp", "exp"),
         "any",
         _student_t_start,
-        log_prob=_student_t_log_prob,
+        fisher=student_t.fisher,
+        log_prob=student_t.log_prob,
+        needs_spread=True,
     ),
     "lognormal": Family(
         "LogNormal",
@@ -244,6 +212,7 @@ FAMILIES: dict[str, Family] = {
         _log_normal_start,
         _log_normal_log_survival,
         _location_log_scale_fisher,
+        needs_spread=True,
     ),
     "gamma": Family(
         "Gamma",
@@ -253,6 +222,7 @@ FAMILIES: dict[str, Family] = {
         _gamma_start,
         _log_one_minus_cdf,
         _gamma_fisher,
+        needs_spread=True,
     ),
     "poisson": Family(
         "Poisson", ("rate",), ("exp",), "count", _poisson_start, fisher=_poisson_fisher
@@ -279,6 +249,7 @@ FAMILIES: dict[str, Family] = {
         ("exp", "exp"),
         "open_unit_interval",
         _beta_start,
+        needs_spread=True,
     ),
     "weibull": Family(
         "Weibull",
@@ -288,6 +259,7 @@ FAMILIES: dict[str, Family] = {
         _weibull_start,
         _weibull_log_survival,
         _weibull_fisher,
+        needs_spread=True,
     ),
 }
 

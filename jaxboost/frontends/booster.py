@@ -101,7 +101,13 @@ from .inspection import (
     grid_from_data,
     partial_dependence,
 )
-from .loss_checks import check_group_loss, check_loss, check_metric, check_target_domain
+from .loss_checks import (
+    check_group_loss,
+    check_loss,
+    check_metric,
+    check_target_domain,
+    check_target_spread,
+)
 from .model_file import save_model
 from .monitor import Monitor
 from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
@@ -583,6 +589,7 @@ class Booster:
         weight = as_weights(sample_weight, features.shape[0])
         loss = loss_catalogue.resolve(self.loss)
         check_target_domain(loss, targets)
+        check_target_spread(loss, targets, weight)
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
         given_weight = None if sample_weight is None else weight
         grouped = fit_groups(loss, arguments.group, arguments.qid, targets, given_weight, settings)
@@ -1106,37 +1113,51 @@ class Booster:
         (identity when the loss declares none); ``init_score`` as in `predict_raw`."""
         return self._link(self.predict_raw(X, iteration_range, init_score))
 
-    def _distribution(self, X: Any, what: str, iteration_range=None) -> Any:
+    def _distribution(self, X: Any, what: str, iteration_range=None, init_score=None) -> Any:
         self._check_fitted()
         loss = distribution_predict.distribution_loss_of(self.loss_, what)
-        return distribution_predict.predict_distribution(loss, self.predict_raw(X, iteration_range))
+        raw = self.predict_raw(X, iteration_range, init_score)
+        return distribution_predict.predict_distribution(loss, raw)
 
-    def predict_distribution(self, X: Any, iteration_range: tuple[int, int] | None = None) -> Any:
+    def predict_distribution(
+        self, X: Any, iteration_range: tuple[int, int] | None = None, init_score: Any = None
+    ) -> Any:
         """The predicted distribution of every row, for a distribution loss
         (`jaxboost.losses.distribution`, `gaussian_nll`): a numpyro
         distribution of batch shape ``(n_rows,)`` (``.mean``, ``.variance``,
-        ``.cdf``, ``.log_prob``, its parameters as attributes: ``.loc``)."""
-        return self._distribution(X, "predict_distribution", iteration_range)
+        ``.cdf``, ``.log_prob``, its parameters as attributes: ``.loc``);
+        ``init_score``: the rows' offsets, as in `predict_raw` (a model fitted
+        with offsets, ``log(exposure)``, needs the new rows')."""
+        return self._distribution(X, "predict_distribution", iteration_range, init_score)
 
     def predict_quantiles(
-        self, X: Any, q: Sequence[float] | float, iteration_range: tuple[int, int] | None = None
+        self,
+        X: Any,
+        q: Sequence[float] | float,
+        iteration_range: tuple[int, int] | None = None,
+        init_score: Any = None,
     ) -> np.ndarray:
         """Quantiles ``(n_rows, len(q))`` of the predicted distributions at
-        levels ``q`` in (0, 1) (docs/distributions.md: how they are computed)."""
+        levels ``q`` in (0, 1) (docs/distributions.md: how they are computed);
+        ``init_score`` as in `predict_distribution`."""
         levels = distribution_predict.checked_levels(q)
-        dist = self._distribution(X, "predict_quantiles", iteration_range)
+        dist = self._distribution(X, "predict_quantiles", iteration_range, init_score)
         return distribution_predict.quantiles(dist, levels)
 
-    def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
+    def sample(
+        self, X: Any, n: int, random_state: Any = None, init_score: Any = None
+    ) -> np.ndarray:
         """``n`` draws ``(n_rows, n)`` from every row's predicted distribution;
-        ``random_state``: an int, a numpy ``Generator`` or None (a fresh seed)."""
-        dist = self._distribution(X, "sample")
+        ``random_state``: an int, a numpy ``Generator`` or None (a fresh seed);
+        ``init_score`` as in `predict_distribution`."""
+        dist = self._distribution(X, "sample", init_score=init_score)
         return distribution_predict.sample(dist, n, random_state)
 
-    def staged_predict_raw(self, X: Any) -> Iterator[np.ndarray]:
-        """Raw scores after each round, one array per round."""
+    def staged_predict_raw(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
+        """Raw scores after each round, one array per round; ``init_score``
+        as in `predict_raw`."""
         for raw in self._staged_raw(X):
-            yield self._shape_raw(raw)
+            yield self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
 
     @in_float32
     def _staged_raw(self, X: Any) -> np.ndarray:
@@ -1149,7 +1170,8 @@ class Booster:
         staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
         return staged[:, : features.shape[0]]
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """Response-scale predictions after each round."""
-        for raw in self.staged_predict_raw(X):
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
+        """Response-scale predictions after each round; ``init_score`` as in
+        `predict_raw`."""
+        for raw in self.staged_predict_raw(X, init_score):
             yield self._link(raw)

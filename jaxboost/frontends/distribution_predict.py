@@ -26,7 +26,7 @@ from jax import lax
 
 from ..losses import negative_binomial
 from ..losses.distribution_loss import as_distribution_loss
-from ..losses.families import student_t_cdf
+from ..losses.student_t import student_t_cdf
 
 # bisection steps: float32 brackets shrink to their last bit in fewer
 _BISECTION_STEPS = 64

@@ -237,21 +237,22 @@ class _BoosterEstimator(BaseEstimator):
             raw = self.booster_.predict_raw(X, init_score=init_score)
         return np.asarray(raw, np.float64)
 
-    def _staged_raw(self, X: Any) -> Iterator[np.ndarray]:
+    def _staged_raw(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """Raw scores after each boosting round, as in `_raw`."""
         check_is_fitted(self)
         self._checked_X(X, reset=False)
         with _one_names_warning():
-            staged = list(self.booster_.staged_predict_raw(X))
+            staged = list(self.booster_.staged_predict_raw(X, init_score=init_score))
         for raw in staged:
             yield np.asarray(raw, np.float64)
 
-    def _through_booster(self, method: str, X: Any, *args: Any) -> Any:
-        """``booster_.<method>(X, *args)`` after scikit-learn's checks of ``X``."""
+    def _through_booster(self, method: str, X: Any, *args: Any, **kwargs: Any) -> Any:
+        """``booster_.<method>(X, *args, **kwargs)`` after scikit-learn's
+        checks of ``X``."""
         check_is_fitted(self)
         self._checked_X(X, reset=False)
         with _one_names_warning():
-            return getattr(self.booster_, method)(X, *args)
+            return getattr(self.booster_, method)(X, *args, **kwargs)
 
     def apply(self, X: Any) -> np.ndarray:
         """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
@@ -487,23 +488,28 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64."""
         return self._response(self._raw(X, init_score))
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict` after each boosting round."""
-        for raw in self._staged_raw(X):
+        for raw in self._staged_raw(X, init_score):
             yield self._response(raw)
 
-    def predict_distribution(self, X: Any) -> Any:
+    def predict_distribution(self, X: Any, init_score: Any = None) -> Any:
         """`jaxboost.Booster.predict_distribution`: a numpyro distribution,
-        batch shape ``(n_rows,)``, for a distribution loss."""
-        return self._through_booster("predict_distribution", X)
+        batch shape ``(n_rows,)``, for a distribution loss; plus the rows'
+        offsets ``init_score`` as in ``fit``."""
+        return self._through_booster("predict_distribution", X, init_score=init_score)
 
-    def predict_quantiles(self, X: Any, q: Sequence[float] | float) -> np.ndarray:
+    def predict_quantiles(
+        self, X: Any, q: Sequence[float] | float, init_score: Any = None
+    ) -> np.ndarray:
         """`jaxboost.Booster.predict_quantiles`: ``(n_rows, len(q))``."""
-        return self._through_booster("predict_quantiles", X, q)
+        return self._through_booster("predict_quantiles", X, q, init_score=init_score)
 
-    def sample(self, X: Any, n: int, random_state: Any = None) -> np.ndarray:
+    def sample(
+        self, X: Any, n: int, random_state: Any = None, init_score: Any = None
+    ) -> np.ndarray:
         """`jaxboost.Booster.sample`: ``(n_rows, n)`` draws."""
-        return self._through_booster("sample", X, n, random_state)
+        return self._through_booster("sample", X, n, random_state, init_score=init_score)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -752,17 +758,17 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             return self.classes_[np.argmax(decision, axis=1)]
         return self.classes_[np.argmax(self._proba(raw), axis=1)]
 
-    def staged_decision_function(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_decision_function(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`decision_function` after each boosting round."""
-        for raw in self._staged_raw(X):
+        for raw in self._staged_raw(X, init_score):
             yield self._decision(raw)
 
-    def staged_predict_proba(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict_proba(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict_proba` after each boosting round."""
-        for raw in self._staged_raw(X):
+        for raw in self._staged_raw(X, init_score):
             yield self._proba(raw)
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict` after each boosting round."""
-        for proba in self.staged_predict_proba(X):
+        for proba in self.staged_predict_proba(X, init_score):
             yield self.classes_[np.argmax(proba, axis=1)]

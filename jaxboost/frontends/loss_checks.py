@@ -13,6 +13,8 @@ import numpy as np
 
 from ..engine.metrics import Metric
 from ..losses import TARGET_DOMAINS, TargetDomain
+from ..losses.distributions import gaussian_nll
+from ..losses.families import FAMILIES
 from .padding_check import check_mask_respected
 
 
@@ -25,6 +27,45 @@ def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
     problem = target_problem(domain, y)
     if problem is not None:
         raise ValueError(f"{name}: the loss {loss.name!r} needs targets {problem}")
+
+
+def check_target_spread(loss, y: np.ndarray, weight: np.ndarray, name: str = "y") -> None:
+    """Raises a ValueError naming ``name``, the loss and the fix where a
+    catalogue distribution whose parameters need targets that vary
+    (`jaxboost.losses.families.Family.needs_spread`: Normal, Student-t,
+    LogNormal, Gamma, Beta, Weibull, and ``gaussian_nll``) gets targets
+    ``y`` (``(n_rows,)``, or censored ``(n_rows, 2)`` of (time, event))
+    without spread on the rows of positive ``weight``: there the likelihood
+    grows without bound as the distribution narrows, and a fit ended in a
+    NaN loss or concentrations of 1e12.  Censored targets also need an
+    observed row."""
+    family = "normal" if loss is gaussian_nll else getattr(loss, "family", None)
+    if family not in FAMILIES or not FAMILIES[family].needs_spread:
+        return
+    rows = np.asarray(weight) > 0
+    if getattr(loss, "censored", False):
+        observed = rows & (y[:, 1] > 0)
+        if not np.any(observed):
+            raise ValueError(
+                f"{name}: every row is censored (event 0): the loss {loss.name!r} learns "
+                "nothing of the distribution from censored rows alone (each says only that "
+                "the time is later); give rows with event 1"
+            )
+        times = y[observed, 0]
+        spread = np.any(times != times[0]) or np.any(y[rows, 0] > times[0])
+        value = times[0]
+    else:
+        targets = y[rows]
+        spread = np.any(targets != targets[0]) if targets.size else True
+        value = targets[0] if targets.size else None
+    if not spread:
+        raise ValueError(
+            f"{name}: every target is {float(value):g} (on the rows of positive weight): the "
+            f"loss {loss.name!r} fits no distribution to targets without spread (its "
+            "likelihood grows without bound as the distribution narrows onto them); a "
+            "constant target needs no distribution: predict the constant, or fit targets "
+            "that vary"
+        )
 
 
 def target_problem(domain: TargetDomain, y: np.ndarray) -> str | None:

@@ -158,7 +158,15 @@ def plot_partial_dependence(
     return ax
 
 
-def plot_pit(model: Any, X: Any, y: Any, bins: int = 10, ax=None, random_state: Any = 0):
+def plot_pit(
+    model: Any,
+    X: Any,
+    y: Any,
+    bins: int = 10,
+    ax=None,
+    random_state: Any = 0,
+    init_score: Any = None,
+):
     """Histogram of the probability integral transform ``F_i(y_i)`` of a
     distribution loss's model (`jaxboost.frontends.distribution_predict.pit`),
     as densities, with the uniform density 1 of calibrated predictions: a U
@@ -170,9 +178,10 @@ def plot_pit(model: Any, X: Any, y: Any, bins: int = 10, ax=None, random_state: 
       X: ``(n_rows, n_features)``; y: ``(n_rows,)`` uncensored targets.
       bins: histogram bins on [0, 1].
       random_state: the randomised PIT's seed (count families).
+      init_score: the rows' offsets, as ``predict``'s (``log(exposure)``).
     """
     _pyplot()
-    values = pit(model.predict_distribution(X), y, random_state)
+    values = pit(model.predict_distribution(X, init_score=init_score), y, random_state)
     ax = _axes(ax)
     ax.hist(values, bins=bins, range=(0.0, 1.0), density=True, edgecolor="white")
     ax.axhline(1.0, color="black", linestyle="--", label="calibrated")
@@ -183,7 +192,14 @@ def plot_pit(model: Any, X: Any, y: Any, bins: int = 10, ax=None, random_state: 
     return ax
 
 
-def plot_calibration(model: Any, X: Any, y: Any, levels: Sequence[float] | None = None, ax=None):
+def plot_calibration(
+    model: Any,
+    X: Any,
+    y: Any,
+    levels: Sequence[float] | None = None,
+    ax=None,
+    init_score: Any = None,
+):
     """Calibration of predicted quantiles: the fraction of targets below
     each predicted ``q``-quantile against ``q`` (on the diagonal when
     calibrated).
@@ -193,10 +209,11 @@ def plot_calibration(model: Any, X: Any, y: Any, levels: Sequence[float] | None 
         distribution loss.
       X: ``(n_rows, n_features)``; y: ``(n_rows,)`` uncensored targets.
       levels: quantile levels in (0, 1) (default 0.05, 0.10, ..., 0.95).
+      init_score: the rows' offsets, as ``predict``'s (``log(exposure)``).
     """
     _pyplot()
     levels = np.linspace(0.05, 0.95, 19) if levels is None else np.asarray(levels, np.float64)
-    predicted = model.predict_quantiles(X, levels)  # (n_rows, len(levels))
+    predicted = model.predict_quantiles(X, levels, init_score=init_score)  # (n_rows, len(q))
     y = np.asarray(y, np.float64)
     if y.shape != predicted.shape[:1]:
         raise ValueError(
