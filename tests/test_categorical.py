@@ -336,3 +336,25 @@ def test_an_all_missing_categorical_column_is_never_split_on():
     model = jb.Booster(**settings).fit(strings, y)
     missing = [pd.DataFrame({"shop": [value] * 2, "noise": [0.0, 1.0]}) for value in (None, np.nan)]
     np.testing.assert_array_equal(model.predict(missing[0]), model.predict(missing[1]))
+
+
+def test_category_labels_of_another_kind_at_predict_are_refused_naming_the_column():
+    X, y = _set_effect(200)
+    numbers = pd.DataFrame({"shop": pd.Categorical(X[:, 0].astype(int) + 1), "noise": X[:, 1]})
+    model = jb.Booster(n_estimators=3, max_depth=2).fit(numbers, y)
+    # the digits as text (a CSV read as strings) would match no label: every row unseen
+    text = numbers.shop.astype(str)
+    for given in (text, text.astype("category")):
+        with pytest.raises(ValueError, match=r"column 'shop' held .* numbers in fit .* strings"):
+            model.predict(numbers.assign(shop=given))
+    # numbers of another dtype still match by value; an unseen number is missing
+    as_floats = numbers.assign(shop=numbers.shop.astype(float).astype("category"))
+    np.testing.assert_array_equal(model.predict(as_floats), model.predict(numbers))
+    unseen = numbers.assign(shop=pd.Categorical([55] * len(y)))
+    missing = numbers.assign(shop=pd.Categorical([np.nan] * len(y)))
+    np.testing.assert_array_equal(model.predict(unseen), model.predict(missing))
+    # and the other way: fitted on strings, given numbers
+    strings = jb.Booster(n_estimators=3, max_depth=2).fit(numbers.assign(shop=text), y)
+    np.testing.assert_array_equal(strings.predict(numbers.assign(shop=text)), model.predict(numbers))
+    with pytest.raises(ValueError, match=r"column 'shop' held .* strings in fit .* numbers"):
+        strings.predict(numbers)

@@ -258,6 +258,31 @@ def _warn_shared_bin(name: str, counts: np.ndarray, codes: np.ndarray, max_bins:
     )
 
 
+def _label_kind(labels: np.ndarray) -> str | None:
+    """``"numbers"`` or ``"strings"`` when every one of ``labels`` is one, else None."""
+    values = labels.tolist()
+    if values and all(isinstance(v, str) for v in values):
+        return "strings"
+    if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return "numbers"
+    return None
+
+
+def _check_label_kind(name: str, fitted: np.ndarray, given: np.ndarray) -> None:
+    """Refuses labels of another kind than the fitted ones (strings of
+    digits, as a CSV read as text gives, for a column fitted on the
+    numbers): matched by value, every row would be unseen, silently."""
+    fitted_kind, given_kind = _label_kind(fitted), _label_kind(given)
+    if fitted_kind and given_kind and fitted_kind != given_kind:
+        raise ValueError(
+            f"X: column {name} held category labels that are {fitted_kind} in fit "
+            f"(e.g. {fitted[0]!r}), and holds {given_kind} (e.g. {given[0]!r}), which match "
+            f"none of them; cast the column to {fitted_kind} as in fit "
+            f"(pandas: {'pd.to_numeric(column)' if fitted_kind == 'numbers' else 'column.astype(str)'}"
+            ".astype('category'))"
+        )
+
+
 def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
     """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen."""
     name = _column_name(X, table.column)
@@ -271,6 +296,7 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
                 f"X: column {name} holds labels, but was fitted on category codes (numbers); "
                 "pass it as the numbers it held in fit"
             )
+        _check_label_kind(name, table.values, labels[np.unique(index[index >= 0])])
         lookup = {value: code for value, code in zip(table.values.tolist(), table.codes)}
         label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
         return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
