@@ -355,6 +355,7 @@ def test_category_labels_of_another_kind_at_predict_are_refused_naming_the_colum
     np.testing.assert_array_equal(model.predict(unseen), model.predict(missing))
     # and the other way: fitted on strings, given numbers
     strings = jb.Booster(n_estimators=3, max_depth=2).fit(numbers.assign(shop=text), y)
-    np.testing.assert_array_equal(strings.predict(numbers.assign(shop=text)), model.predict(numbers))
+    as_text = numbers.assign(shop=text)
+    np.testing.assert_array_equal(strings.predict(as_text), model.predict(numbers))
     with pytest.raises(ValueError, match=r"column 'shop' held .* strings in fit .* numbers"):
         strings.predict(numbers)

@@ -135,6 +135,28 @@ def test_a_classifiers_own_loss_keeps_its_link_in_the_booster_and_the_file(diabe
     _same_estimator(loaded, classifier, X)
 
 
+def _logloss(label, f):
+    return jnp.logaddexp(0.0, f) - label * f
+
+
+def test_a_classifier_with_its_own_loss_loads_with_it_and_fits_again(diabetes, tmp_path):
+    X, y = diabetes
+    loss = _logloss  # (no link declared; pickled by name)
+    classifier = jb.Classifier(loss=loss, **SETTINGS).fit(X, y > 140)
+    classifier.save(tmp_path / "custom.json")
+    with pytest.raises(RuntimeError, match=r"jaxboost.load\(path, loss=your_loss\)"):
+        jb.load(tmp_path / "custom.json").fit(X, y > 140)
+    loaded = jb.load(tmp_path / "custom.json", loss=loss)  # the sigmoid it predicts through
+    _same_estimator(loaded, classifier, X)
+    assert loaded.get_params()["loss"] is loss
+    pickled = pickle.loads(pickle.dumps(classifier))
+    for model in (loaded, pickled):  # two rounds more: the pickled estimator's
+        model.set_params(warm_start=True, n_estimators=SETTINGS["n_estimators"] + 2)
+        model.fit(X, y > 140)
+    assert loaded.n_estimators_ == SETTINGS["n_estimators"] + 2
+    np.testing.assert_array_equal(loaded.predict_proba(X), pickled.predict_proba(X))
+
+
 def test_a_saved_ranker_loads_as_the_ranker(diabetes, tmp_path):
     X, y = diabetes
     qid = np.arange(len(y)) // 20
@@ -271,3 +293,29 @@ def test_an_estimator_section_is_checked(regressor, tmp_path):
         (tmp_path / "model.json").write_text(text)
         with pytest.raises(ModelFileError, match=message):
             jb.load(_rewritten(tmp_path / "model.json", change))
+
+
+def test_an_array_of_text_meets_the_boosters_answer(diabetes):
+    X, y = diabetes
+    text = X.astype({"sex": str, "bmi_band": str}).to_numpy(dtype=object)  # strings at 1, 10
+    booster = _outcome(lambda: jb.Booster(**SETTINGS).fit(text, y))
+    assert booster[0] == "error" and "categorical_features=[1]" in booster[1][1]
+    qid = np.arange(len(y)) // 20
+    fits = [
+        lambda: jb.Regressor(**SETTINGS).fit(text, y),
+        lambda: jb.Classifier(**SETTINGS).fit(text, y > 140),
+        lambda: jb.Ranker(**SETTINGS).fit(text, np.digitize(y, [150]), qid=qid),
+    ]
+    for fit in fits:  # the column named, not "could not convert string to float"
+        _same_outcome(_outcome(fit), booster)
+    with pytest.raises(ValueError, match=r"\(column 1\).*categorical_features=\[1\]"):
+        jb.Regressor(**SETTINGS).fit(text.astype(str), y)
+    # an evaluation set as an array: the frame's category columns are its categories
+    with_frame = jb.Regressor(**SETTINGS).fit(X, y, eval_set=[(X, y)])
+    with_array = jb.Regressor(**SETTINGS).fit(X, y, eval_set=[(X.to_numpy(dtype=object), y)])
+    assert with_array.evals_result_ == with_frame.evals_result_
+    numbers = X.drop(columns=["sex", "bmi_band"]).to_numpy()
+    strings = numbers.astype(object)
+    strings[:, 0] = text[:, 1]
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X: .*categorical_features=\[0\]"):
+        jb.Regressor(**SETTINGS).fit(numbers, y, eval_set=[(strings, y)])

@@ -169,6 +169,30 @@ def test_listnet_learns_to_rank_and_ndcg_stops_early():
     assert model.train_loss_[-1] < model.train_loss_[0]
 
 
+@losses.declare(per="group")
+def top3_gain(y, f, mask):
+    order = jnp.argsort(jnp.where(mask, -f, jnp.inf))
+    return jnp.sum(jnp.where(mask[order[:3]], y[order[:3]], 0.0))
+
+
+def test_a_declared_group_function_is_a_group_metric():
+    X, y, sizes = _ranking_data()
+    Xv, yv, sizes_v = _ranking_data(20, seed=5)
+    model = jb.Booster(loss=listnet, n_estimators=5, max_depth=2).fit(
+        X,
+        y,
+        group=sizes,
+        eval_set=[(Xv, yv)],
+        eval_group=[sizes_v],
+        eval_metric=[top3_gain, jb.metric(top3_gain, name="top3", greater_is_better=True)],
+    )
+    result = model.evals_result_["validation_0"]
+    # the mean over the set's groups of the function of each group
+    expected = np.mean(_per_group(top3_gain, yv, model.predict_raw(Xv), sizes_v))
+    np.testing.assert_allclose(result["top3_gain"][-1], expected, rtol=1e-6)
+    np.testing.assert_array_equal(result["top3"], result["top3_gain"])
+
+
 def test_group_settings_and_inputs_are_checked():
     X, y, sizes = _ranking_data(10)
     with pytest.raises(ValueError, match="group: the loss 'squared_error' is a function of one"):

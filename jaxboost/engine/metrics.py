@@ -58,10 +58,12 @@ def per_sample(name: str, fn: Callable) -> Metric:
 
 def metric(fn: Callable, *, name: str | None = None, greater_is_better: bool = False) -> Metric:
     """An evaluation metric from a plain function ``fn(y, f)`` of one sample,
-    averaged with the sample weights (as ``eval_metric=fn`` is).
+    averaged with the sample weights (as ``eval_metric=fn`` is), or from a
+    function ``fn(y, f, mask)`` of one group declared ``per="group"``,
+    averaged over the set's groups.
 
     Args:
-      fn: ``fn(y, f) -> scalar`` for one sample, as a loss.
+      fn: ``fn(y, f) -> scalar`` for one sample, as a loss (or of one group).
       name: its key in ``evals_result_`` (default: the function's name).
       greater_is_better: a score to maximise (accuracy, say), so that early
         stopping keeps the round where it is highest; a plain function given
@@ -69,7 +71,10 @@ def metric(fn: Callable, *, name: str | None = None, greater_is_better: bool = F
     """
     if not callable(fn):
         raise TypeError(f"metric: expected a function fn(y, f) of one sample, got {fn!r}")
-    named = per_sample(name or getattr(fn, "__name__", "metric"), fn)
+    name = name or getattr(fn, "__name__", "metric")
+    if getattr(fn, "per", "sample") == "group":  # fn(y, f, mask) of one query group
+        return group_metric(name, fn, bool(greater_is_better))
+    named = per_sample(name, fn)
     return named._replace(greater_is_better=bool(greater_is_better))
 
 
@@ -203,6 +208,8 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
                 "catalogue name, or a function metric(y, f) of one sample"
             ) from None
     if callable(metric):
+        if getattr(metric, "per", "sample") == "group":  # declared per="group": of groups
+            return group_metric(getattr(metric, "__name__", "metric"), metric)
         return per_sample(getattr(metric, "__name__", "metric"), metric)
     raise TypeError(f"eval_metric: expected a name or a callable, got {metric!r}")
 

@@ -643,7 +643,9 @@ class Booster:
           eval_metric: a name (``"loss"``, the default: the training loss;
             ``"rmse"``, ``"mae"``, ``"logloss"``, ``"error"``, ``"auc"``,
             ``"mlogloss"``, ``"merror"``, a loss catalogue name), a function
-            ``metric(y, f)`` of one sample, or a list of them.
+            ``metric(y, f)`` of one sample, a function ``metric(y, f, mask)``
+            of one group declared ``per="group"`` (averaged over the set's
+            groups), or a list of them.
           early_stopping_rounds: stop when the first metric on the last
             evaluation set has not improved for this many rounds; the model
             keeps the best round (``best_iteration_``).

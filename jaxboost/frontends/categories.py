@@ -263,7 +263,8 @@ def _label_kind(labels: np.ndarray) -> str | None:
     values = labels.tolist()
     if values and all(isinstance(v, str) for v in values):
         return "strings"
-    if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+    numbers = (int, float, np.integer, np.floating)
+    if values and all(isinstance(v, numbers) and not isinstance(v, bool) for v in values):
         return "numbers"
     return None
 
@@ -274,12 +275,12 @@ def _check_label_kind(name: str, fitted: np.ndarray, given: np.ndarray) -> None:
     numbers): matched by value, every row would be unseen, silently."""
     fitted_kind, given_kind = _label_kind(fitted), _label_kind(given)
     if fitted_kind and given_kind and fitted_kind != given_kind:
+        cast = "pd.to_numeric(column)" if fitted_kind == "numbers" else "column.astype(str)"
         raise ValueError(
             f"X: column {name} held category labels that are {fitted_kind} in fit "
             f"(e.g. {fitted[0]!r}), and holds {given_kind} (e.g. {given[0]!r}), which match "
             f"none of them; cast the column to {fitted_kind} as in fit "
-            f"(pandas: {'pd.to_numeric(column)' if fitted_kind == 'numbers' else 'column.astype(str)'}"
-            ".astype('category'))"
+            f"(pandas: {cast}.astype('category'))"
         )
 
 

@@ -7,8 +7,8 @@ that, scikit-learn's conventions (``n_features_in_``, ``feature_names_in_``,
 the messages scikit-learn's checks expect) are met by ``validate_data`` on
 a numeric stand-in of ``X``: the categorical columns that hold labels
 (a pandas ``category`` or polars ``Categorical`` column) read as 0 there.
-Where scikit-learn refuses a frame, the Booster's own check names the
-column and the fix.
+Where scikit-learn refuses a frame or an array of text or objects, the
+Booster's own check names the column and the fix.
 """
 
 from __future__ import annotations
@@ -77,15 +77,31 @@ def fit_categorical_columns(spec: Any, X: Any) -> list[int]:
     return categorical_columns(spec, X, n_features, names)
 
 
-def checked_data(estimator: Any, X: Any, columns: Sequence[int], **check_args: Any) -> Any:
+def _text_or_objects(X: Any) -> bool:
+    """Whether ``X`` reads as a numpy array of strings or objects."""
+    try:
+        return np.asarray(X).dtype.kind in "OUS"
+    except (TypeError, ValueError):
+        return False
+
+
+def checked_data(
+    estimator: Any, X: Any, columns: Sequence[int], name: str = "X", **check_args: Any
+) -> Any:
     """``validate_data(estimator, stand-in of X, **check_args)``'s result:
     the checks, and ``n_features_in_`` and ``feature_names_in_`` set (reset)
-    or compared; a frame scikit-learn refuses gets the Booster's message
-    when it has one (a text column named, with the fix)."""
+    or compared.  Where scikit-learn refuses a frame, or an array of text or
+    objects, the Booster's message is raised when it has one (a text column
+    named, with the fix; ``X`` named ``name``)."""
     stand_in = numeric_stand_in(X, columns)
     try:
         return validate_data(estimator, stand_in, **check_args)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError) as error:
         if feature_names(stand_in) is not None:
-            as_features(stand_in)  # raises the Booster's message, naming the column
+            as_features(stand_in, name)  # raises the Booster's message, naming the column
+        elif _text_or_objects(stand_in):
+            try:
+                as_features(stand_in, name)
+            except ValueError as booster_error:  # (scikit-learn's type: its checks expect it)
+                raise type(error)(str(booster_error)) from None
         raise

@@ -92,6 +92,18 @@ class _WithLink:
         return self.base(y, f)
 
 
+def classifier_loss(loss: Any, n_outputs: int) -> Any:
+    """A Classifier's ``loss`` (a name or callable) of ``n_outputs`` as it
+    trains: a callable declaring no link predicts through the sigmoid (one
+    output) or the softmax (`_WithLink`)."""
+    if isinstance(loss, str):
+        return loss
+    resolved = loss_catalogue.resolve(loss)
+    if getattr(resolved, "link", None) is None:
+        return _WithLink(resolved, "sigmoid" if n_outputs == 1 else "softmax")
+    return resolved
+
+
 def rounds_to_add(n_estimators: int, fitted: Booster) -> int:
     """The rounds a ``warm_start`` fit adds to ``fitted``: ``n_estimators``
     counts them all, as in scikit-learn's ``HistGradientBoosting``."""
@@ -141,15 +153,26 @@ class _BoosterEstimator(BaseEstimator):
             )
         return params
 
-    def _checked_X(self, X: Any, reset: bool, y: Any = "no_validation", **check_args: Any):
+    def _checked_X(
+        self,
+        X: Any,
+        reset: bool,
+        y: Any = "no_validation",
+        columns: Sequence[int] | None = None,
+        name: str = "X",
+        **check_args: Any,
+    ):
         """scikit-learn's checks of ``X`` (and ``y``), NaN allowed
         (`jaxboost.frontends.estimator_inputs`), the categorical columns
         being those of ``categorical_features`` at fit (and for its
         evaluation sets), the Booster's after it, and a frame's category
-        columns.  Returns ``validate_data``'s arrays; the Booster takes
-        ``X`` as it is."""
+        columns (``columns`` if given: an evaluation set's are those of the
+        training ``X``).  ``name`` names ``X`` in messages.  Returns
+        ``validate_data``'s arrays; the Booster takes ``X`` as it is."""
         booster = None if reset else self.__dict__.get("booster_")
-        if booster is None:
+        if columns is not None:
+            pass
+        elif booster is None:
             columns = fit_categorical_columns(self.categorical_features, X)
         else:
             fitted = {table.column for table in booster.categories_ or []}
@@ -158,6 +181,7 @@ class _BoosterEstimator(BaseEstimator):
             self,
             X,
             columns,
+            name,
             y=y,
             reset=reset,
             ensure_all_finite="allow-nan",
@@ -175,21 +199,24 @@ class _BoosterEstimator(BaseEstimator):
         return booster.categories_
 
     def _eval_fit_params(
-        self, fit_params: dict[str, Any], prepare_targets: Callable[[Any], np.ndarray]
+        self, fit_params: dict[str, Any], prepare_targets: Callable[[Any], np.ndarray], X: Any
     ) -> dict[str, Any]:
         """``fit_params`` with every ``(X_eval, y_eval)`` of ``eval_set`` validated
-        like the training data (``prepare_targets`` turns ``y_eval`` into engine targets)."""
+        like the training data ``X`` (its categorical columns are the
+        evaluation sets'; ``prepare_targets`` turns ``y_eval`` into engine targets)."""
         eval_set = fit_params.get("eval_set")
         if eval_set is None:
             return fit_params
         if isinstance(eval_set, tuple) and len(eval_set) == 2:
             eval_set = [eval_set]
         prepared = []
+        columns = fit_categorical_columns(self.categorical_features, X)
         for index, pair in enumerate(eval_set):
             if len(pair) != 2:
                 raise ValueError(f"eval_set[{index}]: expected a pair (X, y), got {pair!r}")
             X_eval, y_eval = pair
-            self._checked_X(X_eval, reset=False)  # (the Booster codes its categories)
+            # (the Booster codes its categories)
+            self._checked_X(X_eval, reset=False, columns=columns, name=f"eval_set[{index}] X")
             prepared.append((X_eval, prepare_targets(y_eval)))
         return {**fit_params, "eval_set": prepared}
 
@@ -303,7 +330,8 @@ def loaded_estimator(
     ``settings`` its constructor's (the loss, when the file names none, is
     ``booster``'s), ``booster`` the file's Booster, ``state`` the estimator's
     own fitted attributes (`jaxboost.frontends.estimator_file`)."""
-    estimator = cls(**{"loss": booster.loss_, **settings})
+    loss = booster.loss_  # (the callable given, not the link added to it)
+    estimator = cls(**{"loss": loss.base if isinstance(loss, _WithLink) else loss, **settings})
     estimator._keep_booster(booster)
     estimator.n_features_in_ = int(booster.n_features_in_)
     if state["feature_names_in_"] is not None:
@@ -468,7 +496,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         )
         targets = self._targets(y)
         loss, n_outputs = self._loss_and_outputs(targets)
-        fit_params = self._eval_fit_params(fit_params, self._eval_targets)
+        fit_params = self._eval_fit_params(fit_params, self._eval_targets, X)
         self._fit_booster(X, targets, sample_weight, loss, n_outputs, fit_params)
         return self
 
@@ -669,9 +697,8 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
                 f"loss: {name!r} declares {n_outputs} outputs, "
                 f"expected 1 (binary) or one per class ({n_classes})"
             )
-        if link is None:  # the model's own: booster_ and a saved file predict through it
-            loss = _WithLink(loss, "sigmoid" if n_outputs == 1 else "softmax")
-        return loss, n_outputs
+        # a link the model's own: booster_ and a saved file predict through it
+        return classifier_loss(loss, n_outputs), n_outputs
 
     def _encode(self, y: Any) -> np.ndarray:
         """Labels -> their index in ``classes_``, as float32 engine targets."""
@@ -709,7 +736,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
                 f"class {self.classes_[weighted].tolist()}"
             )
         loss, n_outputs = self._loss_and_outputs(n_classes)
-        fit_params = self._eval_fit_params(fit_params, self._encode)
+        fit_params = self._eval_fit_params(fit_params, self._encode, X)
         self._fit_booster(X, encoded.astype(np.float32), sample_weight, loss, n_outputs, fit_params)
         return self
 

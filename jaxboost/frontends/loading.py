@@ -21,6 +21,17 @@ def _estimator_classes() -> dict[str, type]:
     return {"Regressor": Regressor, "Classifier": Classifier, "Ranker": Ranker}
 
 
+def _estimator_loss(loss: Any, section: Any, state: dict) -> Any:
+    """The loss given to `load_model` as the file's estimator trains with
+    it: a Classifier's callable without a link predicts through the sigmoid
+    (softmax) it was saved with (`jaxboost.frontends.estimators.classifier_loss`)."""
+    if isinstance(section, dict) and section.get("class") == "Classifier":
+        from .estimators import classifier_loss
+
+        return classifier_loss(loss, state["n_outputs_"])
+    return loss
+
+
 def load_model(
     path: str | os.PathLike, loss: Any = None, *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Any:
@@ -31,7 +42,9 @@ def load_model(
     Args:
       path: the model file.
       loss: the loss to train with; needed to train again a model whose loss is
-        custom (not from the catalogue).  Its link must be the saved one.
+        custom (not from the catalogue).  Its link must be the saved one (a
+        Classifier's callable without a link takes the sigmoid or softmax
+        it predicts through, as at its fit).
         Default: the catalogue loss named in the file, else a stand-in that
         predicts through the saved link and raises if trained.
       max_bytes: files larger than this are refused before reading.
@@ -42,7 +55,9 @@ def load_model(
         or does not match its checksums (it was edited or damaged after
         saving).
     """
-    params, loss, state, section = read_model(path, Booster, loss, max_bytes=max_bytes)
+    params, loss, state, section = read_model(
+        path, Booster, loss, max_bytes=max_bytes, adapt_loss=_estimator_loss
+    )
     if section is not None:
         try:
             estimator_class, settings, added = read_estimator_section(

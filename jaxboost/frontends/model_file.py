@@ -902,6 +902,7 @@ def read_model(
     loss: Any = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    adapt_loss: Callable[[Any, Any, dict], Any] | None = None,
 ) -> tuple[dict, Any, dict, Any]:
     """The parts of a model file written by `save_model`, validated:
     ``(params, loss, state, estimator)``, ``params`` the arguments of
@@ -917,6 +918,9 @@ def read_model(
         loss named in the file, else a stand-in that predicts through the
         saved link and raises if trained.
       max_bytes: files larger than this are refused before reading.
+      adapt_loss: ``adapt_loss(loss, estimator section, state)``: the given
+        ``loss`` as the file's model trains with it (a Classifier's link),
+        before its link is compared with the saved one.
     Raises:
       ModelFileError: (a ``ValueError``, naming the file) the file is not a
         valid model file, or does not match its checksums (it was edited or
@@ -938,6 +942,8 @@ def read_model(
             stacklevel=3,
         )
     if loss is not None:
+        if adapt_loss is not None:
+            loss = adapt_loss(loss, document.get("estimator"), state)
         loss = _resolve_given_loss(loss, info)
     elif rebuilt is not None:
         loss = rebuilt

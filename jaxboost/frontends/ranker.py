@@ -127,7 +127,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         if group is None and qid is None:
             raise ValueError("group, qid: Ranker needs the queries (group sizes or qid ids)")
         _, y = self._checked_X(X, reset=True, y=y, y_numeric=True)
-        fit_params = self._eval_fit_params(fit_params, lambda y: np.asarray(y, np.float32))
+        fit_params = self._eval_fit_params(fit_params, lambda y: np.asarray(y, np.float32), X)
         self._fit_booster(
             X,
             np.asarray(y, np.float32),
