@@ -200,8 +200,9 @@ def _spec(family, params, links, censored, numpyro_dists) -> tuple:
         if censored and spec.log_survival is None:
             censorable = sorted(k for k, v in families.FAMILIES.items() if v.log_survival)
             raise ValueError(
-                f"censored: the {family!r} family takes no censored targets (its cdf is not "
-                f"differentiable in its parameters by JAX); use one of {censorable}"
+                f"censored: the {family!r} family takes no censored targets (JAX cannot "
+                "differentiate its survival function twice in its parameters, as the fit "
+                f"needs); use one of {censorable}"
             )
         cls = getattr(numpyro_dists, spec.numpyro_class)
         names, default_links, domain, log_survival = (

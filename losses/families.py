@@ -220,7 +220,9 @@ FAMILIES: dict[str, Family] = {
         ("exp", "exp"),
         "positive",
         _gamma_start,
-        _log_one_minus_cdf,
+        # (none: its survival's derivative in the concentration, JAX's
+        # igamma_grad_a, has no derivative, and the fit's searches take two)
+        None,
         _gamma_fisher,
         needs_spread=True,
     ),

@@ -3,6 +3,7 @@ a prior of 5 rows and rounds chosen on held-out rows, only where the user
 set neither, and never for a point loss."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import KFold
@@ -98,3 +99,47 @@ def test_early_stopping_true_with_an_eval_set_says_what_to_do():
     X, y = _noisy(50)
     with pytest.raises(ValueError, match="early_stopping=False to watch your eval_set"):
         jb.Booster(early_stopping=True).fit(X, y, eval_set=[(X, y)])
+
+
+def test_holdout_slices_a_polars_frame_by_its_rows_keeping_string_columns():
+    # the holdout resliced frames through np.asarray: a String column became
+    # objects and the frame that fits without the holdout was refused
+    pl = pytest.importorskip("polars")
+    X, y = _noisy(60)
+    cut = np.array(["fair", "good", "ideal"])[np.arange(60) % 3]
+    columns = {"a": X[:, 0], "b": X[:, 1], "cut": cut}
+    frame, pandas_frame = pl.DataFrame(columns), pd.DataFrame(columns)
+    settings = dict(n_estimators=10, max_depth=2, early_stopping=True, learning_rate=0.5)
+    model = jb.Booster(**settings).fit(frame, y)
+    same = jb.Booster(**settings).fit(pandas_frame, y)  # pandas rows: .iloc
+    assert list(model.feature_names_in_) == ["a", "b", "cut"]
+    assert model.n_estimators_ == same.n_estimators_
+    np.testing.assert_allclose(model.predict(frame), same.predict(pandas_frame), rtol=1e-6)
+
+
+def _counts(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)).astype(np.float32)
+    exposure = rng.uniform(1.0, 10.0, size=n)
+    return X, rng.poisson(exposure).astype(np.float32), np.log(exposure)
+
+
+@pytest.mark.parametrize(
+    ("family", "offsets", "message"),
+    [
+        ("poisson", lambda o: o[:-1], r"init_score: expected .* shape \(64,\), got \(63, 1\)"),
+        ("poisson", lambda o: np.where(np.arange(64) == 60, np.inf, o), "init_score: row 60 is"),
+        (
+            "negative_binomial",
+            lambda o: o,
+            r"init_score: .* shape \(64, 2\), got \(64,\).*np\.c_\[log_exposure, np\.zeros",
+        ),
+    ],
+)
+def test_holdout_checks_offsets_against_the_users_rows(family, offsets, message):
+    # checked after the split, they named the fit part's rows (51 of 64, row
+    # 47 for the user's 60) or gave an IndexError
+    X, y, log_exposure = _counts()
+    model = jb.Booster(loss=losses.distribution(family), n_estimators=5, max_depth=2)
+    with pytest.raises(ValueError, match=message):
+        model.fit(X, y, init_score=offsets(log_exposure))

@@ -163,7 +163,9 @@ def distribution_metric(name: str, training_loss: Callable) -> Metric:
     crps = crps_of(loss)
 
     def mean_crps(y, raw, weight):
-        return _weighted_mean(crps(y, raw), weight)
+        # (a row of weight 0, padding included, counts nothing even where its
+        # CRPS is infinite: a Student-t's at df <= 1)
+        return jnp.sum(jnp.where(weight > 0, crps(y, raw) * weight, 0.0)) / jnp.sum(weight)
 
     return Metric("crps", mean_crps, target_domain=loss.target_domain)
 

@@ -64,7 +64,8 @@ def crps_ensemble(y: jax.Array, draws: jax.Array) -> jax.Array:
 
 
 def crps_student_t(y, df, loc, scale):
-    """CRPS of the Student-t (``df > 1``; infinite otherwise), all ``(n,)``."""
+    """CRPS of the Student-t, all ``(n,)``: +inf where ``df <= 1`` (no mean:
+    ``E|X - y|`` diverges)."""
     z = (y - loc) / scale
     spread = (df + z**2) / (df - 1.0)
     # B(1/2, df - 1/2) / B(1/2, df / 2)^2, by the log gamma ratios that keep
@@ -73,7 +74,8 @@ def crps_student_t(y, df, loc, scale):
     ratio = jnp.exp(log_ratio - gammaln(0.5))
     constant = 2.0 * jnp.sqrt(df) / (df - 1.0) * ratio
     cdf, pdf = student_t_cdf(z, df), jnp.exp(student_t_log_density(z, df))
-    return scale * (z * (2.0 * cdf - 1.0) + 2.0 * pdf * spread - constant)
+    value = scale * (z * (2.0 * cdf - 1.0) + 2.0 * pdf * spread - constant)
+    return jnp.where(df > 1.0, value, jnp.inf)
 
 
 def crps_gamma(y, concentration, rate):

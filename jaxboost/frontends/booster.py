@@ -182,6 +182,23 @@ def _second_order_without_curvature(min_child_weight: float) -> str:
     )
 
 
+def _warn_infinite_crps(evals_result: dict) -> None:
+    """Warns where an evaluation set's ``"crps"`` was infinite in some round:
+    a Student-t's CRPS is infinite where its predicted ``df <= 1`` (no mean),
+    and early stopping on it compares infinities."""
+    for set_name, per in evals_result.items():
+        values = np.asarray(per.get("crps", []), np.float64)
+        infinite = int(np.sum(np.isposinf(values)))
+        if infinite:
+            warn(
+                f"eval_metric 'crps': infinite on {set_name} in {infinite} of {values.size} "
+                "rounds: the predicted Student-t has df <= 1 on some rows, where the CRPS is "
+                "infinite (the distribution has no mean), and early stopping cannot rank "
+                "those rounds; use eval_metric='nll'"
+            )
+            return
+
+
 class Booster:
     """Gradient-boosted trees for any JAX loss ``loss(y, f) -> scalar`` of one
     sample, or ``loss(y, f, mask)`` of one group of rows.
@@ -703,7 +720,9 @@ class Booster:
         given.update(callbacks=callbacks, verbose=verbose)
         hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
         if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
-            self._checked_inputs(arguments)  # (errors name the user's rows)
+            # (errors name the user's rows, before the split renumbers them)
+            _, targets, _, _, checked_loss, *_ = self._checked_inputs(arguments)
+            as_offsets(init_score, len(targets), self._n_outputs(checked_loss, targets))
             # (no eval_set here: the fits on the rows' parts code their categories)
             return fit_with_holdout(self, X, y, sample_weight, given)
         inputs = self._fit_inputs(arguments)._replace(categories=categories)
@@ -977,6 +996,7 @@ class Booster:
             self.__dict__.pop(stale, None)
         self.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
         self.evals_result_ = joined_evals(inputs.continued, monitor.evals_result)
+        _warn_infinite_crps(self.evals_result_)
         self.best_iteration_ = monitor.best_iteration
         if inputs.continued is not None and monitor.best_iteration is not None:
             self.best_iteration_ += inputs.continued.n_rounds

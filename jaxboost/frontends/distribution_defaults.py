@@ -119,11 +119,14 @@ def holdout_rows(n_rows: int, seed: int) -> np.ndarray:
 
 
 def _rows(values: Any, rows: np.ndarray) -> Any:
-    """``values``' rows ``rows`` (a DataFrame's by position); None stays None."""
+    """``values``' rows ``rows`` (a pandas or polars frame's by position, by
+    its own indexing: its names and column types stay); None stays None."""
     if values is None:
         return None
     if hasattr(values, "iloc"):
         return values.iloc[rows]
+    if type(values).__module__.split(".")[0] == "polars":
+        return values[rows]
     return np.asarray(values)[rows]
 
 

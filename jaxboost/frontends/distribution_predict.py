@@ -73,6 +73,9 @@ def quantiles(dist: Any, q: Sequence[float] | float) -> np.ndarray:
     except (NotImplementedError, ImportError):  # numpyro asks tensorflow-probability for some
         values = _bisect(dist, grid, _support(dist))
     values = jnp.broadcast_to(values, (levels.size, *dist.batch_shape))
+    if _support(dist) == "count":
+        # (a rate of 0 puts all mass on 0; its cdf below 0 is NaN, not 0)
+        values = jnp.maximum(values, 0.0)
     return np.asarray(values, np.float64).T
 
 

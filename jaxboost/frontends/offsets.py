@@ -53,10 +53,17 @@ def as_offsets(
         offsets = offsets[:, None]
     if offsets.shape != (n_rows, n_outputs):
         expected = f"({n_rows},)" if n_outputs == 1 else f"({n_rows}, {n_outputs})"
-        raise ValueError(
+        message = (
             f"{name}: expected one raw score per row and output, shape {expected}, "
             f"got {np.shape(offsets)}"
         )
+        if n_outputs > 1:
+            message += (
+                f"; a loss of {n_outputs} outputs takes one column per output, each added "
+                "to that output's raw score (a count model's log(exposure) goes in its rate's "
+                "column, zeros in the others: np.c_[log_exposure, np.zeros(n_rows)])"
+            )
+        raise ValueError(message)
     finite = np.all(np.isfinite(offsets), axis=1)
     if not finite.all():
         row = int(np.argmin(finite))
