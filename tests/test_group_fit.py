@@ -397,3 +397,29 @@ def test_a_group_loss_that_masks_and_the_catalogue_pass_the_padding_probe():
     for loss in [listnet, group_squares, *catalogue]:  # this file's mask with jnp.where
         check_mask_respected(loss, y, skip_catalogue=False)
     check_mask_respected(losses.cox, np.c_[time, event], skip_catalogue=False)
+
+
+@losses.declare(name="test_listnet_times_mask", per="group")
+def listnet_times_mask(y, f, mask):  # 0 * -inf: NaN on the padding rows alone
+    target = jax.nn.softmax(jnp.where(mask, y, -jnp.inf))
+    log_q = jax.nn.log_softmax(jnp.where(mask, f, -jnp.inf))
+    return -jnp.sum(mask.astype(jnp.float32) * target * log_q)
+
+
+def test_a_group_loss_not_finite_on_its_padding_rows_alone_is_refused_naming_mask():
+    # NaN on both paddings compared equal: it trained on groups of 32 rows
+    # and failed on groups of 30 with advice about overflow
+    X, y, sizes = _ranking_data(10)
+    message = (
+        r"loss 'test_listnet_times_mask': loss\(y, f, mask\) is finite on one group of 5 rows, "
+        r"but its value is NaN or infinite once .* \(rows 5 to 7, where mask is False.*"
+        r"jnp\.where\(mask, terms, 0\.0\) rather than multiplying by mask"
+    )
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=listnet_times_mask, n_estimators=2).fit(X, y, group=sizes)
+    # unpadded, it is the masked listnet
+    f = jnp.linspace(-0.5, 0.5, 5)
+    mask = jnp.ones(5, bool)
+    np.testing.assert_allclose(
+        listnet_times_mask(jnp.asarray(y[:5]), f, mask), listnet(jnp.asarray(y[:5]), f, mask)
+    )

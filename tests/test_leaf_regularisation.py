@@ -120,3 +120,80 @@ def test_a_default_reg_lambda_is_measured_against_a_small_hessian():
         warnings.simplefilter("error")
         plain = jb.Booster(reg_lambda=1.0, **settings).fit(X_train, y_train)
     assert plain.train_loss_[-1] > 0.8 * plain.train_loss_[0]
+
+
+def test_uniformly_small_sample_weights_warn_naming_the_penalties():
+    # reg_lambda and min_child_weight are sums of weighted hessians: weights
+    # of 1e-6 leave the squared error's fit at its constant (as in XGBoost)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (2 * X[:, 0] + rng.normal(size=200)).astype(np.float32)
+    settings = {"loss": "squared_error", "n_estimators": 5, "max_depth": 2}
+    message = (
+        r"sample_weight: the rows' mean positive weight is 1e-06, and reg_lambda=1 and "
+        r"min_child_weight=0\.001 .* Scale the weights up"
+    )
+    with pytest.warns(UserWarning, match=message):
+        small = jb.Booster(**settings).fit(X, y, sample_weight=np.full(200, 1e-6))
+    assert small.train_loss_[-1] > 0.99 * small.train_loss_[0]
+    # the way out: the same weights scaled up fit as unit weights do
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        unit = jb.Booster(**settings).fit(X, y, sample_weight=np.full(200, 1.0))
+        counts = jb.Booster(**settings).fit(X, y, sample_weight=np.arange(200) % 5 + 1.0)
+    assert unit.train_loss_[-1] < 0.7 * unit.train_loss_[0]
+    assert counts.train_loss_[-1] < 0.7 * counts.train_loss_[0]
+    scaled = jb.Booster(**settings).fit(X, y, sample_weight=np.full(200, 1e-6) * 1e6)
+    np.testing.assert_allclose(scaled.predict(X), unit.predict(X), rtol=1e-5, atol=1e-5)
+
+
+def test_a_default_reg_lambda_is_measured_against_the_weighted_hessian():
+    # your own squared error (hessian 1) under weights of 1e-4: a leaf's
+    # hessian sum is 1e-4 a row, so the default is 100 rows' worth, 0.01
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (2 * X[:, 0] + rng.normal(size=200)).astype(np.float32)
+    weight = np.full(200, 1e-4)
+    settings = {"loss": lambda y, f: 0.5 * (y - f) ** 2, "n_estimators": 5, "max_depth": 2}
+    with pytest.warns(UserWarning, match=r"mean hessian \(times sample_weight, of mean 0\.0001\)"):
+        model = jb.Booster(**settings).fit(X, y, sample_weight=weight)
+    explicit = jb.Booster(reg_lambda=100 * 1e-4, **settings).fit(X, y, sample_weight=weight)
+    np.testing.assert_allclose(model.predict(X), explicit.predict(X), rtol=1e-5, atol=1e-5)
+
+
+@losses.declare(name="test_own_gaussian", n_outputs=2, link="mean_scale")
+def own_gaussian(y, f):
+    """A Gaussian's negative log likelihood in (mean, log sd), no Fisher
+    information declared: the mean's hessian exp(-2 f[1]), the log sd's
+    2 (y - f[0])^2 exp(-2 f[1])."""
+    return f[1] + 0.5 * jnp.square((y - f[0]) * jnp.exp(-f[1]))
+
+
+def test_a_default_reg_lambda_is_measured_on_the_output_of_smallest_hessian():
+    # diabetes' raw targets (sd 77): the mean's hessian is 1.7e-4 a row, the
+    # log sd's about 2; their mean over outputs (1) left reg_lambda at 1
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    settings = {"loss": own_gaussian, "n_estimators": 20, "max_depth": 2}
+    with pytest.warns(UserWarning, match=r"mean hessian \(output 0 of 2\) .* is 0\.000169 per row"):
+        model = jb.Booster(**settings).fit(X, y)
+    mean_hessian = np.exp(-2 * float(model.init_score_[1]))  # the mean's, every row
+    explicit = jb.Booster(reg_lambda=100 * mean_hessian, **settings).fit(X, y)
+    np.testing.assert_allclose(model.predict_raw(X), explicit.predict_raw(X), rtol=1e-4)
+    plain = jb.Booster(reg_lambda=1.0, **settings).fit(X, y)
+    assert model.train_loss_[-1] < plain.train_loss_[-1] - 0.05
+
+
+def test_a_catalogue_loss_keeps_reg_lambda_one_whatever_its_hessian():
+    # a log loss of 1% positives (hessian 0.0099 a row) keeps XGBoost's 1:
+    # fit's loss arrives keyed, and was measured as one's own (0.99, warned)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3)).astype(np.float32)
+    y = (np.arange(2000) % 100 == 0).astype(np.float32)
+    settings = {"loss": "binary_logloss", "n_estimators": 3, "max_depth": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = jb.Booster(**settings).fit(X, y)
+    explicit = jb.Booster(reg_lambda=1.0, **settings).fit(X, y)
+    np.testing.assert_array_equal(model.predict_raw(X), explicit.predict_raw(X))

@@ -160,10 +160,13 @@ class HessianProbe(NamedTuple):
     # matrix), has negative curvature: a non-convex loss, whose Newton steps
     # can overshoot, so leaf values need Armijo's check
     negative: bool
-    # the probed rows' mean hessian diagonal entry (negative ones as 0): the
+    # the probed rows' mean hessian diagonal entry (negative ones as 0) of
+    # the output where it is smallest (of those where it is positive): the
     # loss's scale, which the default reg_lambda is measured against; NaN
     # where not measured (a declared loss, unless asked)
     mean_hessian: float = float("nan")
+    # that output's index
+    output: int = 0
 
 
 # an eigenvalue below this fraction of the row's largest (in magnitude) is
@@ -234,13 +237,31 @@ def hessian_probe_of(
             eigenvalues = np.linalg.eigvalsh(hess[finite].astype(np.float64))  # ascending
             scale = np.max(np.abs(eigenvalues), axis=1, initial=0.0)
             negative = bool(np.any(eigenvalues[:, 0] < -_NEGATIVE_EIGENVALUE * scale))
-        entries = diagonal[np.isfinite(diagonal)].astype(np.float64)
-        mean_hessian = float(np.mean(np.maximum(entries, 0.0))) if entries.size else float("nan")
+        mean_hessian, output = _smallest_mean_hessian(diagonal)
     if is_declared(loss):
-        return declared_probe(loss)._replace(mean_hessian=mean_hessian)
+        return declared_probe(loss)._replace(mean_hessian=mean_hessian, output=output)
     declared = getattr(loss, "hessian_informative", None)
     informative = bool(curved_share >= 0.5) if declared is None else bool(declared)
-    return HessianProbe(informative=informative, negative=negative, mean_hessian=mean_hessian)
+    return HessianProbe(informative, negative, mean_hessian, output)
+
+
+def _smallest_mean_hessian(diagonal: np.ndarray) -> tuple[float, int]:
+    """The smallest positive of the outputs' mean finite hessian entries
+    (negative ones as 0) over the rows of ``diagonal (n, K)``, and its
+    output; where none is positive, the mean of all (0 or NaN) and 0.  One
+    output's small hessian (a Gaussian's mean, 1e-4 per row, beside its log
+    scale's 2) must not hide in a mean over outputs."""
+    finite = np.isfinite(diagonal)
+    clipped = np.where(finite, np.maximum(diagonal, 0.0), 0.0).astype(np.float64)
+    counts = np.sum(finite, axis=0)
+    with np.errstate(all="ignore"):
+        means = np.sum(clipped, axis=0) / counts
+    positive = np.flatnonzero(means > 0)
+    if positive.size == 0:
+        total = int(np.sum(counts))
+        return (float(np.sum(clipped)) / total if total else float("nan")), 0
+    output = int(positive[np.argmin(means[positive])])
+    return float(means[output]), output
 
 
 def compile_probe(loss: Loss, y: jax.Array, n_outputs: int, full_hessian: bool = False) -> None:

@@ -86,8 +86,10 @@ from .distribution_defaults import (
     check_early_stopping,
     fit_with_holdout,
     holds_out,
+    mean_positive_weight,
     resolved_reg_lambda,
     small_hessian_message,
+    small_weight_message,
 )
 from .eval_sets import prepare_eval_sets
 from .grouping import (
@@ -227,7 +229,8 @@ class Booster:
         5 (rows) where the hessian resolves to ``"fisher"``
         (`jaxboost.frontends.distribution_defaults`, docs/distributions.md);
         for a loss not from the catalogue, at most 100 rows' mean hessian
-        at the initial score, with a warning (docs/algorithm.md).
+        (weighted; of the output where it is smallest) at the initial
+        score, with a warning (docs/algorithm.md).
       min_child_weight: least hessian sum in a child (sample weight with
         ``split_criterion="first_order"``).
       min_split_gain: least loss decrease for a split.
@@ -467,10 +470,13 @@ class Booster:
         platform: str,
         rows_per_shard: int,
         n_rows: int,
+        weight_scale: float = 1.0,
     ) -> tuple[StaticSettings, NumericSettings]:
         """The static program settings, and the numeric ones passed as values;
         ``hessian`` (the loss's, probed at the initial score) settles what
-        ``"auto"`` and ``armijo=None`` leave open."""
+        ``"auto"`` and ``armijo=None`` leave open; a default ``reg_lambda``
+        is measured against its mean hessian times ``weight_scale`` (the
+        rows' mean positive weight)."""
         leaf_method, split_criterion = self.leaf_method, self.split_criterion
         if leaf_method == "newton" and not hessian.informative:
             warn(
@@ -523,9 +529,22 @@ class Booster:
         hyper = self._hyper()
         if self.reg_lambda is None:  # (a distribution's prior; a small hessian's rows)
             mean_hessian = hessian.mean_hessian if hessian.informative else np.nan
+            if np.isfinite(weight_scale) and weight_scale > 0:
+                mean_hessian *= weight_scale
             reg_lambda = resolved_reg_lambda(None, cfg.hessian, mean_hessian)
-            if reg_lambda < POINT_REG_LAMBDA and cfg.hessian != "fisher":
-                warn(small_hessian_message(mean_hessian, reg_lambda, float(self.min_child_weight)))
+            # (weights of 0.01 in float32 take 0.99999998: no warning)
+            if reg_lambda < 0.999 * POINT_REG_LAMBDA and cfg.hessian != "fisher":
+                of = [f"output {hessian.output} of {n_outputs}"] if n_outputs > 1 else []
+                if weight_scale != 1.0:
+                    of.append(f"times sample_weight, of mean {weight_scale:.3g}")
+                warn(
+                    small_hessian_message(
+                        mean_hessian,
+                        reg_lambda,
+                        float(self.min_child_weight),
+                        f" ({', '.join(of)})" if of else "",
+                    )
+                )
             hyper = hyper._replace(reg_lambda=np.float32(reg_lambda))
         return cfg, hyper
 
@@ -853,6 +872,7 @@ class Booster:
                 loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
             )
             cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
+            self._check_weight_scale(inputs.weight, hyper)
             return self._with_columns(cfg, inputs, placed), hyper
         # a default reg_lambda is measured against a user loss's hessian (the
         # catalogue's keep XGBoost's hessian units; Fisher scoring counts rows)
@@ -860,7 +880,7 @@ class Booster:
         measure = (
             self.reg_lambda is None
             and hessian_setting != "fisher"
-            and not is_catalogue_loss(inputs.loss)
+            and not is_catalogue_loss(plain(inputs.loss))
         )
         hessian = probe_fit(
             loss,
@@ -871,17 +891,40 @@ class Booster:
             rows_per_shard,
             measure=measure,
         )
-        informative, negative, mean_hessian = first_process_value(tuple(hessian))
+        # (a leaf's hessian sums weigh each row's hessian by its weight)
+        weight_scale = mean_positive_weight(inputs.weight)
+        informative, negative, mean_hessian, output, weight_scale = first_process_value(
+            (*hessian, np.float64(weight_scale))
+        )
         hessian = HessianProbe(
             bool(informative),
             bool(negative),
             float(mean_hessian) / placed.loss_scale if measure else float("nan"),
+            int(output),
         )
         cfg, hyper = self._config(
-            loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
+            loss,
+            n_outputs,
+            monitored,
+            hessian,
+            platform,
+            rows_per_shard,
+            n_rows,
+            float(weight_scale),
         )
+        self._check_weight_scale(inputs.weight, hyper)
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         return self._with_columns(cfg, inputs, placed), hyper
+
+    @staticmethod
+    def _check_weight_scale(weight: np.ndarray, hyper: NumericSettings) -> None:
+        """Warns where ``weight`` is so small that ``reg_lambda`` or
+        ``min_child_weight`` swamp the weighted hessian sums."""
+        message = small_weight_message(
+            mean_positive_weight(weight), float(hyper.reg_lambda), float(hyper.min_child_weight)
+        )
+        if message is not None:
+            warn(message)
 
     def _fit_categories(self, X: Any, init_model: Any = None) -> list[CategoryColumn] | None:
         """The categorical columns' categories and codes, None without any:

@@ -52,7 +52,8 @@ def resolved_reg_lambda(
     """``reg_lambda`` as given, or for None its default: `DISTRIBUTION_PRIOR_ROWS`
     where the engine's ``hessian`` is ``"fisher"``, else `POINT_REG_LAMBDA`,
     at most `POINT_PRIOR_ROWS` times ``mean_hessian`` (the rows' mean
-    hessian at the initial score; NaN: not measured)."""
+    weighted hessian at the initial score, of the output where it is
+    smallest; NaN: not measured)."""
     if setting is not None:
         return setting
     if hessian == "fisher":
@@ -62,12 +63,16 @@ def resolved_reg_lambda(
     return POINT_REG_LAMBDA
 
 
-def small_hessian_message(mean_hessian: float, reg_lambda: float, min_child_weight: float) -> str:
+def small_hessian_message(
+    mean_hessian: float, reg_lambda: float, min_child_weight: float, output: str = ""
+) -> str:
     """The warning of a default ``reg_lambda`` measured against a small
-    ``mean_hessian``: it names both, the value taken and the way out."""
+    ``mean_hessian`` (of the ``output`` named, where the loss has several):
+    it names both, the value taken and the way out."""
     message = (
-        f"reg_lambda: the loss's mean hessian at the initial score is {mean_hessian:.3g} per "
-        f"row, so reg_lambda=1 would weigh as much as {1 / mean_hessian:.3g} rows; the default "
+        f"reg_lambda: the loss's mean hessian{output} at the initial score is "
+        f"{mean_hessian:.3g} per row, so reg_lambda=1 would weigh as much as "
+        f"{1 / mean_hessian:.3g} rows; the default "
         f"takes the hessian of {POINT_PRIOR_ROWS:g} rows, {reg_lambda:.3g}. Pass reg_lambda "
         "to set it in hessian units (XGBoost's)"
     )
@@ -75,6 +80,36 @@ def small_hessian_message(mean_hessian: float, reg_lambda: float, min_child_weig
     if rows > 1:
         message += f"; min_child_weight={min_child_weight:g} asks for {rows:.3g} rows per child"
     return message
+
+
+def mean_positive_weight(weight: np.ndarray) -> float:
+    """The mean of the positive entries of ``weight`` (NaN: none)."""
+    positive = weight[weight > 0]
+    return float(np.mean(positive, dtype=np.float64)) if positive.size else float("nan")
+
+
+def small_weight_message(
+    mean_weight: float, reg_lambda: float, min_child_weight: float
+) -> str | None:
+    """The warning of ``sample_weight`` so small (``mean_weight``, the rows'
+    mean positive weight) that ``reg_lambda`` or ``min_child_weight`` (sums
+    of weighted hessians, XGBoost's units) weigh as more than
+    `POINT_PRIOR_ROWS` rows of unit weight: the trees barely fit (diabetes'
+    squared error, weights 1e-6: the constant's error), as in XGBoost and
+    LightGBM.  None where the weights are large enough (or NaN)."""
+    if not mean_weight > 0:
+        return None
+    rows = max(reg_lambda, min_child_weight) / mean_weight
+    if not rows > POINT_PRIOR_ROWS * 1.001:  # (float32 weights of 1e-2 round below it)
+        return None
+    return (
+        f"sample_weight: the rows' mean positive weight is {mean_weight:.3g}, and "
+        f"reg_lambda={reg_lambda:.3g} and min_child_weight={min_child_weight:.3g} are sums of "
+        f"weighted hessians: they weigh as much as {reg_lambda / mean_weight:.3g} and "
+        f"{min_child_weight / mean_weight:.3g} rows, and the trees barely fit. Scale the "
+        "weights up (e.g. sample_weight / sample_weight.mean()): their scale does not change "
+        "the loss's minimiser, only how reg_lambda and min_child_weight weigh"
+    )
 
 
 def check_early_stopping(setting: Any) -> None:

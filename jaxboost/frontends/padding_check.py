@@ -83,6 +83,12 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
 
     values, derivatives = jax.jit(jax.vmap(one_group))(y_pairs, f_pairs, masks)
     values, derivatives = np.asarray(values, np.float64), np.asarray(derivatives, np.float64)
+    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(derivatives))):
+        # NaN on both paddings passes the comparison below: is it the padding's?
+        unpadded = jax.jit(one_group)(real, f_real, jnp.ones(n_real, bool))
+        if all(np.all(np.isfinite(np.asarray(part))) for part in unpadded):
+            _refuse_non_finite_padding(name, n_real, values, derivatives)
     scale = max(1.0, float(np.nanmax(np.abs(values), initial=0.0)))
     same_value = np.allclose(values[0], values[1], rtol=1e-4, atol=1e-6 * scale, equal_nan=True)
     gap = np.abs(derivatives[0] - derivatives[1])
@@ -90,7 +96,6 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
     same_derivatives = not np.any(gap > 1e-4 * derivative_scale)
     if same_value and same_derivatives:
         return
-    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
     changed = [] if same_value else [f"the value went from {values[0]:.6g} to {values[1]:.6g}"]
     if not same_derivatives:
         changed.append(f"the real rows' gradients moved by up to {np.nanmax(gap):.3g}")
@@ -100,4 +105,24 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
         "mask is False changed. Groups are padded to a power of two, so the loss must ignore "
         "rows where mask is False: sum with jnp.where(mask, terms, 0.0), and mask scores "
         "before exp, log or a softmax (jnp.where(mask, f, -jnp.inf))"
+    )
+
+
+def _refuse_non_finite_padding(
+    name: str, n_real: int, values: np.ndarray, derivatives: np.ndarray
+) -> None:
+    """The ValueError of a group loss finite on a group's real rows alone
+    and not finite (``values``, real rows' ``derivatives``) once padded."""
+    broken = [] if np.all(np.isfinite(values)) else ["its value"]
+    if not np.all(np.isfinite(derivatives)):
+        broken.append("the real rows' gradients")
+    verb = "is" if broken == ["its value"] else "are"
+    raise ValueError(
+        f"loss {name!r}: loss(y, f, mask) is finite on one group of {n_real} rows, but "
+        f"{' and '.join(broken)} {verb} NaN or infinite once the group is padded to "
+        f"{_PROBE_WIDTH} rows (rows {n_real} to {_PROBE_WIDTH - 1}, where mask is False): a "
+        "term of the padding rows is inf or NaN, and multiplying it by mask leaves NaN "
+        "(0 * inf). Groups are padded to a power of two: sum with jnp.where(mask, terms, 0.0) "
+        "rather than multiplying by mask, and mask scores before exp, log or a softmax "
+        "(jnp.where(mask, f, -jnp.inf))"
     )
