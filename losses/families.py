@@ -42,7 +42,6 @@ INVERSE_LINKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 _EULER_GAMMA = 0.5772156649015329
 
 
-
 class Family(NamedTuple):
     """A catalogue family: what `losses.distribution` needs beyond numpyro."""
 
@@ -179,8 +178,6 @@ def _weibull_fisher(raw):
     cross = (_EULER_GAMMA - 1.0) * concentration
     shape = (1.0 - _EULER_GAMMA) ** 2 + np.pi**2 / 6.0
     return jnp.array([[concentration**2, cross], [cross, jnp.asarray(shape, raw.dtype)]])
-
-
 
 
 FAMILIES: dict[str, Family] = {

@@ -102,7 +102,6 @@ def _df_excess(log_df: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     return jax.nn.softplus(x) / sharpness, slope, sharpness * slope * (1.0 - slope)
 
 
-
 # the least information of log df a row contributes: the true one falls as
 # 3.5 / df^2, so that on light-tailed targets (whose likelihood rises towards
 # df = inf) a Fisher step -g / I in log df grows as df^2 times the rows'

@@ -33,9 +33,7 @@ SLOW_TESTS = {
         "test_save_and_load_keep_the_sets_and_the_codes",
         "test_vector_outputs_and_group_losses_split_on_sets",
     ),
-    "test_categorical_native": (
-        "test_a_categorical_fit_on_the_native_kernels_equals_the_xla_one",
-    ),
+    "test_categorical_native": ("test_a_categorical_fit_on_the_native_kernels_equals_the_xla_one",),
     "test_constraints": (
         "test_predictions_are_monotone_along_constrained_columns",
         "test_refit_leaves_keeps_monotone_models_monotone",
@@ -44,12 +42,8 @@ SLOW_TESTS = {
         "test_more_rounds_are_bit_identical_in_optimised_code",
         "test_more_rounds_grow_the_trees_of_one_longer_fit",
     ),
-    "test_derivatives": (
-        "test_absolute_error_learns_zero_inflated_targets",
-    ),
-    "test_devices": (
-        "test_four_cpu_devices_train_the_single_device_model",
-    ),
+    "test_derivatives": ("test_absolute_error_learns_zero_inflated_targets",),
+    "test_devices": ("test_four_cpu_devices_train_the_single_device_model",),
     "test_distribution_defaults": (
         "test_diabetes_held_out_nll_at_defaults_beats_a_constant_gaussian",
         "test_the_defaults_apply_only_where_not_set",
@@ -92,9 +86,7 @@ SLOW_TESTS = {
         "test_line_search_along_a_vector_direction",
         "test_line_search_gives_the_weighted_quantile_of_each_leaf",
     ),
-    "test_min_child_samples": (
-        "test_rows_of_zero_weight_do_not_count_and_vector_outputs_follow",
-    ),
+    "test_min_child_samples": ("test_rows_of_zero_weight_do_not_count_and_vector_outputs_follow",),
     "test_monitor": (
         "test_a_callbacks_model_holds_the_rounds_grown_so_far_on_a_first_fit_and_a_refit",
         "test_eval_metrics_are_recorded_every_round_and_match_predictions",
@@ -106,9 +98,7 @@ SLOW_TESTS = {
         "test_predictions_are_monotone_along_constrained_columns",
         "test_without_constraints_the_method_changes_nothing",
     ),
-    "test_native_kernel": (
-        "test_a_fresh_cache_builds_the_library_once",
-    ),
+    "test_native_kernel": ("test_a_fresh_cache_builds_the_library_once",),
     "test_negative_binomial": (
         "test_fisher_matches_the_sampled_fisher_information",
         "test_under_dispersed_counts_fit_as_a_poisson",
@@ -118,12 +108,8 @@ SLOW_TESTS = {
         "test_constant_columns_are_left_out_and_the_trees_are_the_same",
         "test_every_kernel_grows_the_same_tree_packed",
     ),
-    "test_precision": (
-        "test_results_are_the_same_with_64_bit_mode_on",
-    ),
-    "test_predict": (
-        "test_forest_shapes",
-    ),
+    "test_precision": ("test_results_are_the_same_with_64_bit_mode_on",),
+    "test_predict": ("test_forest_shapes",),
     "test_properties": (
         "test_integer_weights_equal_repeated_rows",
         "test_line_search_never_increases_the_training_loss",
@@ -138,9 +124,7 @@ SLOW_TESTS = {
         "test_the_ranker_is_the_booster_with_its_group_loss",
         "test_the_ranker_takes_categorical_columns_as_the_booster_does",
     ),
-    "test_round_by_round": (
-        "test_round_by_round_gives_the_fused_programs_model",
-    ),
+    "test_round_by_round": ("test_round_by_round_gives_the_fused_programs_model",),
     "test_round_checks": (
         "test_a_loss_that_overflows_only_in_float32_is_evaluated_in_float64",
         "test_a_newton_step_that_overshoots_its_own_rows_still_switches_armijo_on",
@@ -152,9 +136,7 @@ SLOW_TESTS = {
         "test_a_class_attribute_in_a_loop",
         "test_a_helper_reading_a_global",
     ),
-    "test_tree": (
-        "test_kernels_and_the_weight_column_give_the_same_tree",
-    ),
+    "test_tree": ("test_kernels_and_the_weight_column_give_the_same_tree",),
     "test_workarounds": (
         "test_small_fits_run_round_by_round_and_every_program_compiles_fast",
         "test_training_rounds_of_vector_outputs_take_the_options_on_many_rows",

@@ -109,7 +109,7 @@ def test_holdout_slices_a_polars_frame_by_its_rows_keeping_string_columns():
     cut = np.array(["fair", "good", "ideal"])[np.arange(60) % 3]
     columns = {"a": X[:, 0], "b": X[:, 1], "cut": cut}
     frame, pandas_frame = pl.DataFrame(columns), pd.DataFrame(columns)
-    settings = dict(n_estimators=10, max_depth=2, early_stopping=True, learning_rate=0.5)
+    settings = {"n_estimators": 10, "max_depth": 2, "early_stopping": True, "learning_rate": 0.5}
     model = jb.Booster(**settings).fit(frame, y)
     same = jb.Booster(**settings).fit(pandas_frame, y)  # pandas rows: .iloc
     assert list(model.feature_names_in_) == ["a", "b", "cut"]

@@ -39,7 +39,10 @@ _FLOAT32_SUMS = (
 @parametrize_with_checks([Regressor(**SMALL), Classifier(**SMALL)])
 def test_sklearn_estimator_checks(estimator, check, request):
     name = getattr(check, "func", check).__name__
-    if isinstance(estimator, Classifier) and name == "check_sample_weight_equivalence_on_dense_data":
+    if (
+        isinstance(estimator, Classifier)
+        and name == "check_sample_weight_equivalence_on_dense_data"
+    ):
         # at the default min_child_samples the check's 15 rows grow no split, and
         # the initial score alone differs in float32's last bit (below)
         request.applymarker(pytest.mark.xfail(strict=True, reason=_FLOAT32_SUMS))
@@ -211,7 +214,9 @@ def test_pickled_devices_of_another_platform_than_the_default_are_found(monkeypa
 
     cpu = jax.devices("cpu")
     real = jax.devices
-    monkeypatch.setattr(jax, "devices", lambda backend=None: [] if backend is None else real(backend))
+    monkeypatch.setattr(
+        jax, "devices", lambda backend=None: [] if backend is None else real(backend)
+    )
     assert devices_from_keys(device_keys(cpu[:1])) == cpu[:1]
 
 

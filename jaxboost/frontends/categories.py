@@ -13,6 +13,7 @@ value, follows each split's missing direction.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -89,7 +90,9 @@ def _category_labels(X: Any, column: int) -> tuple[np.ndarray, np.ndarray] | Non
     if array.ndim != 2 or array.dtype.kind not in "OU" or not 0 <= column < array.shape[1]:
         return None
     values = array[:, column].astype(object)
-    missing = np.array([v is None or (isinstance(v, float) and v != v) for v in values.tolist()])
+    missing = np.array(
+        [v is None or (isinstance(v, float) and math.isnan(v)) for v in values.tolist()]
+    )
     return _text_labels(values, missing.astype(bool).reshape(-1))
 
 
