@@ -40,6 +40,15 @@ def test_the_ranker_is_the_booster_with_its_group_loss():
     assert not np.array_equal(weighted.predict(X), ranker.predict(X))
 
 
+def test_the_default_reg_lambda_is_the_boosters_and_a_group_loss_takes_1():
+    # (Ranker's default was 1.0 when Booster's became None: one default now)
+    assert jb.Ranker().reg_lambda is jb.Booster().reg_lambda is None
+    X, y, sizes = _queries()
+    default = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)
+    one = jb.Ranker(n_estimators=15, max_depth=3, reg_lambda=1.0).fit(X, y, group=sizes)
+    np.testing.assert_array_equal(default.predict(X), one.predict(X))
+
+
 def test_the_ranker_takes_qid_eval_sets_and_early_stopping_and_pickles():
     X, y, sizes = _queries()
     Xv, yv, sizes_v = _queries(15, seed=1)

@@ -28,7 +28,6 @@ from ..engine.predict import predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
 from ..engine.training import (
     HESSIAN_MODES,
-    HESSIANS,
     LEAF_METHODS,
     MULTI_STRATEGIES,
     SPLIT_CRITERIA,
@@ -53,7 +52,7 @@ from ..runtime.distributed import (
     stops_when_a_process_leaves,
 )
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
-from ..runtime.precision import LOSS_DTYPES, in_float32, loss_in
+from ..runtime.precision import in_float32, loss_in
 from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
@@ -69,9 +68,8 @@ from .categories import (
     fit_categories,
     frame_category_columns,
 )
-from .categories import check_settings as check_category_settings
 from .computation_keys import group_widths, keyed_loss, keyed_metrics, searches_from_init
-from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
+from .constraints import interaction_sets, monotone_directions
 from .continued import (
     check_compatible,
     check_feature_count,
@@ -83,7 +81,6 @@ from .continued import (
 )
 from .distribution_defaults import (
     POINT_REG_LAMBDA,
-    check_early_stopping,
     fit_with_holdout,
     holds_out,
     mean_positive_weight,
@@ -116,14 +113,12 @@ from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
 from .placement import FitInputs, PlacedRows, init_search_rows, place_rows
 from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds, scaled_settings
 from .settings import (
-    check_random_state,
     choice,
-    finite_number,
-    fraction,
     least_child_rows,
     tree_leaves,
     whole_number,
 )
+from .settings_table import BOOSTER, HESSIAN_SETTINGS, check_settings, checked, takes_settings
 from .validation import (
     as_features,
     as_targets,
@@ -133,10 +128,6 @@ from .validation import (
     column_count,
     feature_names,
 )
-
-# the Booster's hessian settings: the engine's, and "auto" (Fisher scoring for
-# a loss that declares its Fisher information or a sampler: bench_distributional.py)
-HESSIAN_SETTINGS = ("auto", *HESSIANS)
 
 # rounds per device program when something watches every round
 _MONITORED_CHUNK = 10
@@ -201,228 +192,15 @@ def _warn_infinite_crps(evals_result: dict) -> None:
             return
 
 
+@takes_settings(BOOSTER)
 class Booster:
     """Gradient-boosted trees for any JAX loss ``loss(y, f) -> scalar`` of one
     sample, or ``loss(y, f, mask)`` of one group of rows.
 
     Args:
-      loss: a function of one sample (``y`` one target, ``f`` the raw score: a
-        scalar, or a vector of ``n_outputs`` scores), a group loss declared
-        ``per="group"`` (``fit``'s ``group``/``qid``; docs/ranking.md), or a
-        catalogue name.
-      n_estimators: boosting rounds.
-      learning_rate: shrinkage of every tree.
-      max_depth: depth of the (complete, padded) trees.
-      n_outputs: raw scores per sample; None takes the loss's declared
-        ``n_outputs`` (``"n_classes"``: max label + 1), else 1.
-      leaf_method: ``"newton"`` (``-G / (H + lambda)``), ``"line_search"``
-        (argmin of the leaf's loss plus ``lambda/2 v^2``; for losses without
-        curvature the leaf's loss alone: exact quantiles for pinball losses)
-        ``"joint_newton"`` (one Newton step on all of a tree's leaves, with
-        their exact ``L x L`` hessian: for group losses, whose leaves interact;
-        one output) or ``"auto"``: line search for losses whose hessian is zero almost
-        everywhere (declared by ``hessian_informative = False``, as absolute
-        and quantile losses do, or found so at the initial score), else Newton.
-      reg_lambda: L2 penalty ``lambda/2 v^2`` on leaf values (split gains,
-        Newton leaves, and the line-search leaves of losses with curvature);
-        with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
-        5 (rows) where the hessian resolves to ``"fisher"``
-        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md);
-        for a loss not from the catalogue, at most 100 rows' mean hessian
-        (weighted; of the output where it is smallest) at the initial
-        score, with a warning (docs/algorithm.md).
-      min_child_weight: least hessian sum in a child (sample weight with
-        ``split_criterion="first_order"``).
-      min_split_gain: least loss decrease for a split.
-      max_bins: value bins per feature (at most 255; one more bin holds NaN).
-      split_criterion: ``"second_order"`` (Newton gain), ``"first_order"``
-        (Friedman: least squares on the pseudo-residuals) or ``"auto"``: first
-        order for losses whose hessian is zero almost everywhere, else second.
-      hessian: ``"diag"`` or ``"full"`` hessian for vector outputs' leaves;
-        ``"fisher"``: the Fisher information in its place (Fisher scoring,
-        NGBoost's natural gradients; the loss's declared ``fisher``, else
-        sampled from its ``sampler``, else the empirical ``grad grad^T``:
-        `jaxboost.engine.fisher`), as a full matrix; ``"auto"``:
-        ``"fisher"`` for a loss that declares ``fisher`` or ``sampler`` (a
-        distribution, ``losses.gaussian_nll``), else ``"diag"``.
-      multi_strategy: ``"multi_output_tree"`` (one tree with vector leaves per
-        round) or ``"one_output_per_tree"`` (Friedman's multi-class algorithm).
-      subsample: fraction of rows drawn (without replacement) for each round.
-      colsample_bytree: fraction of features each round's tree may use.
-      hessian_mode: ``"raw"``, ``"clip"`` (hessians raised to
-        ``hessian_floor``) or ``"abs"`` (``max(|h|, hessian_floor)``): makes
-        Newton steps usable for non-convex losses (Cauchy, Tukey, Welsch).
-      hessian_floor: the floor of ``hessian_mode``.
-      armijo: shrink each leaf's (learning-rate scaled) value until it lowers
-        that leaf's training loss, so no round increases the training loss;
-        None: on for line-search leaves, and for Newton leaves of a loss whose
-        hessian has negative curvature on some row at the initial score (a
-        negative diagonal entry, or with ``hessian="full"`` a negative
-        eigenvalue: a non-convex loss such as Tukey's or Welsch's, or the
-        Gaussian likelihood's full hessian, whose Newton steps can
-        overshoot); off otherwise, and for losses declared convex.
-      use_quantized_grad: quantise the split statistics (gradients and
-        hessians) to a few integer levels each round, with unbiased stochastic
-        rounding, and build the histograms from the integers (LightGBM 4's
-        quantised training): faster histograms on CPU, splits chosen from
-        slightly noisier sums.  Leaf values still use the exact gradients.
-      num_grad_quant_bins: the levels of ``use_quantized_grad``: gradients
-        are rounded to integers in ``[-bins / 2, bins / 2]`` times a per-round
-        scale, hessians to ``[0, bins]`` (``[-bins, bins]`` when negative).
-      random_state: seed of the subsamples, of the binning sample and of the
-        quantisation's rounding: a whole number in ``[0, 2**32 - 1]``, a
-        numpy ``RandomState`` or ``Generator`` (each fit draws its seed from
-        it), or None: a fresh seed each fit, drawn from numpy's global
-        ``RandomState`` (as scikit-learn does).  With several processes,
-        process 0's seed is used by all.
-      devices: devices to shard rows over, a list of distinct ``jax.Device``
-        objects of one platform (or one device); default: all devices (in a
-        single process, fewer for small data, so that each has at least
-        16,384 rows).
-      rounds_per_chunk: rounds run in one device program (default 50, whatever
-        ``n_estimators`` is, so that changing it compiles nothing; 10 when
-        evaluation sets, callbacks or ``verbose`` watch the rounds).
-      base_score: the initial raw score ``F0`` (XGBoost's ``base_score``, on
-        the raw scale: log-odds for log loss), one number or one per output;
-        None (the default) finds it by minimising the training loss.
-      loss_dtype: the precision the loss's value, gradient and hessian are
-        computed in: ``"float32"``, ``"float64"`` (the loss's own arithmetic
-        only: trees, histograms and predictions stay float32), or ``"auto"``:
-        float32, and float64 from the first round (or the initial score)
-        where the loss or its derivatives are not finite in float32, with a
-        warning saying so (``log(cosh(f - y))`` overflows float32 at
-        residuals beyond 89).  ``loss_dtype_`` says which the fit ended with.
-        Where the loss's float64 values or gradients are beyond float32 still
-        (squared errors of targets of 1e20), it is fitted times a power of
-        two, with the settings in its units scaled alike: the same trees.
-      min_child_samples: least training rows of positive weight (of the
-        round's subsample) in a child: a split leaving fewer is not taken
-        (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
-        checks none, and builds the histograms without the count.
-        ``"auto"`` (the default) is 20, as LightGBM's and HGB's defaults
-        (``benchmarks/README.md``), or 0 with ``use_quantized_grad``, whose
-        histograms carry no count (a number > 0 with it is an error).
-      monotone_constraints: per column ``-1`` (predictions non-increasing
-        in it), ``0`` (free) or ``+1`` (non-decreasing): a list with one
-        entry per column, or a dict by column name or index (others free);
-        models of one output only.  Exact for every row: leaves are bounded
-        by their neighbours' (`jaxboost.engine.constraints`), whatever the
-        ``leaf_method``, and after `jaxboost.refit_leaves`, which puts
-        the refitted leaves back in order.
-      monotone_constraints_method: how the leaves' bounds are found
-        (LightGBM's names): ``"basic"`` bounds every node below a split by
-        the midpoint of its children's values; ``"intermediate"`` bounds
-        each node by the nodes that touch it along a constrained column
-        (`jaxboost.engine.neighbours`), which frees regions split apart.
-      interaction_constraints: sets of columns (indices or names), such as
-        ``[[0, 1], [2, 3, 4]]``: the columns split on along any path from
-        the root to a leaf lie within one set; a column in no set is never
-        split on (LightGBM's rule).
-      early_stopping: ``True``: hold out 20% of the rows, stop when their
-        loss has not improved for 10 rounds, then fit all rows for the
-        rounds they chose (``best_iteration_``; ``evals_result_`` holds the
-        held-out curve); ``"auto"``: so where the hessian resolves to
-        ``"fisher"`` (a distribution: docs/distributions.md) and ``fit`` is
-        given no ``eval_set``, ``early_stopping_rounds``, groups or
-        ``init_model``, on one process; ``False``: never.
-      categorical_features: the categorical columns: indices, names or a
-        boolean mask (None: none but a frame's pandas ``category``, polars
-        ``Categorical``/``Enum`` or string column, always categorical).  A
-        split on one sends a set of categories left (docs/tabular.md);
-        numeric columns hold category codes, non-negative integers; an
-        array's column of strings is categorical when named here.  Up to
-        ``max_bins`` categories keep a bin each; beyond, the rarest share one.
-      max_cat_to_onehot: a column of at most this many categories splits
-        one category against the rest (LightGBM's default 4).
-      max_cat_threshold: otherwise the node's categories sorted by
-        gradient over hessian, and a prefix whose smaller side holds at
-        most this many categories goes left (LightGBM's default 32).
-      cat_smooth: added to each category's hessian sum in that order (10).
-      grow_policy: ``"depthwise"`` (every node of a level splits where it
-        gains: complete trees of ``max_depth``) or ``"lossguide"`` (the leaf
-        of largest gain splits next, up to ``max_leaves`` leaves within
-        ``max_depth``: LightGBM's leaf-wise growth; docs/tabular.md).
-      max_leaves: the leaves of a ``"lossguide"`` tree, at most
-        ``2^max_depth`` (LightGBM's ``num_leaves``, XGBoost's
-        ``max_leaves``); None: 31, LightGBM's default.  Depth-wise trees take
-        None.
+      (the settings of `jaxboost.frontends.settings_table`: each with its
+      default and meaning in ``help(Booster)`` and the API reference)
     """
-
-    def __init__(
-        self,
-        loss: str | Callable = "squared_error",
-        n_estimators: int = 100,
-        learning_rate: float = 0.1,
-        max_depth: int = 6,
-        n_outputs: int | None = None,
-        leaf_method: str = "auto",
-        reg_lambda: float | None = None,
-        min_child_weight: float = 1e-3,
-        min_split_gain: float = 0.0,
-        max_bins: int = 255,
-        split_criterion: str = "auto",
-        hessian: str = "auto",
-        multi_strategy: str = "multi_output_tree",
-        subsample: float = 1.0,
-        colsample_bytree: float = 1.0,
-        hessian_mode: str = "raw",
-        hessian_floor: float = 0.0,
-        armijo: bool | None = None,
-        use_quantized_grad: bool = False,
-        num_grad_quant_bins: int = 4,
-        random_state: int | None = 0,
-        devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int | None = None,
-        base_score: float | list | None = None,
-        loss_dtype: str = "auto",
-        min_child_samples: int | str = "auto",
-        monotone_constraints: list | dict | None = None,
-        interaction_constraints: list | None = None,
-        monotone_constraints_method: str = "basic",
-        early_stopping: str | bool = "auto",
-        categorical_features: Any = None,
-        max_cat_to_onehot: int = 4,
-        max_cat_threshold: int = 32,
-        cat_smooth: float = 10.0,
-        grow_policy: str = "depthwise",
-        max_leaves: int | None = None,
-    ):
-        self.loss = loss
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.n_outputs = n_outputs
-        self.leaf_method = leaf_method
-        self.reg_lambda = reg_lambda
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.max_bins = max_bins
-        self.split_criterion = split_criterion
-        self.hessian = hessian
-        self.multi_strategy = multi_strategy
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.hessian_mode = hessian_mode
-        self.hessian_floor = hessian_floor
-        self.armijo = armijo
-        self.use_quantized_grad = use_quantized_grad
-        self.num_grad_quant_bins = num_grad_quant_bins
-        self.random_state = random_state
-        self.devices = devices
-        self.rounds_per_chunk = rounds_per_chunk
-        self.base_score = base_score
-        self.loss_dtype = loss_dtype
-        self.min_child_samples = min_child_samples
-        self.monotone_constraints = monotone_constraints
-        self.interaction_constraints = interaction_constraints
-        self.monotone_constraints_method = monotone_constraints_method
-        self.early_stopping = early_stopping
-        self.categorical_features = categorical_features
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.max_cat_threshold = max_cat_threshold
-        self.cat_smooth = cat_smooth
-        self.grow_policy = grow_policy
-        self.max_leaves = max_leaves
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
@@ -551,22 +329,11 @@ class Booster:
     def _check_settings(self) -> None:
         """The settings checked before any work: a ValueError (a TypeError for
         ``devices`` of the wrong type) names the first one out of range."""
-        whole_number("n_estimators", self.n_estimators)
-        whole_number("max_depth", self.max_depth)
+        check_settings(self, BOOSTER)
+        # (the checks that weigh several settings together)
         tree_leaves(self.grow_policy, self.max_leaves, int(self.max_depth))
-        if self.rounds_per_chunk is not None:
-            whole_number("rounds_per_chunk", self.rounds_per_chunk)
         self._hyper()
         self._given_init_score(None)
-        check_random_state(self.random_state)
-        check_devices(self.devices)
-        choice("loss_dtype", self.loss_dtype, LOSS_DTYPES)
-        choice("hessian", self.hessian, HESSIAN_SETTINGS)
-        monotone_directions(self.monotone_constraints)
-        choice("monotone_constraints_method", self.monotone_constraints_method, MONOTONE_METHODS)
-        interaction_sets(self.interaction_constraints)
-        check_early_stopping(self.early_stopping)
-        check_category_settings(self)
 
     def _given_init_score(self, n_outputs: int | None) -> np.ndarray | None:
         """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
@@ -594,13 +361,13 @@ class Booster:
     def _hyper(self) -> NumericSettings:
         """The numeric settings, checked, as float32 scalars."""
         hyper = NumericSettings(
-            learning_rate=finite_number("learning_rate", self.learning_rate, positive=True),
-            reg_lambda=finite_number("reg_lambda", resolved_reg_lambda(self.reg_lambda, "")),
-            min_child_weight=finite_number("min_child_weight", self.min_child_weight),
-            min_split_gain=finite_number("min_split_gain", self.min_split_gain),
-            subsample=fraction("subsample", self.subsample),
-            colsample_bytree=fraction("colsample_bytree", self.colsample_bytree),
-            hessian_floor=finite_number("hessian_floor", self.hessian_floor),
+            learning_rate=checked(self, "learning_rate"),
+            reg_lambda=resolved_reg_lambda(checked(self, "reg_lambda"), ""),
+            min_child_weight=checked(self, "min_child_weight"),
+            min_split_gain=checked(self, "min_split_gain"),
+            subsample=checked(self, "subsample"),
+            colsample_bytree=checked(self, "colsample_bytree"),
+            hessian_floor=checked(self, "hessian_floor"),
             min_child_samples=least_child_rows(
                 self.min_child_samples, bool(self.use_quantized_grad)
             ),

@@ -390,15 +390,18 @@ def category_edges(edges: np.ndarray, tables: list[CategoryColumn]) -> np.ndarra
     return edges
 
 
-def check_settings(booster: Any) -> None:
-    """The categorical split settings' ranges."""
-    for name, least in (("max_cat_to_onehot", 1), ("max_cat_threshold", 1)):
-        value = getattr(booster, name)
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < least:
-            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
-    smooth = booster.cat_smooth
-    if not isinstance(smooth, (int, float, np.number)) or not np.isfinite(smooth) or smooth < 0:
-        raise ValueError(f"cat_smooth: expected a finite number >= 0, got {smooth!r}")
+def check_category_count(name: str, value: Any) -> int:
+    """``max_cat_to_onehot``, ``max_cat_threshold``: an integer >= 1."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def check_smoothing(name: str, value: Any) -> float:
+    """``cat_smooth``: a finite number >= 0."""
+    if not isinstance(value, (int, float, np.number)) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def check_not_monotone(monotone: tuple[int, ...], columns: Sequence[int], names) -> None:

@@ -5,10 +5,9 @@
 ``X``; `jaxboost.frontends.estimator_inputs`), build a `Booster` from their
 own parameters, fit it on ``X`` as given and keep it in ``booster_``: the
 Booster holds the model, its feature names and its one category table, and
-every prediction goes through it.  Every estimator parameter that the engine's
-constructor accepts is forwarded by name, so an engine argument only has to be
-listed in the estimators' ``__init__`` (scikit-learn needs them explicit) to
-flow through.  Fit keywords (``eval_set``, ``early_stopping_rounds``, ...) go
+every prediction goes through it.  Their settings and the Booster's are
+`jaxboost.frontends.settings_table`'s, and every one the Booster takes is
+forwarded by name.  Fit keywords (``eval_set``, ``early_stopping_rounds``, ...) go
 to ``Booster.fit`` unchanged, except that evaluation sets are validated like
 ``X`` and a classifier's evaluation labels are encoded like ``y``.
 """
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -39,11 +37,11 @@ from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
 from .model_file import save_model
 from .settings import devices_for_jobs, progress_rounds
+from .settings_table import BOOSTER, CLASSIFIER, REGRESSOR, settings_of, takes_settings
 
-# Estimator parameters that the estimators resolve themselves before building
-# the Booster (the loss object, the number of raw outputs, the devices of
-# n_jobs, fit's progress display).
-_RESOLVED_BY_ESTIMATOR = ("loss", "n_outputs", "warm_start", "n_jobs", "verbose", "verbosity")
+# the settings an estimator passes on to its Booster (its own, such as n_jobs
+# and verbose, it resolves itself)
+_BOOSTER_SETTINGS = frozenset(setting.name for setting in settings_of(BOOSTER))
 # links whose predictions are class probabilities
 _PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
 
@@ -129,24 +127,14 @@ class _BoosterEstimator(BaseEstimator):
     """What Regressor and Classifier share: building, fitting and reading the Booster."""
 
     def _engine_params(self) -> dict[str, Any]:
-        """The estimator's parameters that ``Booster.__init__`` accepts.
-
-        A parameter the installed engine does not accept is dropped while it
-        holds its default, and is an error otherwise (rather than silently ignored).
-        """
-        engine = inspect.signature(Booster).parameters
-        own = inspect.signature(type(self)).parameters
-        params = {}
-        for name, value in self.get_params(deep=False).items():
-            if name in _RESOLVED_BY_ESTIMATOR:
-                continue
-            if name in engine:
-                params[name] = value
-            elif value is not own[name].default and value != own[name].default:
-                raise TypeError(
-                    f"{name}: this version of jaxboost.Booster does not accept it; "
-                    f"leave it at its default {own[name].default!r}, got {value!r}"
-                )
+        """The estimator's settings that ``Booster`` takes, but the loss and
+        the outputs, which the estimator resolves itself (the estimator-only
+        ones, `jaxboost.frontends.settings_table`'s, are resolved at fit)."""
+        params = {
+            name: value
+            for name, value in self.get_params(deep=False).items()
+            if name in _BOOSTER_SETTINGS and name not in ("loss", "n_outputs")
+        }
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = int(
                 check_random_state(params["random_state"]).randint(np.iinfo(np.int32).max)
@@ -341,31 +329,13 @@ def loaded_estimator(
     return estimator
 
 
+@takes_settings(REGRESSOR)
 class Regressor(RegressorMixin, _BoosterEstimator):
     """Gradient-boosted trees regressor for any per-sample JAX loss.
 
     Args:
-      loss: a catalogue name (``"squared_error"``, ``"huber"``, ``"poisson"``,
-        ...), a catalogue loss, an optax loss (adapted, see ``losses.resolve``),
-        or any callable ``loss(y, f) -> scalar`` of one sample.  With a 2-D
-        ``y`` an elementwise loss (or one declaring one output) is summed over
-        the targets and the model gets one output per target.
-      n_outputs: raw scores per sample; None takes the loss's declared number
-        (or the number of targets of a 2-D ``y``).
-      warm_start: a new ``fit`` adds rounds to the fitted model, up to
-        ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
-        ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
-      n_jobs: how many devices to train on (LightGBM's and XGBoost's
-        threads: jaxboost's workers are devices, on CPU the cores): None or
-        -1 as many as the rows warrant (the default), ``k`` at most ``k``;
-        ``devices`` names them instead.
-      verbose: ``fit`` prints progress every ``verbose`` rounds (False, 0 or
-        LightGBM's -1: none), unless ``fit(verbose=...)`` says otherwise.
-      verbosity: XGBoost's and LightGBM's log level, for their users' code:
-        without ``verbose``, 2 or more (their info and debug levels) prints
-        progress every round, less nothing (warnings are Python warnings).
-
-    Every other parameter is `jaxboost.Booster`'s, with its default.
+      (the settings of `jaxboost.frontends.settings_table`: each with its
+      default and meaning in ``help(Regressor)`` and the API reference)
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
     (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
@@ -376,90 +346,6 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     ``booster_.predict(X)`` is `predict`; ``save(path)`` writes it with the
     estimator, and `jaxboost.load` gives back the estimator.
     """
-
-    def __init__(
-        self,
-        loss: str | Callable = "squared_error",
-        n_estimators: int = 100,
-        learning_rate: float = 0.1,
-        max_depth: int = 6,
-        n_outputs: int | None = None,
-        subsample: float = 1.0,
-        colsample_bytree: float = 1.0,
-        leaf_method: str = "auto",
-        reg_lambda: float | None = None,
-        min_child_weight: float = 1e-3,
-        min_split_gain: float = 0.0,
-        max_bins: int = 255,
-        split_criterion: str = "auto",
-        hessian: str = "auto",
-        multi_strategy: str = "multi_output_tree",
-        hessian_mode: str = "raw",
-        hessian_floor: float = 0.0,
-        armijo: bool | None = None,
-        use_quantized_grad: bool = False,
-        num_grad_quant_bins: int = 4,
-        random_state: int | None = 0,
-        devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int | None = None,
-        base_score: float | list | None = None,
-        loss_dtype: str = "auto",
-        warm_start: bool = False,
-        min_child_samples: int | str = "auto",
-        monotone_constraints: list | dict | None = None,
-        interaction_constraints: list | None = None,
-        monotone_constraints_method: str = "basic",
-        early_stopping: str | bool = "auto",
-        categorical_features: Any = None,
-        max_cat_to_onehot: int = 4,
-        max_cat_threshold: int = 32,
-        cat_smooth: float = 10.0,
-        grow_policy: str = "depthwise",
-        max_leaves: int | None = None,
-        n_jobs: int | None = None,
-        verbose: bool | int = False,
-        verbosity: int | None = None,
-    ):
-        self.loss = loss
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.n_outputs = n_outputs
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.leaf_method = leaf_method
-        self.reg_lambda = reg_lambda
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.max_bins = max_bins
-        self.split_criterion = split_criterion
-        self.hessian = hessian
-        self.multi_strategy = multi_strategy
-        self.hessian_mode = hessian_mode
-        self.hessian_floor = hessian_floor
-        self.armijo = armijo
-        self.use_quantized_grad = use_quantized_grad
-        self.num_grad_quant_bins = num_grad_quant_bins
-        self.random_state = random_state
-        self.devices = devices
-        self.rounds_per_chunk = rounds_per_chunk
-        self.base_score = base_score
-        self.loss_dtype = loss_dtype
-        self.warm_start = warm_start
-        self.min_child_samples = min_child_samples
-        self.monotone_constraints = monotone_constraints
-        self.interaction_constraints = interaction_constraints
-        self.monotone_constraints_method = monotone_constraints_method
-        self.early_stopping = early_stopping
-        self.categorical_features = categorical_features
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.max_cat_threshold = max_cat_threshold
-        self.cat_smooth = cat_smooth
-        self.grow_policy = grow_policy
-        self.max_leaves = max_leaves
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.verbosity = verbosity
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
         """Engine targets: ``(n_rows,)``, or ``(n_rows, n_targets)`` for several;
@@ -545,119 +431,17 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         return tags
 
 
+@takes_settings(CLASSIFIER)
 class Classifier(ClassifierMixin, _BoosterEstimator):
     """Gradient-boosted trees classifier for any per-sample JAX loss.
 
     Args:
-      loss: ``"auto"`` (binary log loss for two classes, softmax cross-entropy
-        for more), a catalogue name or loss, or a callable ``loss(y, f)`` that
-        receives the encoded label ``y`` in ``0..K-1`` (as a float).  The loss's
-        declared ``n_outputs`` (``"n_classes"`` gives one per class) and ``link``
-        are used, and the link must give probabilities (sigmoid, sigmoid2 or
-        softmax: ``"squared_error"`` is refused); a callable without them gets
-        one output and a sigmoid link for two classes, ``K`` outputs and a
-        softmax link for more.  An optax function is adapted (see
-        ``losses.resolve``).
-      warm_start: a new ``fit`` adds rounds to the fitted model, up to
-        ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
-        ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
-      n_jobs: how many devices to train on (LightGBM's and XGBoost's
-        threads: jaxboost's workers are devices, on CPU the cores): None or
-        -1 as many as the rows warrant (the default), ``k`` at most ``k``;
-        ``devices`` names them instead.
-      verbose: ``fit`` prints progress every ``verbose`` rounds (False, 0 or
-        LightGBM's -1: none), unless ``fit(verbose=...)`` says otherwise.
-      verbosity: XGBoost's and LightGBM's log level, for their users' code:
-        without ``verbose``, 2 or more (their info and debug levels) prints
-        progress every round, less nothing (warnings are Python warnings).
-
-    Every other parameter is `jaxboost.Booster`'s, with its default.
+      (the settings of `jaxboost.frontends.settings_table`: each with its
+      default and meaning in ``help(Classifier)`` and the API reference)
 
     Labels may be of any type (``classes_`` holds them sorted).  Fitted
     attributes as for `Regressor`, plus ``classes_``.
     """
-
-    def __init__(
-        self,
-        loss: str | Callable = "auto",
-        n_estimators: int = 100,
-        learning_rate: float = 0.1,
-        max_depth: int = 6,
-        subsample: float = 1.0,
-        colsample_bytree: float = 1.0,
-        leaf_method: str = "auto",
-        reg_lambda: float | None = None,
-        min_child_weight: float = 1e-3,
-        min_split_gain: float = 0.0,
-        max_bins: int = 255,
-        split_criterion: str = "auto",
-        hessian: str = "auto",
-        multi_strategy: str = "multi_output_tree",
-        hessian_mode: str = "raw",
-        hessian_floor: float = 0.0,
-        armijo: bool | None = None,
-        use_quantized_grad: bool = False,
-        num_grad_quant_bins: int = 4,
-        random_state: int | None = 0,
-        devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int | None = None,
-        base_score: float | list | None = None,
-        loss_dtype: str = "auto",
-        warm_start: bool = False,
-        min_child_samples: int | str = "auto",
-        monotone_constraints: list | dict | None = None,
-        interaction_constraints: list | None = None,
-        monotone_constraints_method: str = "basic",
-        early_stopping: str | bool = "auto",
-        categorical_features: Any = None,
-        max_cat_to_onehot: int = 4,
-        max_cat_threshold: int = 32,
-        cat_smooth: float = 10.0,
-        grow_policy: str = "depthwise",
-        max_leaves: int | None = None,
-        n_jobs: int | None = None,
-        verbose: bool | int = False,
-        verbosity: int | None = None,
-    ):
-        self.loss = loss
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.leaf_method = leaf_method
-        self.reg_lambda = reg_lambda
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.max_bins = max_bins
-        self.split_criterion = split_criterion
-        self.hessian = hessian
-        self.multi_strategy = multi_strategy
-        self.hessian_mode = hessian_mode
-        self.hessian_floor = hessian_floor
-        self.armijo = armijo
-        self.use_quantized_grad = use_quantized_grad
-        self.num_grad_quant_bins = num_grad_quant_bins
-        self.random_state = random_state
-        self.devices = devices
-        self.rounds_per_chunk = rounds_per_chunk
-        self.base_score = base_score
-        self.loss_dtype = loss_dtype
-        self.warm_start = warm_start
-        self.min_child_samples = min_child_samples
-        self.monotone_constraints = monotone_constraints
-        self.interaction_constraints = interaction_constraints
-        self.monotone_constraints_method = monotone_constraints_method
-        self.early_stopping = early_stopping
-        self.categorical_features = categorical_features
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.max_cat_threshold = max_cat_threshold
-        self.cat_smooth = cat_smooth
-        self.grow_policy = grow_policy
-        self.max_leaves = max_leaves
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.verbosity = verbosity
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
         if isinstance(self.loss, str) and self.loss == "auto":

@@ -4,7 +4,7 @@ and any loss of a query group), as LightGBM's ``LGBMRanker`` and XGBoost's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -18,27 +18,21 @@ from ..engine.groups import GroupBucket, group_count, loss_sum
 from .estimators import _BoosterEstimator
 from .grouping import check_group_weights, grouped_rows, is_group_loss, place_groups
 from .loss_checks import target_problem
+from .settings_table import RANKER, takes_settings
 from .validation import as_weights
 
 # NDCG over every row of a query (LightGBM's "ndcg" without @k): Ranker.score
 _NDCG = ndcg_at(None)
 
 
+@takes_settings(RANKER)
 class Ranker(_BoosterEstimator, BaseEstimator):
     """Gradient-boosted trees ranker for any group loss.
 
     Args:
-      loss: a group loss (``losses.declare(..., per="group")``) or a
-        catalogue name: ``"lambdarank"`` (LightGBM's gradients, truncation
-        30), ``"listnet"``, ``"ranknet"``.
-      n_jobs: how many devices to train on, as `jaxboost.Regressor`'s.
-      verbose: the progress display, as `jaxboost.Regressor`'s.
-      verbosity: XGBoost's and LightGBM's log level, as `jaxboost.Regressor`'s.
+      (the settings of `jaxboost.frontends.settings_table`: each with its
+      default and meaning in ``help(Ranker)`` and the API reference)
 
-    Every other parameter is `jaxboost.Booster`'s, with its default: among
-    them ``categorical_features`` (a frame's category and string columns
-    are categorical anyway) and ``grow_policy``,
-    ``max_leaves`` (leaf-wise trees).
     ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
     take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.
 
@@ -52,56 +46,6 @@ class Ranker(_BoosterEstimator, BaseEstimator):
     ``evals_result_``, ``best_iteration_``, ``best_score_``, ``categories_``
     (the categorical columns' categories and codes, None without any).
     """
-
-    def __init__(
-        self,
-        loss: str | Callable = "lambdarank",
-        n_estimators: int = 100,
-        learning_rate: float = 0.1,
-        max_depth: int = 6,
-        subsample: float = 1.0,
-        colsample_bytree: float = 1.0,
-        leaf_method: str = "auto",
-        reg_lambda: float = 1.0,
-        min_child_weight: float = 1e-3,
-        min_split_gain: float = 0.0,
-        max_bins: int = 255,
-        random_state: int | None = 0,
-        devices: Sequence[jax.Device] | None = None,
-        rounds_per_chunk: int | None = None,
-        categorical_features: Any = None,
-        max_cat_to_onehot: int = 4,
-        max_cat_threshold: int = 32,
-        cat_smooth: float = 10.0,
-        grow_policy: str = "depthwise",
-        max_leaves: int | None = None,
-        n_jobs: int | None = None,
-        verbose: bool | int = False,
-        verbosity: int | None = None,
-    ):
-        self.loss = loss
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.leaf_method = leaf_method
-        self.reg_lambda = reg_lambda
-        self.min_child_weight = min_child_weight
-        self.min_split_gain = min_split_gain
-        self.max_bins = max_bins
-        self.random_state = random_state
-        self.devices = devices
-        self.rounds_per_chunk = rounds_per_chunk
-        self.categorical_features = categorical_features
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.max_cat_threshold = max_cat_threshold
-        self.cat_smooth = cat_smooth
-        self.grow_policy = grow_policy
-        self.max_leaves = max_leaves
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.verbosity = verbosity
 
     def fit(
         self,

@@ -67,9 +67,14 @@ def least_child_rows(value: int | str, quantised: bool) -> float:
 
 
 def fraction(name: str, value: float) -> float:
-    if not 0.0 < float(value) <= 1.0:
-        raise ValueError(f"{name}: expected a fraction in (0, 1], got {value}")
-    return float(value)
+    """``value`` as a float, after checking it is a number in ``(0, 1]``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0.0 < number <= 1.0:
+        raise ValueError(f"{name}: expected a fraction in (0, 1], got {value!r}")
+    return number
 
 
 def choice(name: str, value: str, allowed: Sequence[str]) -> str:
