@@ -107,6 +107,7 @@ from .loss_checks import (
     check_target_domain,
     check_target_spread,
 )
+from .model_fields import MODEL_FIELDS
 from .model_file import save_model
 from .monitor import Monitor
 from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
@@ -802,8 +803,8 @@ class Booster:
             n_rounds = monitor.best_iteration
             forest = jax.tree.map(lambda leaf: leaf[: n_rounds * cfg.trees_per_round], forest)
             train_loss = train_loss[: n_rounds + 1]
-        for stale in ("feature_names_in_", "init_model_rounds_"):
-            self.__dict__.pop(stale, None)
+        for field in MODEL_FIELDS:  # (a field this fit does not set is not kept stale)
+            self.__dict__.pop(field.name, None)
         self.__dict__.update(self._fitted_model(inputs, placed, forest, train_loss))
         self.evals_result_ = joined_evals(inputs.continued, monitor.evals_result)
         _warn_infinite_crps(self.evals_result_)

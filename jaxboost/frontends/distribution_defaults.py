@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.fisher import resolved_hessian
+from .model_fields import MODEL_FIELDS
 from .settings import draw_seed
 
 # reg_lambda of a Fisher-scored fit left at None: a prior worth 5 rows
@@ -207,6 +208,8 @@ def _fit_plain(booster: Any, n_estimators: int, X, y, sample_weight, given: dict
     final.early_stopping = False
     final.n_estimators = n_estimators
     final.fit(X, y, sample_weight, **{k: v for k, v in given.items() if v is not None})
+    for field in MODEL_FIELDS:  # (none kept stale from an earlier fit)
+        booster.__dict__.pop(field.name, None)
     fitted = {name: value for name, value in vars(final).items() if name.endswith("_")}
     booster.__dict__.update(fitted)
     return booster

@@ -59,7 +59,9 @@ from ..engine.categorical import BITSET_WORDS
 from ..engine.training import LEAF_METHODS, SPLIT_CRITERIA
 from ..engine.tree import Tree
 from ..losses import DATA_OUTPUTS
+from ..runtime.precision import LOSS_DTYPES
 from .categories import categories_from_json, categories_to_json
+from .model_fields import MODEL_FIELDS
 
 FORMAT = "jaxboost-model"
 FORMAT_VERSION = 4
@@ -67,6 +69,7 @@ CHECKSUMS_SINCE = 2  # the first format version whose files carry array ``checks
 DOCUMENT_CHECKSUM_SINCE = 3  # ... and the whole document's ``checksum``
 ESTIMATOR_SINCE = 4  # the first whose files may hold an ``estimator`` section
 DEFAULT_MAX_BYTES = 1 << 30
+FITTED_LOSS_DTYPES = tuple(dtype for dtype in LOSS_DTYPES if dtype != "auto")
 
 # Constructor arguments that are not saved: ``loss`` has its own section (a
 # function cannot be stored as data), ``devices`` are objects of the running
@@ -95,25 +98,11 @@ FOREST_FIELDS = {
 }
 _OPTIONAL_FOREST_FIELDS = ("category_left",)
 
-# Fitted attributes: (name, kind, required).  Adding one is one line here; a
-# new kind needs an encoder and a decoder in ``_CODECS``.
-STATE_FIELDS = (
-    ("forest_", "forest", True),
-    ("init_score_", "float32_array", True),
-    ("bin_edges_", "float32_array", True),
-    ("n_outputs_", "int", True),
-    ("n_features_in_", "int", True),
-    ("n_estimators_", "int", True),
-    ("train_loss_", "floats", True),
-    ("feature_names_in_", "strings", False),
-    ("best_iteration_", "int", False),
-    ("best_score_", "float", False),
-    ("evals_result_", "evals", False),
-    ("leaf_method_", "leaf_method", False),
-    ("split_criterion_", "split_criterion", False),
-    ("armijo_", "bool", False),
-    ("init_model_rounds_", "int", False),  # a continued fit's (frontends/continued.py)
-    ("categories_", "categories", False),  # categorical columns' codes (frontends/categories.py)
+# Fitted attributes in a file's "state": (name, kind, required), of
+# `jaxboost.frontends.model_fields`; a new kind needs an encoder and a
+# decoder in ``_CODECS``.
+STATE_FIELDS = tuple(
+    (field.name, field.kind, field.required) for field in MODEL_FIELDS if field.kind is not None
 )
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
@@ -363,6 +352,7 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
     "categories": (categories_to_json, _decode_categories),
     "leaf_method": _choice_codec(LEAF_METHODS),
     "split_criterion": _choice_codec(SPLIT_CRITERIA),
+    "loss_dtype": _choice_codec(FITTED_LOSS_DTYPES),
 }
 
 

@@ -1,0 +1,74 @@
+"""One list of the fitted model's fields (jaxboost.frontends.model_fields)
+serves fit, the model file, loading and docs/algorithm.md: a field one of
+them forgets (``loss_dtype_`` was set by fit and missing from files) fails
+here."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxboost as jb
+from jaxboost.frontends.model_fields import MODEL_FIELDS
+from jaxboost.frontends.model_file import STATE_FIELDS
+from jaxboost.frontends.refit import refit_leaves
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = {field.name for field in MODEL_FIELDS}
+SMALL = {"n_estimators": 3, "max_depth": 2, "max_bins": 16}
+
+
+def _data(seed=0, n_rows=120):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, 3)).astype(np.float32)
+    return X, (X[:, 0] + 0.1 * rng.normal(size=n_rows)).astype(np.float32)
+
+
+def _fitted(model) -> set[str]:
+    return {name for name in vars(model) if name.endswith("_")}
+
+
+@pytest.fixture(scope="module")
+def model():
+    X, y = _data()
+    return jb.Booster(**SMALL).fit(X, y), X, y
+
+
+def test_fit_sets_the_listed_fields_and_every_required_one(model):
+    booster, _, _ = model
+    assert _fitted(booster) <= NAMES
+    assert {field.name for field in MODEL_FIELDS if field.required} <= _fitted(booster)
+    assert booster.loss_dtype_ == "float32"
+
+
+def test_the_file_holds_every_field_but_the_loss_and_load_gives_each_back(model, tmp_path):
+    booster, _, _ = model
+    assert {name for name, _, _ in STATE_FIELDS} == NAMES - {"loss_"}
+    booster.save(tmp_path / "model.json")
+    loaded = jb.load(tmp_path / "model.json")
+    assert _fitted(loaded) == _fitted(booster)
+    for name in _fitted(booster) - {"forest_", "loss_", "evals_result_"}:
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(booster, name), err_msg=name)
+
+
+def test_a_refit_model_keeps_its_refit_loss_in_its_file_and_a_new_fit_drops_it(model, tmp_path):
+    booster, X, y = model
+    refitted = refit_leaves(booster, X, y, steps=3)
+    refitted.save(tmp_path / "refit.json")
+    np.testing.assert_array_equal(
+        jb.load(tmp_path / "refit.json").refit_loss_, refitted.refit_loss_
+    )
+    refitted.fit(X, y)  # (its refit_loss_ described the trees it no longer has)
+    assert not hasattr(refitted, "refit_loss_")
+
+
+def test_the_algorithm_page_lists_every_field():
+    text = (ROOT / "docs" / "algorithm.md").read_text(encoding="utf-8")
+    table = text.split("## After `fit`", 1)[1].split("\n\n", 2)[1]
+    listed = set()
+    for row in table.splitlines()[2:]:
+        listed |= set(re.findall(r"`(\w+_)`", row.split("|")[1]))
+    computed = {"feature_importances_", "trees_per_round_"}  # properties of the fields
+    assert all(isinstance(getattr(jb.Booster, name), property) for name in computed)
+    assert listed == NAMES | computed
