@@ -58,10 +58,9 @@ def test_a_setting_added_to_the_table_reaches_all_four(monkeypatch):
         assert parameter.default == 7
         assert "  extra_setting: a setting of the test,\n    in two lines." in made.__doc__
         assert made().extra_setting == 7 and made(extra_setting=3).extra_setting == 3
-        if front_end != "Booster":  # scikit-learn's parameters are the signature's
-            assert made().get_params()["extra_setting"] == 7
-            assert made().set_params(extra_setting=5).extra_setting == 5
-            assert clone(made(extra_setting=4)).extra_setting == 4
+        assert made().get_params()["extra_setting"] == 7
+        assert made().set_params(extra_setting=5).extra_setting == 5
+        assert clone(made(extra_setting=4)).extra_setting == 4
 
 
 def test_positional_settings_keep_their_places_and_unknown_ones_are_named():
@@ -74,6 +73,8 @@ def test_positional_settings_keep_their_places_and_unknown_ones_are_named():
     )
     with pytest.raises(TypeError, match=r"Booster\(\): .*'max_dept'"):
         jb.Booster(max_dept=3)
+    with pytest.raises(ValueError, match="^max_dept: not a setting of Booster"):
+        jb.Booster().set_params(max_dept=3)
 
 
 CHECKED = [s for s in SETTINGS if s.check is not None and "Booster" in s.front_ends]

@@ -119,7 +119,14 @@ from .settings import (
     tree_leaves,
     whole_number,
 )
-from .settings_table import BOOSTER, HESSIAN_SETTINGS, check_settings, checked, takes_settings
+from .settings_table import (
+    BOOSTER,
+    HESSIAN_SETTINGS,
+    check_settings,
+    checked,
+    settings_of,
+    takes_settings,
+)
 from .validation import (
     as_features,
     as_targets,
@@ -202,6 +209,21 @@ class Booster:
       (the settings of `jaxboost.frontends.settings_table`: each with its
       default and meaning in ``help(Booster)`` and the API reference)
     """
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The settings by name, as scikit-learn's ``get_params`` (``deep``
+        changes nothing: no setting holds an estimator)."""
+        return {setting.name: getattr(self, setting.name) for setting in settings_of(BOOSTER)}
+
+    def set_params(self, **params: Any) -> Booster:
+        """Sets settings by name, as scikit-learn's ``set_params``; returns
+        ``self``.  An unknown name is a ValueError naming it."""
+        names = {setting.name for setting in settings_of(BOOSTER)}
+        for name, value in params.items():
+            if name not in names:
+                raise ValueError(f"{name}: not a setting of Booster; its settings: {sorted(names)}")
+            setattr(self, name, value)
+        return self
 
     def __getstate__(self) -> dict[str, Any]:
         # jax.Device objects do not pickle: they travel as (platform, id)
