@@ -96,7 +96,7 @@ from .grouping import (
     eval_set_groups,
     fit_groups,
 )
-from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit
+from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit, rows_from_hessian
 from .inspection import (
     feature_importances,
     feature_indices,
@@ -914,6 +914,9 @@ class Booster:
         )
         self._check_weight_scale(inputs.weight, hyper)
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
+        # (the loss as given: its hessian's shape is the scaled one's)
+        from_hessian = rows_from_hessian(cfg, inputs.loss, targets, inputs.weight)
+        cfg = dataclasses.replace(cfg, rows_from_hessian=from_hessian)
         return self._with_columns(cfg, inputs, placed), hyper
 
     @staticmethod
