@@ -473,3 +473,24 @@ def test_the_host_walk_rejects_a_split_feature_out_of_range(regression):
     forest.feature[0, 0] = N_FEATURES
     with pytest.raises(ValueError, match="split feature out of range"):
         predict_forest_host(forest, model.init_score_, np.ones((3, N_FEATURES), np.float32))
+
+
+def test_devices_without_the_host_walk_take_chunks_of_three_sizes(regression, monkeypatch):
+    """Where the native walk is not called from the host (GPUs, no native
+    kernels) a batch runs as chunks of `CHUNK_ROWS` sizes through the
+    program, and scores as the numpy walk at sizes across the chunks."""
+    from jaxboost.engine import predict
+
+    monkeypatch.setattr(predict, "_walks_on_host", lambda devices: False)
+    _, _, model = regression
+    for n_rows in (1, 300, 65536 + 5):
+        X_new = _features(30, n_rows=n_rows)
+        expected = _walk(_forest(model), model.init_score_, X_new)[:, 0]
+        np.testing.assert_allclose(model.predict_raw(X_new), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_forest_without_trees_predicts_its_initial_score(regression):
+    _, _, model = regression
+    X_new = _features(31, n_rows=3)
+    raw = model.predict_raw(X_new, iteration_range=(0, 0))
+    np.testing.assert_array_equal(raw, np.full(3, model.init_score_[0], np.float32))
