@@ -39,7 +39,6 @@ import numpy as np
 import xgboost as xgb
 from _common import (
     best_of,
-    timed,
     compile_summary,
     jaxboost_booster,
     lightgbm_dataset,
@@ -47,6 +46,7 @@ from _common import (
     make_data,
     print_header,
     print_table,
+    timed,
     timed_report,
     usable_cores,
     xgboost_params,
