@@ -3,8 +3,8 @@
 On CPUs the native kernel walks the trees instead, about 4x faster; this
 module's XLA program is its reference.  `predict_on_devices` calls it from
 the host (`predict_forest_host`, through ctypes on the host arrays): no
-program to compile at any batch size, and about 20 us of fixed cost a call
-(``benchmarks/bench_predict.py --batch-sizes``).  Elsewhere a batch runs as
+program to compile at any batch size, and a few tens of microseconds of
+fixed cost a call (``benchmarks/bench_predict.py --batch-sizes``).  Elsewhere a batch runs as
 chunks of the few sizes of `jaxboost.runtime.padding.CHUNK_ROWS`, one
 program each.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
@@ -130,7 +130,7 @@ def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> 
 
 
 @functools.cache
-def _host_walk() -> ctypes._CFuncPtr:
+def _host_walk() -> Callable[..., int]:
     """The native kernel's host entry point (``JaxboostPredictForestHost``)."""
     function = host_library().JaxboostPredictForestHost
     pointer, size = ctypes.c_void_p, ctypes.c_int64
