@@ -20,9 +20,18 @@ sets the other bound on a child's size (default 1e-3, jaxboost's; 1 is
 XGBoost's: the hessian of a log-loss row is at most 0.25, so 1 alone asks
 for at least 4 rows).
 
+``--timing ROWS`` measures what the default costs instead: fit seconds of
+``min_child_samples`` 20 and 0 on ``ROWS`` rows of ``bench_fit.py``'s
+synthetic data (its settings, ``--rounds`` rounds), for squared error
+(whose constant hessian counts the rows) and log loss (a count column),
+alternating 20 and 0 ``--repeat`` times after a fit of each; the median of
+the pairs' ratios.  Run it with ``PYTHONPATH`` at another tree's copy to
+compare versions.
+
     python benchmarks/bench_min_child_samples.py            # about 3 minutes on 2 busy cores
     python benchmarks/bench_min_child_samples.py --splits 3 --small-splits 8
     python benchmarks/bench_min_child_samples.py --min-child-weight 1 --values 0 20
+    python benchmarks/bench_min_child_samples.py --timing 200000 --rounds 30
 """
 
 from __future__ import annotations
@@ -33,12 +42,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import print_header, print_table
+from _common import jaxboost_booster, make_data, print_header, print_table
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.metrics import log_loss, mean_squared_error
 from sklearn.model_selection import train_test_split
 
-from jaxboost import Classifier, Regressor
+import jaxboost
+from jaxboost import Classifier, Regressor, losses
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
@@ -117,6 +127,35 @@ def loss_table(data: dict, values: list[int], min_child_weight: float) -> list[l
     return rows
 
 
+def timing_table(n_rows: int, rounds: int, repeat: int) -> list[list]:
+    """One row per loss: median fit seconds at 20 and at 0, and the median
+    and range of the paired ratios."""
+    X, y, _ = make_data(n_rows, 0)
+    rows = []
+    timed_losses = {"squared error": losses.squared_error, "log loss": losses.binary_logloss}
+    for name, loss in timed_losses.items():
+
+        def seconds(least: int, loss=loss) -> float:
+            model = jaxboost_booster(loss, rounds, min_child_samples=least)
+            start = time.perf_counter()
+            model.fit(X, y)
+            return time.perf_counter() - start
+
+        seconds(20), seconds(0)  # (compiles)
+        pairs = np.array([(seconds(20), seconds(0)) for _ in range(repeat)])
+        ratios = pairs[:, 0] / pairs[:, 1]
+        rows.append(
+            [
+                name,
+                f"{np.median(pairs[:, 0]):.3f}",
+                f"{np.median(pairs[:, 1]):.3f}",
+                f"{np.median(ratios):.3f}",
+                f"{ratios.min():.3f}-{ratios.max():.3f}",
+            ]
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--splits", type=int, default=2)
@@ -124,7 +163,19 @@ def main() -> None:
     parser.add_argument("--min-child-weight", type=float, default=1e-3)
     parser.add_argument("--values", type=int, nargs="+", default=[0, 5, 10, 20, 40])
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    parser.add_argument("--timing", type=int, metavar="ROWS", help="time the default instead")
+    parser.add_argument("--rounds", type=int, default=100, help="rounds of --timing's fits")
+    parser.add_argument("--repeat", type=int, default=5, help="pairs of --timing's fits")
     args = parser.parse_args()
+    if args.timing:
+        print_header(None, [])
+        print(
+            f"jaxboost from {Path(jaxboost.__file__).parent}; {args.timing} rows x 28, "
+            f"{args.rounds} rounds, depth 6\n"
+        )
+        header = ["loss", "s at 20", "s at 0", "20 / 0 (median)", "range"]
+        print_table(header, timing_table(args.timing, args.rounds, args.repeat))
+        return
     values = sorted(set(args.values) | {0})
     data = data_sets(args.data_dir, args.splits, args.small_splits)
     print_header(None, ["sklearn"])

@@ -17,13 +17,22 @@ checks: the AUC of every prediction against the labels, XGBoost's two paths
 against each other, and jaxboost's scores of the first rows predicted alone
 against the same rows in the big call.
 
+``--batch-sizes N ...`` times, after one prediction of 5 rows, each batch
+size new to the process: its first call (and the JAX compile events
+during it: 0 when nothing compiles), then the best of ``--repeat`` (at
+least 200 calls below 1000 rows) of jaxboost's ``predict_raw`` and
+``predict`` (the link too) beside LightGBM's ``predict(raw_score=True)``
+and ``predict`` (probabilities), alternating; no 1M-row table then.
+
     python benchmarks/bench_predict.py                    # 1M rows scored
     python benchmarks/bench_predict.py --rows 50000 --train-rows 20000 --rounds 10
+    python benchmarks/bench_predict.py --train-rows 20000 --batch-sizes 1 7 100 1000 7000 100000
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import lightgbm as lgb
 import numpy as np
@@ -37,6 +46,7 @@ from _common import (
     make_data,
     print_header,
     print_table,
+    timed,
     timed_report,
     usable_cores,
     xgboost_params,
@@ -102,6 +112,62 @@ def sanity_checks(models: dict, X: np.ndarray, best: dict) -> None:
     )
 
 
+def _best_seconds(call, repeat: int) -> float:
+    """The fastest of ``repeat`` calls of ``call``, in seconds."""
+    best = np.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def batch_size_table(models: dict, X: np.ndarray, sizes: list[int], args) -> None:
+    """Print, per batch size, jaxboost's first call at that size (compile
+    events included) and the best calls of both libraries, in ms."""
+    jaxboost, lightgbm = models["jaxboost"], models["LightGBM"]
+    jaxboost.predict(X[:5])  # the model's first prediction
+    rows = []
+    for size in sizes:
+        batch = X[:size]
+        first = timed(jaxboost.predict, batch)
+        repeat = max(args.repeat, 200 if size < 1000 else 20 if size <= 10_000 else 3)
+        calls = {
+            "raw": lambda batch=batch: jaxboost.predict_raw(batch),
+            "predict": lambda batch=batch: jaxboost.predict(batch),
+            "lgb raw": lambda batch=batch: lightgbm.predict(
+                batch, raw_score=True, num_threads=args.threads
+            ),
+            "lgb predict": lambda batch=batch: lightgbm.predict(batch, num_threads=args.threads),
+        }
+        best = {name: np.inf for name in calls}
+        for _ in range(3):  # alternating, a third of the calls each time
+            for name, call in calls.items():
+                best[name] = min(best[name], _best_seconds(call, -(-repeat // 3)))
+        rows.append(
+            [
+                size,
+                f"{first.seconds * 1e3:.2f}",
+                f"{first.compile_seconds:.3f}",
+                *(f"{best[name] * 1e3:.3f}" for name in calls),
+                f"{best['predict'] / best['lgb predict']:.2f}",
+            ]
+        )
+    print_table(
+        [
+            "rows",
+            "jaxboost first predict (ms)",
+            "its compile events (s)",
+            "jaxboost predict_raw (ms)",
+            "jaxboost predict (ms)",
+            "LightGBM raw (ms)",
+            "LightGBM predict (ms)",
+            "predict / LightGBM's",
+        ],
+        rows,
+    )
+
+
 def main(argv=None) -> None:
     """Parse the options, train, time the predictions and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -111,8 +177,13 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed calls of each; best kept")
     parser.add_argument("--threads", type=int, default=usable_cores(), help="peers' threads")
     parser.add_argument("--seed", type=int, default=0, help="data seed (scored rows: seed + 1)")
+    parser.add_argument(
+        "--batch-sizes", type=int, nargs="+", help="time these batch sizes (see above) instead"
+    )
     args = parser.parse_args(argv)
 
+    if args.batch_sizes:
+        args.rows = max(args.batch_sizes)
     print_header(argv, ["xgboost", "lightgbm", "scikit-learn"])
     print(
         f"settings: {args.rounds} trees, depth 6, log loss, trained on {args.train_rows} rows; "
@@ -121,6 +192,9 @@ def main(argv=None) -> None:
     X_train, y_train, _ = make_data(args.train_rows, args.seed)
     X, y, _ = make_data(args.rows, args.seed + 1)
     models = train_models(X_train, y_train, args)
+    if args.batch_sizes:
+        batch_size_table(models, X, args.batch_sizes, args)
+        return
     calls = prediction_calls(models, X, args.threads)
     first = timed_report(
         "jaxboost predict_raw first call (compiles)", calls["jaxboost predict_raw"]

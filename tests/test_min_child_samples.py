@@ -107,3 +107,58 @@ def test_auto_is_twenty_rows_or_none_with_quantised_gradients():
     off = jb.Booster(**quantised, min_child_samples=0).fit(X, y)
     np.testing.assert_array_equal(jb.Booster(**quantised).fit(X, y).predict(X), off.predict(X))
     assert _smallest_leaf(off, X) < 20
+
+
+def test_hessians_that_depend_on_nothing_are_told_apart():
+    """`hessian_is_constant` proves on the traced program that a loss's
+    hessian depends on neither target nor score, and refuses the rest."""
+    import jax.numpy as jnp
+
+    from jaxboost.frontends.hessian_probe import hessian_is_constant
+
+    target = np.float32(0.5)
+    assert hessian_is_constant(losses.squared_error, target, 1)
+    assert hessian_is_constant(lambda y, f: 3.0 * (f - y) ** 2, target, 1)
+    assert not hessian_is_constant(losses.binary_logloss, target, 1)
+    assert not hessian_is_constant(lambda y, f: jnp.logaddexp(f - y, y - f), target, 1)
+    assert not hessian_is_constant(lambda y, f: f - y, target, 1)  # hessian 0
+    vector = np.ones(3, np.float32)
+    assert hessian_is_constant(lambda y, f: 0.5 * jnp.sum((f - y) ** 2), vector, 3)
+    assert not hessian_is_constant(lambda y, f: jnp.sum(jnp.cosh(f - y)), vector, 3)
+
+
+def test_rows_read_off_the_hessian_grow_the_trees_of_the_count_column(monkeypatch):
+    """Squared error (hessian 1) and absolute error (the first-order
+    criterion's weights), with rows of weight 0 and a subsample, read the
+    rows off the hessian sums, with no count column, and grow the very trees
+    the count column grows; log loss and weights other than 0 and 1 keep
+    the column."""
+    from jaxboost.frontends import booster
+
+    rng, X, y = _data(seed=5)
+    weight = np.where(rng.uniform(size=500) < 0.3, 0.0, 1.0).astype(np.float32)
+    routes = []
+
+    def spied(*args):
+        routes.append(booster_rows(*args))
+        return routes[-1]
+
+    booster_rows = booster.rows_from_hessian
+    monkeypatch.setattr(booster, "rows_from_hessian", spied)
+    settings = {"n_estimators": 3, "max_depth": 3, "min_child_samples": 30, "subsample": 0.7}
+    fitted = {}
+    for loss in (losses.squared_error, losses.absolute_error):
+        fitted[loss] = jb.Booster(loss, **settings).fit(X, y, weight)
+        assert _smallest_leaf(fitted[loss], X, weight) >= 30
+    assert routes == [True, True]
+    monkeypatch.setattr(booster, "rows_from_hessian", lambda *args: False)
+    for loss, model in fitted.items():
+        column = jb.Booster(loss, **settings).fit(X, y, weight)
+        for field in ("feature", "threshold_bin", "leaf_value"):
+            expected = getattr(column.forest_, field)
+            np.testing.assert_array_equal(getattr(model.forest_, field), expected)
+    monkeypatch.setattr(booster, "rows_from_hessian", spied)
+    labels = (y > 0).astype(np.float32)
+    jb.Booster(losses.binary_logloss, n_estimators=1, max_depth=2).fit(X, labels)
+    jb.Booster(n_estimators=1, max_depth=2).fit(X, y, 2.0 * weight)
+    assert routes[2:] == [False, False]

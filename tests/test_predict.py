@@ -407,3 +407,90 @@ def test_the_native_kernel_walks_one_leaf_trees_and_deep_chains(depth):
         one_tree = jax.tree.map(lambda leaf, t=t: leaf[t : t + 1], forest)
         leaves = _walk_with_sets(one_tree, X_new)[:, 0]
         assert len(np.unique(leaves)) == n_leaves, t
+
+
+_compile_events = [0]
+
+
+def _count_compile(event: str, seconds: float, **_) -> None:
+    if event.startswith("/jax/core/compile/"):  # tracing, lowering, compiling
+        _compile_events[0] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_compile)
+
+
+def _softmax(raw: np.ndarray) -> np.ndarray:
+    shifted = np.exp(raw - raw.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def test_a_batch_of_any_size_compiles_nothing_after_the_first(regression, three_classes):
+    """After a model's first prediction, batches of new sizes (one row, odd
+    sizes, past a chunk) compile no program (JAX's compile events), and
+    every row scores as the numpy walk of the heap, through the link too."""
+    _, _, model = three_classes
+    _, _, line = regression
+    model.predict(_features(20, n_rows=5))
+    line.predict(_features(20, n_rows=5))
+    for n_rows in (1, 7, 1000, 4097, 70_001):
+        X_new = _features(21 + n_rows % 7, n_rows=n_rows)
+        before = _compile_events[0]
+        probability, raw = model.predict(X_new), model.predict_raw(X_new)
+        value = line.predict(X_new)
+        assert _compile_events[0] == before, f"{n_rows} rows compiled a program"
+        expected = _walk(_forest(model), model.init_score_, X_new)
+        np.testing.assert_allclose(raw, expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(probability, _softmax(expected), rtol=1e-5, atol=1e-6)
+        expected = _walk(_forest(line), line.init_score_, X_new)[:, 0]
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_chunks_cover_every_row_with_a_few_sizes():
+    """`in_chunks` calls its function on chunks of `CHUNK_ROWS` sizes only
+    and joins their rows back in order, at sizes around every boundary."""
+    from jaxboost.runtime.padding import CHUNK_ROWS, chunk_sizes, in_chunks
+
+    seen = set()
+
+    def double(rows):
+        seen.add(rows.shape[0])
+        return 2 * rows
+
+    for n_rows in (0, 1, 255, 256, 257, 4097, 65536, 65537, 2 * 65536 + 3):
+        array = np.arange(n_rows * 2, dtype=np.float32).reshape(n_rows, 2)
+        np.testing.assert_array_equal(in_chunks(double, array), 2 * array)
+        assert sum(rows for rows, _ in chunk_sizes(n_rows)) == n_rows
+    assert seen <= set(CHUNK_ROWS)
+
+
+def test_the_host_walk_rejects_a_split_feature_out_of_range(regression):
+    from jaxboost.engine.predict import predict_forest_host
+
+    _, _, model = regression
+    forest = _forest(model)
+    forest = forest._replace(feature=forest.feature.copy())
+    forest.feature[0, 0] = N_FEATURES
+    with pytest.raises(ValueError, match="split feature out of range"):
+        predict_forest_host(forest, model.init_score_, np.ones((3, N_FEATURES), np.float32))
+
+
+def test_devices_without_the_host_walk_take_chunks_of_three_sizes(regression, monkeypatch):
+    """Where the native walk is not called from the host (GPUs, no native
+    kernels) a batch runs as chunks of `CHUNK_ROWS` sizes through the
+    program, and scores as the numpy walk at sizes across the chunks."""
+    from jaxboost.engine import predict
+
+    monkeypatch.setattr(predict, "_walks_on_host", lambda devices: False)
+    _, _, model = regression
+    for n_rows in (1, 300, 65536 + 5):
+        X_new = _features(30, n_rows=n_rows)
+        expected = _walk(_forest(model), model.init_score_, X_new)[:, 0]
+        np.testing.assert_allclose(model.predict_raw(X_new), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_forest_without_trees_predicts_its_initial_score(regression):
+    _, _, model = regression
+    X_new = _features(31, n_rows=3)
+    raw = model.predict_raw(X_new, iteration_range=(0, 0))
+    np.testing.assert_array_equal(raw, np.full(3, model.init_score_[0], np.float32))

@@ -93,6 +93,7 @@ def find_best_packed_splits(
     min_child_samples: float = 0.0,
     node_mask: jax.Array | None = None,
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
+    rows_per_hessian: jax.Array | None = None,
 ) -> SplitChoice:
     """`jaxboost.engine.split.find_best_splits` of every node of a
     level over the ``packed`` candidates (one slice of features: all).
@@ -106,7 +107,8 @@ def find_best_packed_splits(
       hist: ``(n_slots, n_nodes, C)`` histograms laid out as
         ``slot_layout(packed)``: running sums over each feature's value bins,
         then its missing bin.
-      node_mask, monotone: as `jaxboost.engine.split.find_best_splits`'s.
+      node_mask, monotone, rows_per_hessian: as
+        `jaxboost.engine.split.find_best_splits`'s.
     """
     missing = hist[packed.slot_start[1:] - 1]  # (F, N, C)
     allowed = packed.valid
@@ -114,7 +116,8 @@ def find_best_packed_splits(
         allowed = allowed & feature_mask[packed.feature]
     if node_mask is not None:  # (P, N): per node
         allowed = allowed[:, None] & node_mask[packed.feature]
-    settings = (n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples)
+    settings = (n_outputs, reg_lambda, min_child_weight, min_split_gain)
+    settings += (min_child_samples, rows_per_hessian)
 
     def search(directions: int) -> Callable[[], SplitChoice]:
         return lambda: _search(hist, missing, packed, allowed, settings, directions, monotone)
@@ -134,8 +137,8 @@ def _search(
     """The best of the ``allowed`` ``(P,)`` (or per node ``(P, N)``) candidates of ``hist``
     ``(S, N, C)`` (``missing`` ``(F, N, C)``: its missing bins), sending
     missing values right, and with ``directions`` 2 also left."""
-    n_outputs, reg_lambda, min_child_weight, min_split_gain, min_child_samples = settings
-    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, min_child_samples)
+    n_outputs, reg_lambda, min_child_weight, min_split_gain, *rows = settings
+    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, *rows)
     # the last value bin's running sum, and the missing bin: (F, N, C)
     total = hist[packed.slot_start[1:] - 2] + missing
     left = hist[packed.slot_start[packed.feature] + packed.threshold]  # (P, N, C)
@@ -146,7 +149,7 @@ def _search(
         gain = jnp.stack([split_gain(side, candidate_total) for side in lefts], axis=2)
     else:
         direction, lower, upper = monotone
-        child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
+        child_ok = child_check(n_outputs, min_child_weight, *rows)
         bounds = (direction[packed.feature][:, None], lower[None, :], upper[None, :])
         pairs = [
             bounded_split_gain(side, candidate_total, child_ok, reg_lambda, *bounds)

@@ -1,13 +1,20 @@
 """Apply a padded forest to raw float features: a jitted ``vmap`` over trees.
 
-On CPUs the native kernel (`predict_forest_native`) walks the trees
-instead, about 4x faster; this module's XLA program is its reference.
+On CPUs the native kernel walks the trees instead, about 4x faster; this
+module's XLA program is its reference.  `predict_on_devices` calls it from
+the host (`predict_forest_host`, through ctypes on the host arrays): no
+program to compile at any batch size, and a few tens of microseconds of
+fixed cost a call (``benchmarks/bench_predict.py --batch-sizes``).  Elsewhere a batch runs as
+chunks of the few sizes of `jaxboost.runtime.padding.CHUNK_ROWS`, one
+program each.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -16,10 +23,10 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ..kernels.native_library import load
+from ..kernels.native_library import host_library, load
 from ..kernels.registry import kernels_for
 from ..runtime.devices import ROWS, make_mesh
-from ..runtime.padding import bucket_size, in_place_on, pad_rows
+from ..runtime.padding import CHUNK_ROWS, bucket_size, in_chunks, in_place_on, pad_rows
 from ..runtime.program_cache import one_program_per_shape
 from .categorical import bin_goes_left, is_categorical_node
 from .tree import Tree
@@ -122,6 +129,80 @@ def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> 
     return raw + init_score
 
 
+@functools.cache
+def _host_walk() -> Callable[..., int]:
+    """The native kernel's host entry point (``JaxboostPredictForestHost``)."""
+    function = host_library().JaxboostPredictForestHost
+    pointer, size = ctypes.c_void_p, ctypes.c_int64
+    function.argtypes = [pointer, size, size, *[pointer] * 5, size, size, size, size]
+    function.argtypes += [pointer, ctypes.c_char_p, size]
+    function.restype = ctypes.c_int
+    return function
+
+
+@functools.cache
+def _walkers(n_threads: int) -> ThreadPoolExecutor:
+    """Threads that walk parts of a batch at once (ctypes releases the GIL)."""
+    return ThreadPoolExecutor(n_threads, thread_name_prefix="jaxboost-predict")
+
+
+def predict_forest_host(
+    forest: Tree, init_score: np.ndarray, X: np.ndarray, n_threads: int = 1
+) -> np.ndarray:
+    """`predict_forest_native`'s scores, walked by the native kernel called
+    from the host on host arrays: no XLA program, so no compile at any batch
+    size, and no dispatch.
+
+    Args:
+      forest: trees stacked on a leading ``(n_trees,)`` axis (host or CPU arrays).
+      init_score: ``(K,)``.
+      X: ``(n_rows, n_features)`` float32.
+      n_threads: threads that walk equal parts of the rows side by side.
+    Returns:
+      ``(n_rows, K)`` float32.
+    """
+    X = np.ascontiguousarray(X, np.float32)
+    n_rows, n_features = X.shape
+    feature = np.ascontiguousarray(forest.feature, np.int32)
+    threshold = np.ascontiguousarray(forest.threshold, np.float32)
+    missing_left = np.ascontiguousarray(forest.missing_left, np.bool_)
+    leaf_value = np.ascontiguousarray(forest.leaf_value, np.float32)
+    sets = forest.category_left
+    sets = np.zeros(0, np.uint32) if sets is None else np.ascontiguousarray(sets, np.uint32)
+    n_trees, n_internal = feature.shape
+    n_outputs = leaf_value.shape[-1]
+    if leaf_value.shape[:2] != (n_trees, n_internal + 1) or threshold.shape != feature.shape:
+        raise ValueError("jaxboost predict: tree arrays disagree")
+    raw = np.empty((n_rows, n_outputs), np.float32)
+    walk = _host_walk()
+    trees = [a.ctypes.data for a in (feature, threshold, missing_left, leaf_value, sets)]
+    shape = (sets.size, n_trees, n_internal, n_outputs)
+
+    def part(start: int, stop: int) -> bytes | None:
+        error = ctypes.create_string_buffer(200)
+        rows = X.ctypes.data + start * n_features * 4
+        out = raw.ctypes.data + start * n_outputs * 4
+        failed = walk(rows, stop - start, n_features, *trees, *shape, out, error, 200)
+        return error.value if failed else None
+
+    n_parts = max(1, min(n_threads, n_rows))
+    bounds = [n_rows * k // n_parts for k in range(n_parts + 1)]
+    if len(bounds) == 2:
+        errors = [part(0, n_rows)]
+    else:
+        errors = list(_walkers(len(bounds) - 1).map(part, bounds[:-1], bounds[1:]))
+    for error in errors:
+        if error is not None:
+            raise ValueError(error.decode())
+    return raw + np.asarray(init_score, np.float32)
+
+
+def _walks_on_host(devices: Sequence[jax.Device]) -> bool:
+    """Whether the native kernel walks the trees on the host: CPU devices
+    where it builds."""
+    return all(device.platform == "cpu" for device in devices) and kernels_for("cpu").native
+
+
 def _predict_function(devices: Sequence[jax.Device]):
     """The native kernel on CPUs where it builds, else the XLA program."""
     platforms = {device.platform for device in devices}
@@ -147,8 +228,13 @@ def predict_on_devices(
 ) -> np.ndarray:
     """Raw scores of ``X``'s rows, sharded over ``devices`` when there are enough rows.
 
-    Rows are padded to their bucket (so nearby sizes reuse the compiled
-    program) and each device applies the whole forest to its rows.
+    On CPUs with the native kernel the host walks the trees
+    (`predict_forest_host`, one thread per device), compiling nothing.
+    Elsewhere one device takes the rows in chunks of the sizes of
+    `jaxboost.runtime.padding.CHUNK_ROWS` (a program each, whatever the
+    batch's size); a batch of `_MIN_ROWS_PER_DEVICE` rows per device or more
+    is padded to its bucket and split between the devices, each of which
+    applies the whole forest to its rows.
 
     Args:
       forest: trees stacked on a leading ``(n_trees,)`` axis.
@@ -160,16 +246,45 @@ def predict_on_devices(
     """
     n_rows = X.shape[0]
     n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
+    if _walks_on_host(devices):
+        return predict_forest_host(forest, init_score, X, n_threads=n_devices)
     aligned = in_place_on(devices[0].platform)
-    padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=aligned)
     predict = _predict_function(devices)
     if n_devices == 1:
-        raw = predict(forest, init_score, jax.device_put(padded, devices[0]))
-    else:
-        mesh = make_mesh(devices)
-        rows = jax.device_put(padded, NamedSharding(mesh, P(ROWS)))
-        raw = _sharded_predict_program(mesh, predict)(forest, init_score, rows)
+        forest, init_score = jax.device_put((forest, init_score), devices[0])
+        return in_chunks(
+            lambda rows: predict(forest, init_score, jax.device_put(rows, devices[0])),
+            X,
+            aligned=aligned,
+        )
+    padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=aligned)
+    mesh = make_mesh(devices)
+    rows = jax.device_put(padded, NamedSharding(mesh, P(ROWS)))
+    raw = _sharded_predict_program(mesh, predict)(forest, init_score, rows)
     return np.asarray(raw)[:n_rows]
+
+
+@functools.cache
+def _jitted(link) -> jax.stages.Wrapped:
+    return jax.jit(link)
+
+
+# (link, shape of a row, dtype) whose programs are compiled for every chunk size
+_warm_links: set = set()
+
+
+def apply_link(link, raw: np.ndarray) -> np.ndarray:
+    """``link(raw)`` for raw scores ``(n_rows, ...)``, by one jitted program
+    per chunk size of `jaxboost.runtime.padding.CHUNK_ROWS`, all compiled
+    at a link's first call for rows of that shape: later batches of any size
+    compile nothing."""
+    jitted = _jitted(link)
+    key = (link, raw.shape[1:], raw.dtype)
+    if key not in _warm_links:
+        for size in CHUNK_ROWS:
+            jitted(np.zeros((size, *raw.shape[1:]), raw.dtype))
+        _warm_links.add(key)
+    return in_chunks(jitted, raw)
 
 
 @functools.partial(jax.jit, static_argnames="trees_per_round")

@@ -139,16 +139,29 @@ def first_across_shards(axis_name: str) -> Callable:
     return pick_first
 
 
-def child_check(n_outputs: int, min_child_weight, min_child_samples=0.0) -> Callable:
+def child_check(
+    n_outputs: int, min_child_weight, min_child_samples=0.0, rows_per_hessian=None
+) -> Callable:
     """``child_ok(stats) -> (...)`` bool: a child's ``[grad (K), hess (K)[,
     count]]`` weighs at least ``min_child_weight`` (and, with the count
-    column, holds a row and at least ``min_child_samples`` rows)."""
+    column, holds a row and at least ``min_child_samples`` rows).
+
+    ``rows_per_hessian`` (without the count column): every row of positive
+    weight adds the same amount ``1 / rows_per_hessian`` to the hessian
+    sums (a constant hessian, or the first-order criterion's unit weights),
+    so a child's rows are its hessian sum times it, an integer to float32
+    rounding: the same rule, read off the sums the search has anyway."""
 
     def child_ok(stats):
         hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
         heavy_enough = hess_sum >= min_child_weight
-        if stats.shape[-1] == 2 * n_outputs:  # no weight column
-            return heavy_enough
+        if stats.shape[-1] == 2 * n_outputs:  # no count column
+            if rows_per_hessian is None:
+                return heavy_enough
+            # count >= max(ceil(min_child_samples), 1) for an integer count,
+            # half a row of margin for the float32 sums' rounding
+            least = jnp.maximum(jnp.ceil(min_child_samples), 1.0) - 0.5
+            return heavy_enough & (hess_sum * rows_per_hessian >= least)
         count = stats[..., -1]
         return heavy_enough & (count > 0) & (count >= min_child_samples)
 
@@ -156,7 +169,7 @@ def child_check(n_outputs: int, min_child_weight, min_child_samples=0.0) -> Call
 
 
 def gain_functions(
-    n_outputs: int, reg_lambda, min_child_weight, min_child_samples=0.0
+    n_outputs: int, reg_lambda, min_child_weight, min_child_samples=0.0, rows_per_hessian=None
 ) -> tuple[Callable, Callable]:
     """``score(stats) -> (...)`` (`node_score` of a histogram cell's
     ``[grad (K), hess (K)[, count]]``) and ``split_gain(left, total) ->
@@ -166,7 +179,7 @@ def gain_functions(
     def score(stats):
         return node_score(stats[..., :n_outputs], stats[..., n_outputs : 2 * n_outputs], reg_lambda)
 
-    child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
+    child_ok = child_check(n_outputs, min_child_weight, min_child_samples, rows_per_hessian)
 
     def split_gain(left, total):
         right = total - left
@@ -191,6 +204,7 @@ def find_best_splits(
     node_mask: jax.Array | None = None,
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
     categorical: CategoricalSearch | None = None,
+    rows_per_hessian: jax.Array | None = None,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
@@ -213,6 +227,8 @@ def find_best_splits(
         bin is plain either way.
       node_mask: ``(n_features, n_nodes)`` bool, the features each node may
         use (interaction constraints), or None.
+      rows_per_hessian: without the count column, the rows a unit of the
+        hessian sums holds (`child_check`), or None: no row rule.
       monotone: ``(direction (n_features,) int32, lower (n_nodes,), upper
         (n_nodes,))`` (`jaxboost.engine.constraints`, one output), or None.
     Returns:
@@ -238,7 +254,9 @@ def find_best_splits(
         is_categorical = categorical.is_categorical[:, None, None, None]
         left_values = jnp.where(is_categorical, category_sums, left_values)
 
-    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, min_child_samples)
+    score, split_gain = gain_functions(
+        n_outputs, reg_lambda, min_child_weight, min_child_samples, rows_per_hessian
+    )
 
     # the candidates each node may take, (F, N, Bv) broadcast; None: all (one
     # select for every mask)
@@ -258,7 +276,7 @@ def find_best_splits(
         gain = jnp.stack([split_gain(left, total) for left in lefts], axis=3)
     else:
         direction, lower, upper = monotone
-        child_ok = child_check(n_outputs, min_child_weight, min_child_samples)
+        child_ok = child_check(n_outputs, min_child_weight, min_child_samples, rows_per_hessian)
         bounds = (direction[:, None, None], lower[None, :, None], upper[None, :, None])
         pairs = [bounded_split_gain(left, total, child_ok, reg_lambda, *bounds) for left in lefts]
         gain = jnp.stack([pair[0] for pair in pairs], axis=3)

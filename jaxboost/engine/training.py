@@ -106,8 +106,15 @@ class StaticSettings:
     # column subsamples are drawn among all, as without the others); 0: the
     # bins' own count
     all_features: int = 0
-    # the split statistics carry a count of rows (min_child_samples > 0)
+    # children must hold min_child_samples rows (min_child_samples > 0): the
+    # split statistics carry a count of rows, unless rows_from_hessian
     count_rows: bool = False
+    # every row of positive weight adds the same to the second split
+    # statistic (a hessian that depends on neither target nor score, or the
+    # first-order criterion's weights, with every weight 0 or 1): the rows
+    # are read off its sums, and no count column is summed
+    # (jaxboost.frontends.hessian_probe.rows_from_hessian)
+    rows_from_hessian: bool = False
     # per column of the data (all_features of them): -1, 0 or +1, the
     # monotone constraints (jaxboost.engine.constraints); () for none
     monotone: tuple[int, ...] = ()
@@ -211,6 +218,17 @@ def _second_split_stat(cfg: StaticSettings, hess_diag, weight) -> jax.Array:
     if cfg.split_criterion == "first_order":
         return jnp.broadcast_to(weight[:, None], hess_diag.shape)
     return hess_diag
+
+
+def _rows_per_hessian(second: jax.Array, weight: jax.Array, axis_name) -> jax.Array:
+    """The rows a unit of the split search's hessian sums holds, where every
+    row of positive ``weight`` has the same ``second (n_rows, K)`` summed
+    over outputs (`StaticSettings.rows_from_hessian`): one over that
+    amount, 0 when no row has weight."""
+    per_row = jnp.max(jnp.where(weight > 0, jnp.sum(second, axis=1), 0.0))
+    if axis_name is not None:
+        per_row = lax.pmax(per_row, axis_name)
+    return jnp.where(per_row > 0, 1.0 / jnp.where(per_row > 0, per_row, 1.0), 0.0)
 
 
 def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
@@ -386,7 +404,10 @@ def _grow_one(
     else:
         unit = gradient_unit(grad_search, axis_name)
         stats = jnp.concatenate([grad_search * unit, second], axis=1)
-    if cfg.count_rows:  # (this round's subsample: out-of-bag rows have weight 0)
+    rows_per_hessian = None
+    if cfg.count_rows and cfg.rows_from_hessian:
+        rows_per_hessian = _rows_per_hessian(second, data.weight, axis_name)
+    elif cfg.count_rows:  # (this round's subsample: out-of-bag rows have weight 0)
         stats = jnp.concatenate([stats, (data.weight > 0).astype(stats.dtype)[:, None]], axis=1)
     params = TreeParams(
         cfg.max_depth,
@@ -396,6 +417,7 @@ def _grow_one(
         cfg.histogram_kernel,
         hyper.min_child_samples,
         max_leaves=cfg.max_leaves,
+        rows_per_hessian=rows_per_hessian,
     )
     # the sums of the outputs this tree fits: summed by the last routing pass
     # (the native kernel's: no pass of their own), then one psum

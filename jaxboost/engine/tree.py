@@ -65,6 +65,9 @@ class TreeParams(NamedTuple):
     # grow_policy="lossguide": at most this many leaves, chosen best-first
     # within the depth-max_depth tree (jaxboost.engine.leafwise); 0: depth-wise
     max_leaves: int = 0
+    # without a count column: the rows a unit of the stats' hessian sums
+    # holds, for min_child_samples (jaxboost.engine.split.child_check)
+    rows_per_hessian: float | None = None
 
 
 class TreeStructure(NamedTuple):
@@ -108,6 +111,7 @@ def _split_search(
     """
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     least_rows = params.min_child_samples
+    per_hessian = params.rows_per_hessian
     # Across processes (gloo on CPU) the reduce-scatter path gave run-to-run
     # different splits under CPU load (1 run in 3 of
     # examples/distributed_training.py, never with psum).  The cause is gloo's
@@ -129,6 +133,7 @@ def _split_search(
                     *settings,
                     feature_mask,
                     min_child_samples=least_rows,
+                    rows_per_hessian=per_hessian,
                     node_mask=node_mask,
                     monotone=monotone,
                 )
@@ -138,6 +143,7 @@ def _split_search(
                 feature_mask,
                 cumulative=cumulative,
                 min_child_samples=least_rows,
+                rows_per_hessian=per_hessian,
                 node_mask=node_mask,
                 monotone=monotone,
                 categorical=categorical,
@@ -181,6 +187,7 @@ def _split_search(
             pick_first=first_across_shards(axis_name),
             cumulative=cumulative,
             min_child_samples=least_rows,
+            rows_per_hessian=per_hessian,
             node_mask=node_mask,
             monotone=monotone,
             categorical=shard_categorical,
@@ -270,7 +277,8 @@ def grow_tree(
       row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``, or
         ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, count]`` (1 on rows of
         positive weight) when children must also hold
-        ``params.min_child_samples`` rows (see `find_best_splits`).
+        ``params.min_child_samples`` rows (see `find_best_splits`); without
+        it, ``params.rows_per_hessian`` reads the rows off the hessian sums.
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
       feature_mask: ``(n_features,)`` bool, the features the tree may split on.

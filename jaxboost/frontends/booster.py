@@ -24,7 +24,7 @@ from ..engine.fisher import check_distribution, resolved_hessian
 from ..engine.groups import bucket_widths
 from ..engine.leaf_index import leaf_indices_on
 from ..engine.metrics import Metric, resolve_metric
-from ..engine.predict import predict_on_devices, round_increments
+from ..engine.predict import apply_link, predict_on_devices, round_increments
 from ..engine.quantise import check_quantisation
 from ..engine.training import (
     HESSIAN_MODES,
@@ -93,7 +93,7 @@ from .grouping import (
     eval_set_groups,
     fit_groups,
 )
-from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit
+from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit, rows_from_hessian
 from .inspection import (
     feature_importances,
     feature_indices,
@@ -704,6 +704,9 @@ class Booster:
         )
         self._check_weight_scale(inputs.weight, hyper)
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
+        # (the loss as given: its hessian's shape is the scaled one's)
+        from_hessian = rows_from_hessian(cfg, inputs.loss, targets, inputs.weight)
+        cfg = dataclasses.replace(cfg, rows_from_hessian=from_hessian)
         return self._with_columns(cfg, inputs, placed), hyper
 
     @staticmethod
@@ -915,12 +918,14 @@ class Booster:
                 f"iteration_range: expected 0 <= start <= end <= {self.n_estimators_}, "
                 f"got {iteration_range}"
             )
+        # host arrays: the native walk reads them in place (no transfer a
+        # call), the XLA programs take them as they take jnp arrays
         if (start, end) == (0, self.n_estimators_):
-            return jax.tree.map(jnp.asarray, self.forest_)
+            return jax.tree.map(np.asarray, self.forest_)
         # sliced on the host: a device array's slice compiles a program per
         # range (staged_predict asks for every one)
         rows = slice(start * self.trees_per_round_, end * self.trees_per_round_)
-        return jax.tree.map(lambda leaf: jnp.asarray(np.asarray(leaf)[rows]), self.forest_)
+        return jax.tree.map(lambda leaf: np.asarray(leaf)[rows], self.forest_)
 
     def _shape_raw(self, raw: np.ndarray) -> np.ndarray:
         return raw[..., 0] if self.n_outputs_ == 1 else raw
@@ -956,10 +961,11 @@ class Booster:
 
     @in_float32
     def _link(self, raw: np.ndarray) -> np.ndarray:
-        link = loss_catalogue.links.get(getattr(self.loss_, "link", "identity"))
-        n_rows = raw.shape[0]
-        padded = pad_rows(raw, bucket_size(n_rows))  # reuse the bucket's compiled link
-        return np.asarray(link(jnp.asarray(padded)))[:n_rows]
+        name = getattr(self.loss_, "link", "identity")
+        if name == "identity":
+            return raw
+        # in chunks of a few sizes: a batch of any size compiles nothing new
+        return apply_link(loss_catalogue.links.get(name), raw)
 
     def predict(
         self, X: Any, iteration_range: tuple[int, int] | None = None, init_score: Any = None

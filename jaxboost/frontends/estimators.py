@@ -30,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .. import losses as loss_catalogue
+from ..engine.predict import apply_link
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
@@ -394,7 +395,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
 
     def _response(self, raw: np.ndarray) -> np.ndarray:
         link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
-        return np.asarray(link(jnp.asarray(raw, jnp.float32)), dtype=np.float64)
+        return np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
 
     def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
         """Predictions on the response scale (the loss's link applied to the raw
@@ -527,7 +528,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
     def _proba(self, raw: np.ndarray) -> np.ndarray:
         default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
         link = _link_function(getattr(self.booster_.loss_, "link", default))
-        proba = np.asarray(link(jnp.asarray(raw, jnp.float32)), dtype=np.float64)
+        proba = np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
         if proba.ndim == 1:
             proba = np.column_stack([1.0 - proba, proba])
         return proba / proba.sum(axis=1, keepdims=True)

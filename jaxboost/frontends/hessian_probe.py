@@ -11,11 +11,13 @@ other fits evaluate a program of the loss's derivatives on about
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Jaxpr, Literal
 
 from ..engine.derivatives import (
     HessianProbe,
@@ -122,3 +124,63 @@ def probe_fit(
     grad, hess = fetch((grad, hess))
     kept = probe_rows(n_rows)
     return hessian_probe_of(loss, raw[kept], np.asarray(grad)[kept], np.asarray(hess)[kept])
+
+
+def _flows_from_inputs(jaxpr: Jaxpr) -> list[bool]:
+    """Per output of ``jaxpr``, whether its value may depend on an input: an
+    equation with an input that may depends as a whole (its sub-programs
+    are not looked into), so False is a proof and True a maybe."""
+    dependent = set(jaxpr.invars)
+    for equation in jaxpr.eqns:
+        if any(not isinstance(v, Literal) and v in dependent for v in equation.invars):
+            dependent.update(equation.outvars)
+    return [not isinstance(v, Literal) and v in dependent for v in jaxpr.outvars]
+
+
+def hessian_is_constant(loss: Callable, y_row: np.ndarray, n_outputs: int) -> bool:
+    """Whether ``loss``'s hessian in the score depends on neither the target
+    nor the score (squared error's), proven on its traced program, and
+    every diagonal entry is positive: every row of weight 1 then has the
+    same hessian.  ``y_row``: one row of the targets (its shape and dtype).
+    Remembered per loss (tracing costs some 20 ms, a small fit's tenth)."""
+    key = (loss, np.shape(y_row), np.asarray(y_row).dtype.str, n_outputs)
+    try:
+        return _constant_hessian(key)
+    except TypeError:  # an unhashable loss: traced every time
+        return _constant_hessian.__wrapped__(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_hessian(key: tuple) -> bool:
+    loss, shape, dtype, n_outputs = key
+    score = jnp.zeros((n_outputs,) if n_outputs > 1 else (), jnp.float32)
+    target = jnp.zeros(shape, dtype)
+    hessian = jax.hessian(loss, argnums=1)
+    try:
+        program = jax.make_jaxpr(hessian)(target, score)
+    except Exception:  # noqa: BLE001  (a loss that does not trace on one row: not known)
+        return False
+    if any(_flows_from_inputs(program.jaxpr)):
+        return False
+    diagonal = np.diag(np.atleast_2d(np.asarray(hessian(target, score), np.float64)))
+    return bool(np.all(np.isfinite(diagonal) & (diagonal > 0)))
+
+
+def rows_from_hessian(
+    cfg: StaticSettings, loss: Callable, targets: np.ndarray, weight: np.ndarray | None
+) -> bool:
+    """`StaticSettings.rows_from_hessian`: whether every row of positive
+    weight adds the same to the split search's second statistic, so that
+    ``min_child_samples`` reads the rows off its sums (no count column): the
+    first-order criterion's weights or a constant hessian
+    (`hessian_is_constant`), every weight 0 or 1, one process, statistics
+    neither quantised nor Fisher-scaled."""
+    if not cfg.count_rows or cfg.grouped or cfg.grad_quant_bins or cfg.hessian == "fisher":
+        return False
+    if jax.process_count() > 1:  # (the flag must agree between processes)
+        return False
+    if weight is not None and not np.all((weight == 0) | (weight == 1)):
+        return False
+    if cfg.split_criterion == "first_order":
+        return True
+    return hessian_is_constant(loss, targets[0], cfg.n_outputs)

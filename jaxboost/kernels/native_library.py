@@ -185,6 +185,10 @@ def _compile_and_link(compiler: str, include: str, objects: Path, library: str) 
         )
 
 
+# the loaded library (ctypes), for the kernels called from the host
+_loaded: list[ctypes.CDLL] = []
+
+
 @functools.cache
 def _load_once() -> Exception | None:
     """Build, load and register the FFI targets; the failure, if any.
@@ -201,6 +205,7 @@ def _load_once() -> Exception | None:
                 raise NativeKernelUnavailable(f"the native library lacks {symbol}")
             capsule = jax.ffi.pycapsule(getattr(library, symbol))
             jax.ffi.register_ffi_target(target, capsule, platform="cpu")
+        _loaded.append(library)
     except OSError as error:  # the library did not load (or the cache is not writable)
         return NativeKernelUnavailable(
             f"could not build or load the native kernels in {_cache_directory()}: {error} "
@@ -217,6 +222,13 @@ def load() -> None:
     failure = _load_once()
     if failure is not None:
         raise failure
+
+
+def host_library() -> ctypes.CDLL:
+    """The loaded library, for its functions called from the host through
+    ctypes (`load` first; raises `NativeKernelUnavailable` as it does)."""
+    load()
+    return _loaded[0]
 
 
 def native_available(warn: bool = True) -> bool:

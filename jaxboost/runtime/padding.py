@@ -78,3 +78,41 @@ def padded_slice(array: np.ndarray, start: int, stop: int, aligned: bool = False
     padded[:n_present] = rows
     padded[n_present:] = array[:1]
     return padded
+
+
+# The row counts of the programs that `in_chunks` runs: a batch of any size
+# is cut into chunks of the largest and one last chunk padded to the
+# smallest that holds it, so three programs serve every batch size.
+CHUNK_ROWS = (256, 4096, 65536)
+
+
+def chunk_sizes(n_rows: int) -> list[tuple[int, int]]:
+    """``(rows, padded size)`` of each chunk `in_chunks` cuts ``n_rows`` rows
+    into, in order: sizes from `CHUNK_ROWS`."""
+    largest = CHUNK_ROWS[-1]
+    chunks = [(largest, largest)] * (max(n_rows - 1, 0) // largest)
+    rest = n_rows - len(chunks) * largest
+    chunks.append((rest, next(size for size in CHUNK_ROWS if size >= rest)))
+    return chunks
+
+
+def in_chunks(function, array: np.ndarray, aligned: bool = False) -> np.ndarray:
+    """``function(rows)`` of ``array``'s rows, called on chunks of the sizes
+    of `CHUNK_ROWS` (padded as by `pad_rows`; zeros pad an empty array) and
+    joined: a jitted ``function`` compiles one program per chunk size,
+    whatever the number of rows.  ``function`` keeps the rows on the
+    leading axis."""
+    n_rows = array.shape[0]
+    if n_rows == 0:
+        array = np.zeros((1, *array.shape[1:]), array.dtype)
+    if n_rows <= CHUNK_ROWS[0] and not aligned:  # (a few rows: the fixed cost is the point)
+        padded = np.empty((CHUNK_ROWS[0], *array.shape[1:]), array.dtype)
+        padded[:n_rows] = array[:n_rows]
+        padded[n_rows:] = array[:1]
+        return np.asarray(function(padded))[:n_rows]
+    outputs, start = [], 0
+    for rows, size in chunk_sizes(n_rows):
+        # (dispatched one after the other: a device works on one while the next is sent)
+        outputs.append((function(padded_slice(array, start, start + size, aligned)), rows))
+        start += rows
+    return np.concatenate([np.asarray(output)[:rows] for output, rows in outputs])

@@ -204,41 +204,25 @@ void WalkCompactBlock(const float* block, int64_t rows, int64_t n_features,
   for (int64_t i = 0; i < rows; ++i) node[i] = ~node[i];
 }
 
-ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
-                       ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
-                       ffi::Buffer<ffi::F32> leaf_value, ffi::Buffer<ffi::U32> category_left,
-                       ffi::ResultBuffer<ffi::F32> result) {
-  auto x_dims = X.dimensions();
-  auto node_dims = feature.dimensions();
-  auto leaf_dims = leaf_value.dimensions();
-  if (x_dims.size() != 2 || node_dims.size() != 2 || leaf_dims.size() != 3 ||
-      threshold.dimensions().size() != 2 || missing_left.dimensions().size() != 2) {
-    return ffi::Error::InvalidArgument("jaxboost predict: bad ranks");
-  }
-  const int64_t n_rows = x_dims[0], n_features = x_dims[1];
-  const int64_t n_trees = node_dims[0], n_internal = node_dims[1];
-  const int64_t n_leaves = leaf_dims[1], n_outputs = leaf_dims[2];
-  if (leaf_dims[0] != n_trees || n_leaves != n_internal + 1 ||
-      threshold.dimensions()[1] != n_internal || missing_left.dimensions()[1] != n_internal) {
-    return ffi::Error::InvalidArgument("jaxboost predict: tree arrays disagree");
-  }
+// The forest's raw scores of X's rows into `out` (n_rows, n_outputs);
+// nullptr, or what is wrong with the arrays.  `sets` has n_set_words words:
+// 0 without category sets.
+const char* PredictRows(const float* x, int64_t n_rows, int64_t n_features,
+                        const int32_t* features, const float* thresholds, const bool* missing,
+                        const float* leaves, const uint32_t* sets, int64_t n_set_words,
+                        int64_t n_trees, int64_t n_internal, int64_t n_outputs, float* out) {
+  const int64_t n_leaves = n_internal + 1;
   int depth = 0;
   while ((int64_t{1} << depth) < n_leaves) ++depth;
-  const float* x = X.typed_data();
-  const int32_t* features = feature.typed_data();
-  const float* thresholds = threshold.typed_data();
-  const bool* missing = missing_left.typed_data();
-  const float* leaves = leaf_value.typed_data();
   for (int64_t i = 0; i < n_trees * n_internal; ++i) {
     if (features[i] < 0 || features[i] >= n_features) {
-      return ffi::Error::InvalidArgument("jaxboost predict: split feature out of range");
+      return "jaxboost predict: split feature out of range";
     }
   }
-  const int64_t n_set_words = category_left.element_count();
   if (n_set_words != 0 && n_set_words != n_trees * n_internal * kSetWords) {
-    return ffi::Error::InvalidArgument("jaxboost predict: category_left not (n_trees, n_nodes, 8)");
+    return "jaxboost predict: category_left not (n_trees, n_nodes, 8)";
   }
-  const uint32_t* sets = n_set_words ? category_left.typed_data() : nullptr;
+  if (n_set_words == 0) sets = nullptr;
   std::vector<uint8_t> categorical(sets ? n_trees * n_internal : 0, 0);
   for (size_t i = 0; i < categorical.size(); ++i) {
     for (int64_t w = 0; w < kSetWords; ++w) categorical[i] |= sets[kSetWords * i + w] != 0;
@@ -253,15 +237,20 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
   // 2^D - 1, as leaf-wise trees in deep heaps): walking a row's own path costs
   // about twice a lockstep level a step, so fuller heaps (a depth-6 tree of 30
   // splits) walk all D levels of the heap faster; so do all trees where a
-  // feature overflows its bits
+  // feature overflows its bits.  A tree with too many splitting nodes in its
+  // heap (reachable or not) is not compacted at all: a call on one row then
+  // costs its walk, not a compaction of every tree (bench_predict.py
+  // --batch-sizes)
   std::vector<CompactTree> compact(n_trees);
   for (int64_t t = 0; t < n_trees && n_features <= kFeatureBits; ++t) {
+    int64_t n_splitting = 0;
+    for (int64_t k = 0; k < n_internal; ++k) n_splitting += !SendsAllLeft(tree_nodes(t), k);
+    if (4 * n_splitting + 2 > n_internal) continue;
     CompactTree tree = Compact(tree_nodes(t), n_internal);
     if (4 * static_cast<int64_t>(tree.nodes.size()) + 2 <= n_internal) {
       compact[t] = std::move(tree);
     }
   }
-  float* out = result->typed_data();
   std::vector<double> sums(kBlockRows * n_outputs);
   int32_t node[kBlockRows];
   for (int64_t first = 0; first < n_rows; first += kBlockRows) {
@@ -298,7 +287,32 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
       out[first * n_outputs + i] = static_cast<float>(sums[i]);
     }
   }
-  return ffi::Error::Success();
+  return nullptr;
+}
+
+ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
+                       ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
+                       ffi::Buffer<ffi::F32> leaf_value, ffi::Buffer<ffi::U32> category_left,
+                       ffi::ResultBuffer<ffi::F32> result) {
+  auto x_dims = X.dimensions();
+  auto node_dims = feature.dimensions();
+  auto leaf_dims = leaf_value.dimensions();
+  if (x_dims.size() != 2 || node_dims.size() != 2 || leaf_dims.size() != 3 ||
+      threshold.dimensions().size() != 2 || missing_left.dimensions().size() != 2) {
+    return ffi::Error::InvalidArgument("jaxboost predict: bad ranks");
+  }
+  const int64_t n_trees = node_dims[0], n_internal = node_dims[1];
+  if (leaf_dims[0] != n_trees || leaf_dims[1] != n_internal + 1 ||
+      threshold.dimensions()[1] != n_internal || missing_left.dimensions()[1] != n_internal) {
+    return ffi::Error::InvalidArgument("jaxboost predict: tree arrays disagree");
+  }
+  const int64_t n_set_words = category_left.element_count();
+  const char* error = PredictRows(
+      X.typed_data(), x_dims[0], x_dims[1], feature.typed_data(), threshold.typed_data(),
+      missing_left.typed_data(), leaf_value.typed_data(),
+      n_set_words ? category_left.typed_data() : nullptr, n_set_words, n_trees, n_internal,
+      leaf_dims[2], result->typed_data());
+  return error ? ffi::Error::InvalidArgument(error) : ffi::Error::Success();
 }
 
 }  // namespace
@@ -312,3 +326,23 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostPredictForest, PredictImpl,
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
+
+// The same walk called from the host (ctypes) on host arrays, with no XLA
+// program: a batch of any size compiles nothing (jaxboost.engine.predict's
+// predict_forest_host).  Shapes as above, passed apart; returns 0, or 1 with
+// the message in `error` (up to `error_size` bytes, NUL-terminated).
+extern "C" int JaxboostPredictForestHost(const float* x, int64_t n_rows, int64_t n_features,
+                                         const int32_t* feature, const float* threshold,
+                                         const bool* missing_left, const float* leaf_value,
+                                         const uint32_t* category_left, int64_t n_set_words,
+                                         int64_t n_trees, int64_t n_internal, int64_t n_outputs,
+                                         float* result, char* error, int64_t error_size) {
+  const char* failure =
+      PredictRows(x, n_rows, n_features, feature, threshold, missing_left, leaf_value,
+                  category_left, n_set_words, n_trees, n_internal, n_outputs, result);
+  if (failure == nullptr) return 0;
+  int64_t i = 0;
+  for (; failure[i] != 0 && i + 1 < error_size; ++i) error[i] = failure[i];
+  if (error_size > 0) error[i] = 0;
+  return 1;
+}
