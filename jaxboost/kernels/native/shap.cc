@@ -1,0 +1,273 @@
+// Path-dependent TreeSHAP contributions for jaxboost on CPU, through XLA's
+// FFI.  The plain reference it must equal is jaxboost/engine/shap.py
+// (forest_contributions), whose docstring gives the formulation: every
+// tree's root-to-leaf paths (jaxboost/engine/node_table.py), splits on one
+// feature merged into a group at the first of their steps; a path is a
+// product game whose Shapley values are
+//   phi_e = v (o_e - z_e) sum_k k! (m - 1 - k)! / m! e_k(others),
+// e_k the coefficients of prod_{j != e} (z_j + o_j t), over its m groups.
+// o is 0 or 1, so a path's values depend on the row only through its
+// pattern of o bits: for a tree whose paths have few groups compared with
+// the rows (2^m <= rows / 4), every pattern's values are tabulated once and
+// each row looks its pattern up; otherwise each row's are computed.
+// Weights in double.  Rows in blocks, trees outermost, one thread.
+//
+// Shapes (row-major), T trees, P paths of S steps, K outputs:
+//   X             (n_rows, n_features) float32, NaN for missing
+//   feature       (T, P, S) int32 the step's split feature
+//   threshold     (T, P, S) float32 (+inf on padding steps)
+//   missing_left  (T, P, S) bool (true on padding steps)
+//   goes_right    (T, P, S) bool: the path's side
+//   group         (T, P, S) int32: the step holding the group of this
+//                 step's feature (itself for the group's first step)
+//   zero_share    (T, P, S) float32: the group's product of cover shares at
+//                 its step
+//   value         (T, P, K) float32 the leaf's value (0 on padding paths)
+//   category_left (T, P, S, 8) uint32, or (0,) without categorical features
+//   result        (n_rows, n_features, K) float32: the sum over trees
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr int64_t kSetWords = 8;
+constexpr int kMaxGroups = 30;  // a pattern's bits fit an int32
+
+// weights[e] = (o_e - z_e) sum_k k! (m - 1 - k)! / m! e_k(others) for the m
+// groups of one path, o in {0, 1}.
+void PathWeights(const double* o, const double* z, int m, const double* factor,
+                 double* weights) {
+  double coef[kMaxGroups + 2] = {1.0};
+  for (int j = 0; j < m; ++j) {  // prod_j (z_j + o_j t), ascending powers
+    coef[j + 1] = o[j] * coef[j];
+    for (int k = j; k >= 1; --k) coef[k] = z[j] * coef[k] + o[j] * coef[k - 1];
+    coef[0] *= z[j];
+  }
+  for (int e = 0; e < m; ++e) {
+    if (o[e] == z[e]) {
+      weights[e] = 0.0;
+      continue;
+    }
+    double total = 0.0;
+    if (o[e] == 1.0) {  // synthetic division by (t + z_e), from the top
+      double q = coef[m];
+      for (int k = m - 1; k >= 0; --k) {
+        total += q * factor[k];
+        q = coef[k] - z[e] * q;
+      }
+    } else {  // by z_e
+      for (int k = 0; k < m; ++k) total += coef[k] * factor[k];
+      total /= z[e];
+    }
+    weights[e] = (o[e] - z[e]) * total;
+  }
+}
+
+struct Step {
+  int32_t feature;
+  float threshold;
+  bool missing_right;
+  bool goes_right;
+  int32_t group;  // index among the path's groups
+  const uint32_t* set;  // null at numeric steps
+};
+
+// A tree's paths: each path's steps and groups.
+struct TreePaths {
+  std::vector<Step> steps;             // (P, S)
+  std::vector<int32_t> n_groups;       // (P,)
+  std::vector<int32_t> group_feature;  // (P, S)
+  std::vector<double> group_share;     // (P, S)
+  std::vector<const float*> value;     // (P,), null on paths of zero value
+};
+
+// Whether step i (of all the steps) has a non-empty category set.
+inline bool IsSet(const uint32_t* sets, int64_t i) {
+  if (sets == nullptr) return false;
+  bool any = false;
+  for (int64_t w = 0; w < kSetWords; ++w) any |= sets[i * kSetWords + w] != 0;
+  return any;
+}
+
+inline bool GoesRight(const Step& step, float v) {
+  if (std::isnan(v)) return step.missing_right;
+  if (step.set != nullptr) {
+    const int32_t code = static_cast<int32_t>(std::min(std::max(v, 0.0f), 255.0f));
+    return ((step.set[code >> 5] >> (code & 31)) & 1) == 0;
+  }
+  return v > step.threshold;
+}
+
+ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
+                    ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
+                    ffi::Buffer<ffi::PRED> goes_right, ffi::Buffer<ffi::S32> group,
+                    ffi::Buffer<ffi::F32> zero_share, ffi::Buffer<ffi::F32> value,
+                    ffi::Buffer<ffi::U32> category_left, ffi::ResultBuffer<ffi::F32> result) {
+  auto x_dims = X.dimensions();
+  auto step_dims = feature.dimensions();
+  auto value_dims = value.dimensions();
+  if (x_dims.size() != 2 || step_dims.size() != 3 || value_dims.size() != 3) {
+    return ffi::Error::InvalidArgument("jaxboost shap: bad ranks");
+  }
+  const int64_t n_rows = x_dims[0], n_features = x_dims[1];
+  const int64_t n_trees = step_dims[0], n_paths = step_dims[1], n_steps = step_dims[2];
+  const int64_t n_outputs = value_dims[2];
+  const int64_t n_step_values = n_trees * n_paths * n_steps;
+  if (value_dims[0] != n_trees || value_dims[1] != n_paths ||
+      threshold.element_count() != n_step_values || missing_left.element_count() != n_step_values ||
+      goes_right.element_count() != n_step_values || group.element_count() != n_step_values ||
+      zero_share.element_count() != n_step_values) {
+    return ffi::Error::InvalidArgument("jaxboost shap: path arrays disagree");
+  }
+  if (n_steps > kMaxGroups) {
+    return ffi::Error::InvalidArgument("jaxboost shap: paths deeper than 30 splits");
+  }
+  const int32_t* features = feature.typed_data();
+  const int32_t* groups = group.typed_data();
+  for (int64_t i = 0; i < n_step_values; ++i) {
+    if (features[i] < 0 || features[i] >= n_features || groups[i] < 0 || groups[i] >= n_steps) {
+      return ffi::Error::InvalidArgument("jaxboost shap: feature or group out of range");
+    }
+  }
+  const int64_t n_set_words = category_left.element_count();
+  if (n_set_words != 0 && n_set_words != n_step_values * kSetWords) {
+    return ffi::Error::InvalidArgument("jaxboost shap: category_left not (T, P, S, 8)");
+  }
+  const uint32_t* sets = n_set_words ? category_left.typed_data() : nullptr;
+  const float* x = X.typed_data();
+  float* out = result->typed_data();
+  std::fill(out, out + n_rows * n_features * n_outputs, 0.0f);
+  std::vector<double> phi(n_rows * n_features * n_outputs, 0.0);
+
+  std::vector<double> factor_of(static_cast<size_t>((kMaxGroups + 1) * (kMaxGroups + 1)));
+  for (int m = 1; m <= kMaxGroups; ++m) {  // k! (m - 1 - k)! / m!
+    for (int k = 0; k < m; ++k) {
+      factor_of[m * (kMaxGroups + 1) + k] =
+          std::exp(std::lgamma(k + 1.0) + std::lgamma(m - k + 0.0) - std::lgamma(m + 1.0));
+    }
+  }
+
+  TreePaths tree;
+  std::vector<double> table, weights(n_steps);
+  double o[kMaxGroups], z[kMaxGroups];
+  for (int64_t t = 0; t < n_trees; ++t) {
+    // the tree's paths, their groups renumbered 0..m-1 in step order
+    tree.steps.assign(n_paths * n_steps, Step{});
+    tree.n_groups.assign(n_paths, 0);
+    tree.group_feature.assign(n_paths * n_steps, 0);
+    tree.group_share.assign(n_paths * n_steps, 1.0);
+    tree.value.assign(n_paths, nullptr);
+    int max_groups = 0;
+    for (int64_t p = 0; p < n_paths; ++p) {
+      const int64_t base = (t * n_paths + p) * n_steps;
+      const float* leaf = value.typed_data() + (t * n_paths + p) * n_outputs;
+      bool nonzero = false;
+      for (int64_t k = 0; k < n_outputs; ++k) nonzero |= leaf[k] != 0.0f;
+      tree.value[p] = nonzero ? leaf : nullptr;
+      int32_t index_of[kMaxGroups] = {0};
+      int m = 0;
+      for (int64_t s = 0; s < n_steps; ++s) {
+        // a step that no row fails and of share 1 (padding) is a player
+        // that changes nothing: left out
+        const bool inert = !(threshold.typed_data()[base + s] < std::numeric_limits<float>::infinity()) &&
+                           missing_left.typed_data()[base + s] &&
+                           !goes_right.typed_data()[base + s] && !IsSet(sets, base + s) &&
+                           zero_share.typed_data()[base + s] == 1.0f;
+        if (groups[base + s] == s && !inert) {  // a group's first step: a new group
+          index_of[s] = m;
+          tree.group_feature[p * n_steps + m] = features[base + s];
+          tree.group_share[p * n_steps + m] = zero_share.typed_data()[base + s];
+          ++m;
+        }
+      }
+      for (int64_t s = 0; s < n_steps; ++s) {
+        const uint32_t* set = IsSet(sets, base + s) ? sets + (base + s) * kSetWords : nullptr;
+        tree.steps[p * n_steps + s] =
+            Step{features[base + s], threshold.typed_data()[base + s],
+                 !missing_left.typed_data()[base + s], goes_right.typed_data()[base + s],
+                 index_of[groups[base + s]], set};
+      }
+      tree.n_groups[p] = m;
+      max_groups = std::max(max_groups, m);
+    }
+    // tabulated: every path's weights for each of the 2^m patterns
+    const bool tabulate = (int64_t{4} << max_groups) <= n_rows;
+    const int64_t n_patterns = int64_t{1} << max_groups;
+    if (tabulate) {
+      table.assign(n_paths * n_patterns * max_groups, 0.0);
+      for (int64_t p = 0; p < n_paths; ++p) {
+        const int m = tree.n_groups[p];
+        if (tree.value[p] == nullptr || m == 0) continue;
+        const double* factor = factor_of.data() + m * (kMaxGroups + 1);
+        for (int j = 0; j < m; ++j) z[j] = tree.group_share[p * n_steps + j];
+        for (int64_t pattern = 0; pattern < (int64_t{1} << m); ++pattern) {
+          for (int j = 0; j < m; ++j) o[j] = static_cast<double>((pattern >> j) & 1);
+          PathWeights(o, z, m, factor, table.data() + (p * n_patterns + pattern) * max_groups);
+        }
+      }
+    }
+    for (int64_t i = 0; i < n_rows; ++i) {
+      const float* row = x + i * n_features;
+      double* row_phi = phi.data() + i * n_features * n_outputs;
+      for (int64_t p = 0; p < n_paths; ++p) {
+        const int m = tree.n_groups[p];
+        if (tree.value[p] == nullptr || m == 0) continue;
+        int32_t failed = 0;
+        const Step* steps = tree.steps.data() + p * n_steps;
+        for (int64_t s = 0; s < n_steps; ++s) {
+          const Step& step = steps[s];
+          failed |= static_cast<int32_t>(GoesRight(step, row[step.feature]) != step.goes_right)
+                    << step.group;
+        }
+        const int32_t pattern = ~failed & ((int32_t{1} << m) - 1);
+        const double* w;
+        if (tabulate) {
+          w = table.data() + (p * n_patterns + pattern) * max_groups;
+        } else {
+          for (int j = 0; j < m; ++j) {
+            o[j] = static_cast<double>((pattern >> j) & 1);
+            z[j] = tree.group_share[p * n_steps + j];
+          }
+          PathWeights(o, z, m, factor_of.data() + m * (kMaxGroups + 1), weights.data());
+          w = weights.data();
+        }
+        const int32_t* group_feature = tree.group_feature.data() + p * n_steps;
+        const float* leaf = tree.value[p];
+        if (n_outputs == 1) {
+          const double v = leaf[0];
+          for (int j = 0; j < m; ++j) row_phi[group_feature[j]] += v * w[j];
+        } else {
+          for (int j = 0; j < m; ++j) {
+            double* target = row_phi + group_feature[j] * n_outputs;
+            for (int64_t k = 0; k < n_outputs; ++k) target[k] += leaf[k] * w[j];
+          }
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < phi.size(); ++i) out[i] = static_cast<float>(phi[i]);
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostShapContributions, ShapImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
