@@ -62,7 +62,8 @@ class ShapPaths(NamedTuple):
     """Every tree's paths as TreeSHAP reads them, leading ``(n_trees,)``
     axis; ``(T, P, S)`` per step unless said."""
 
-    feature: jax.Array  # int32 the split's feature (the group's, merged)
+    node: jax.Array  # int32 the split (a node of the tree's table), -1 on padding
+    feature: jax.Array  # int32 the split's feature
     threshold: jax.Array  # float32 (+inf on padding steps)
     missing_left: jax.Array  # bool (True on padding steps)
     category_left: jax.Array | None  # (T, P, S, 8) uint32 or None
@@ -95,6 +96,7 @@ def shap_paths(paths: TreePaths, table_threshold, table_missing_left, table_cate
     if table_category_left is not None:
         category_left = np.where(valid[..., None], table_category_left[trees, node], 0)
     return ShapPaths(
+        node=paths.node,
         feature=paths.feature,
         threshold=np.where(valid, table_threshold[trees, node], np.inf).astype(np.float32),
         missing_left=np.where(valid, table_missing_left[trees, node], True),
@@ -269,6 +271,7 @@ def forest_contributions_native(paths: ShapPaths, X: jax.Array) -> jax.Array:
         category_left = jnp.zeros(0, jnp.uint32)
     return call(
         X,
+        paths.node,
         paths.feature,
         paths.threshold,
         paths.missing_left,

@@ -10,10 +10,12 @@
 // pattern of o bits: for a tree whose paths have few groups compared with
 // the rows (2^m <= rows / 4), every pattern's values are tabulated once and
 // each row looks its pattern up; otherwise each row's are computed.
-// Weights in double.  Rows in blocks, trees outermost, one thread.
+// Weights in double.  Trees outermost, then blocks of rows, one thread.
 //
 // Shapes (row-major), T trees, P paths of S steps, K outputs:
 //   X             (n_rows, n_features) float32, NaN for missing
+//   node          (T, P, S) int32 the step's split (a node of the tree's
+//                 table, -1 on padding steps): tested once per row
 //   feature       (T, P, S) int32 the step's split feature
 //   threshold     (T, P, S) float32 (+inf on padding steps)
 //   missing_left  (T, P, S) bool (true on padding steps)
@@ -39,6 +41,7 @@ namespace ffi = xla::ffi;
 namespace {
 
 constexpr int64_t kSetWords = 8;
+constexpr int64_t kBlockRows = 64;
 constexpr int kMaxGroups = 30;  // a pattern's bits fit an int32
 
 // weights[e] = (o_e - z_e) sum_k k! (m - 1 - k)! / m! e_k(others) for the m
@@ -71,17 +74,25 @@ void PathWeights(const double* o, const double* z, int m, const double* factor,
   }
 }
 
-struct Step {
+// A split's test: a row goes right where GoesRight.
+struct Test {
   int32_t feature;
   float threshold;
   bool missing_right;
-  bool goes_right;
-  int32_t group;  // index among the path's groups
-  const uint32_t* set;  // null at numeric steps
+  const uint32_t* set;  // null at numeric splits
 };
 
-// A tree's paths: each path's steps and groups.
+struct Step {
+  int32_t test;  // the split's test among the tree's (the last: an inert step's)
+  bool goes_right;
+  int32_t group;  // index among the path's groups
+};
+
+// A tree's paths: each path's steps and groups, and the tests of its splits
+// (each split tested once per row, however many paths pass it).
 struct TreePaths {
+  std::vector<Test> tests;
+  std::vector<int32_t> test_of_node;   // the table's node -> its test, or -1
   std::vector<Step> steps;             // (P, S)
   std::vector<int32_t> n_groups;       // (P,)
   std::vector<int32_t> group_feature;  // (P, S)
@@ -97,16 +108,17 @@ inline bool IsSet(const uint32_t* sets, int64_t i) {
   return any;
 }
 
-inline bool GoesRight(const Step& step, float v) {
-  if (std::isnan(v)) return step.missing_right;
-  if (step.set != nullptr) {
+inline bool GoesRight(const Test& test, float v) {
+  if (std::isnan(v)) return test.missing_right;
+  if (test.set != nullptr) {
     const int32_t code = static_cast<int32_t>(std::min(std::max(v, 0.0f), 255.0f));
-    return ((step.set[code >> 5] >> (code & 31)) & 1) == 0;
+    return ((test.set[code >> 5] >> (code & 31)) & 1) == 0;
   }
-  return v > step.threshold;
+  return v > test.threshold;
 }
 
-ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
+ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
+                    ffi::Buffer<ffi::S32> feature,
                     ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
                     ffi::Buffer<ffi::PRED> goes_right, ffi::Buffer<ffi::S32> group,
                     ffi::Buffer<ffi::F32> zero_share, ffi::Buffer<ffi::F32> value,
@@ -124,6 +136,7 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
   if (value_dims[0] != n_trees || value_dims[1] != n_paths ||
       threshold.element_count() != n_step_values || missing_left.element_count() != n_step_values ||
       goes_right.element_count() != n_step_values || group.element_count() != n_step_values ||
+      node.element_count() != n_step_values ||
       zero_share.element_count() != n_step_values) {
     return ffi::Error::InvalidArgument("jaxboost shap: path arrays disagree");
   }
@@ -132,10 +145,13 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
   }
   const int32_t* features = feature.typed_data();
   const int32_t* groups = group.typed_data();
+  const int32_t* nodes = node.typed_data();
+  int32_t max_node = 0;
   for (int64_t i = 0; i < n_step_values; ++i) {
     if (features[i] < 0 || features[i] >= n_features || groups[i] < 0 || groups[i] >= n_steps) {
       return ffi::Error::InvalidArgument("jaxboost shap: feature or group out of range");
     }
+    max_node = std::max(max_node, nodes[i]);
   }
   const int64_t n_set_words = category_left.element_count();
   if (n_set_words != 0 && n_set_words != n_step_values * kSetWords) {
@@ -157,9 +173,12 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
 
   TreePaths tree;
   std::vector<double> table, weights(n_steps);
+  std::vector<uint8_t> right;
   double o[kMaxGroups], z[kMaxGroups];
   for (int64_t t = 0; t < n_trees; ++t) {
     // the tree's paths, their groups renumbered 0..m-1 in step order
+    tree.tests.clear();
+    tree.test_of_node.assign(max_node + 1, -1);
     tree.steps.assign(n_paths * n_steps, Step{});
     tree.n_groups.assign(n_paths, 0);
     tree.group_feature.assign(n_paths * n_steps, 0);
@@ -189,11 +208,19 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
         }
       }
       for (int64_t s = 0; s < n_steps; ++s) {
-        const uint32_t* set = IsSet(sets, base + s) ? sets + (base + s) * kSetWords : nullptr;
+        const int32_t at = nodes[base + s];
+        int32_t test = -1;  // padding: resolved to the inert test below
+        if (at >= 0) {
+          if (tree.test_of_node[at] < 0) {
+            const uint32_t* set = IsSet(sets, base + s) ? sets + (base + s) * kSetWords : nullptr;
+            tree.test_of_node[at] = static_cast<int32_t>(tree.tests.size());
+            tree.tests.push_back(Test{features[base + s], threshold.typed_data()[base + s],
+                                      !missing_left.typed_data()[base + s], set});
+          }
+          test = tree.test_of_node[at];
+        }
         tree.steps[p * n_steps + s] =
-            Step{features[base + s], threshold.typed_data()[base + s],
-                 !missing_left.typed_data()[base + s], goes_right.typed_data()[base + s],
-                 index_of[groups[base + s]], set};
+            Step{test, goes_right.typed_data()[base + s] && at >= 0, index_of[groups[base + s]]};
       }
       tree.n_groups[p] = m;
       max_groups = std::max(max_groups, m);
@@ -214,40 +241,56 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
         }
       }
     }
-    for (int64_t i = 0; i < n_rows; ++i) {
-      const float* row = x + i * n_features;
-      double* row_phi = phi.data() + i * n_features * n_outputs;
+    const int32_t inert = static_cast<int32_t>(tree.tests.size());
+    for (Step& step : tree.steps) {
+      if (step.test < 0) step.test = inert;  // "left", as the padding's side
+    }
+    // rows in blocks, path by path: a block's rows add to their own
+    // features' sums, so the adds do not wait on one another
+    right.assign((tree.tests.size() + 1) * kBlockRows, 0);
+    for (int64_t first = 0; first < n_rows; first += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, n_rows - first);
+      const float* block = x + first * n_features;
+      for (size_t c = 0; c < tree.tests.size(); ++c) {
+        const Test& test = tree.tests[c];
+        uint8_t* goes = right.data() + c * kBlockRows;
+        for (int64_t r = 0; r < rows; ++r) goes[r] = GoesRight(test, block[r * n_features + test.feature]);
+      }
       for (int64_t p = 0; p < n_paths; ++p) {
         const int m = tree.n_groups[p];
         if (tree.value[p] == nullptr || m == 0) continue;
-        int32_t failed = 0;
+        int32_t failed[kBlockRows] = {0};
         const Step* steps = tree.steps.data() + p * n_steps;
         for (int64_t s = 0; s < n_steps; ++s) {
-          const Step& step = steps[s];
-          failed |= static_cast<int32_t>(GoesRight(step, row[step.feature]) != step.goes_right)
-                    << step.group;
-        }
-        const int32_t pattern = ~failed & ((int32_t{1} << m) - 1);
-        const double* w;
-        if (tabulate) {
-          w = table.data() + (p * n_patterns + pattern) * max_groups;
-        } else {
-          for (int j = 0; j < m; ++j) {
-            o[j] = static_cast<double>((pattern >> j) & 1);
-            z[j] = tree.group_share[p * n_steps + j];
-          }
-          PathWeights(o, z, m, factor_of.data() + m * (kMaxGroups + 1), weights.data());
-          w = weights.data();
+          const uint8_t* goes = right.data() + steps[s].test * kBlockRows;
+          const uint8_t side = steps[s].goes_right;
+          const int32_t group = steps[s].group;
+          for (int64_t r = 0; r < rows; ++r) failed[r] |= static_cast<int32_t>(goes[r] != side) << group;
         }
         const int32_t* group_feature = tree.group_feature.data() + p * n_steps;
         const float* leaf = tree.value[p];
-        if (n_outputs == 1) {
-          const double v = leaf[0];
-          for (int j = 0; j < m; ++j) row_phi[group_feature[j]] += v * w[j];
-        } else {
-          for (int j = 0; j < m; ++j) {
-            double* target = row_phi + group_feature[j] * n_outputs;
-            for (int64_t k = 0; k < n_outputs; ++k) target[k] += leaf[k] * w[j];
+        for (int64_t r = 0; r < rows; ++r) {
+          const int32_t pattern = ~failed[r] & ((int32_t{1} << m) - 1);
+          const double* w;
+          if (tabulate) {
+            w = table.data() + (p * n_patterns + pattern) * max_groups;
+          } else {
+            for (int j = 0; j < m; ++j) {
+              o[j] = static_cast<double>((pattern >> j) & 1);
+              z[j] = tree.group_share[p * n_steps + j];
+            }
+            PathWeights(o, z, m, factor_of.data() + m * (kMaxGroups + 1), weights.data());
+            w = weights.data();
+          }
+          double* row_phi = phi.data() + (first + r) * n_features * n_outputs;
+          if (n_outputs == 1) {
+            const double v = leaf[0];
+            for (int j = 0; j < m; ++j) row_phi[group_feature[j]] += v * w[j];
+          } else {
+            for (int j = 0; j < m; ++j) {
+              double* target = row_phi + group_feature[j] * n_outputs;
+              for (int64_t k = 0; k < n_outputs; ++k) target[k] += leaf[k] * w[j];
+            }
           }
         }
       }
@@ -262,6 +305,7 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostShapContributions, ShapImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::PRED>>()
