@@ -17,6 +17,8 @@ from jaxboost.engine.node_table import child_share, node_table, tree_paths
 from jaxboost.engine.shap import (
     forest_contributions,
     forest_contributions_native,
+    forest_interactions,
+    forest_interactions_native,
     shap_paths,
 )
 from jaxboost.kernels.registry import kernels_for
@@ -189,7 +191,7 @@ def test_rows_sum_to_predict_raw_on_real_data_with_a_custom_loss_and_offsets():
 
 
 @pytest.mark.skipif(not kernels_for("cpu").native, reason="the native kernels did not build")
-def test_the_native_kernel_equals_the_xla_program():
+def test_the_native_kernels_equal_the_xla_programs():
     X, y = _data(categorical=True)
     model = jb.Booster(n_estimators=4, max_depth=4, categorical_features=[4]).fit(X, y)
     table = node_table(jax.tree.map(np.asarray, model.forest_))
@@ -197,21 +199,17 @@ def test_the_native_kernel_equals_the_xla_program():
         tree_paths(table), table.threshold, table.missing_left, table.category_left
     )
     paths = jax.tree.map(jnp.asarray, paths)
-    rows = jnp.asarray(X[:50])
     # 50 rows: each row's weights computed (a table of 2^4 patterns needs 64 rows)
-    np.testing.assert_allclose(
-        forest_contributions_native(paths, rows),
-        forest_contributions(paths, rows),
-        rtol=1e-5,
-        atol=1e-6,
-    )
+    rows = jnp.asarray(X[:50])
     many = jnp.asarray(np.repeat(X[:50], 40, axis=0))  # 2000 rows: tabulated
-    np.testing.assert_allclose(
-        forest_contributions_native(paths, many),
-        forest_contributions(paths, many),
-        rtol=1e-5,
-        atol=1e-6,
-    )
+    for native, reference in (
+        (forest_contributions_native, forest_contributions),
+        (forest_interactions_native, forest_interactions),
+    ):
+        for X_rows in (rows, many):
+            np.testing.assert_allclose(
+                native(paths, X_rows), reference(paths, X_rows), rtol=1e-5, atol=1e-6
+            )
 
 
 def test_the_node_table_routes_rows_to_the_leaves_predict_reaches():

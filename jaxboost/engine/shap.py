@@ -26,8 +26,8 @@ what makes each row sum to ``phi_i``.
 Rows are laid out last (``(..., n_rows)``) so that every step is an
 elementwise operation over rows; a program walks the trees with a
 ``lax.scan`` over each batch of rows.  On CPUs the native kernel
-(``native/shap.cc``, `forest_contributions_native`) computes the
-contributions instead, about ten times faster; this module's XLA program
+(``native/shap.cc``, `forest_contributions_native`,
+`forest_interactions_native`) computes them instead, about ten times faster; this module's XLA program
 is its reference (and what GPUs run).
 """
 
@@ -258,14 +258,10 @@ def forest_interactions(
     return _forest_program(_tree_interactions, shape, paths, X, batch_rows)
 
 
-@jax.jit
-def forest_contributions_native(paths: ShapPaths, X: jax.Array) -> jax.Array:
-    """`forest_contributions` by the native CPU kernel (``native/shap.cc``):
-    the same values (its weights in float64), about ten times faster."""
+def _native_call(target: str, shape: tuple, paths: ShapPaths, X: jax.Array) -> jax.Array:
     load()
-    n_rows, n_features = X.shape
-    result = jax.ShapeDtypeStruct((n_rows, n_features, paths.value.shape[-1]), jnp.float32)
-    call = jax.ffi.ffi_call("jaxboost_shap_contributions", result, vmap_method="sequential")
+    result = jax.ShapeDtypeStruct(shape, jnp.float32)
+    call = jax.ffi.ffi_call(target, result, vmap_method="sequential")
     category_left = paths.category_left
     if category_left is None:
         category_left = jnp.zeros(0, jnp.uint32)
@@ -283,39 +279,60 @@ def forest_contributions_native(paths: ShapPaths, X: jax.Array) -> jax.Array:
     )
 
 
+@jax.jit
+def forest_contributions_native(paths: ShapPaths, X: jax.Array) -> jax.Array:
+    """`forest_contributions` by the native CPU kernel (``native/shap.cc``):
+    the same values (its weights in float64), about ten times faster."""
+    shape = (*X.shape, paths.value.shape[-1])
+    return _native_call("jaxboost_shap_contributions", shape, paths, X)
+
+
+@jax.jit
+def forest_interactions_native(paths: ShapPaths, X: jax.Array) -> jax.Array:
+    """`forest_interactions` by the native CPU kernel (``native/shap.cc``)."""
+    shape = (*X.shape, X.shape[1], paths.value.shape[-1])
+    return _native_call("jaxboost_shap_interactions", shape, paths, X)
+
+
 @one_program_per_shape()
 def _sharded_program(mesh, explain) -> jax.stages.Wrapped:
-    """``explain`` (either contributions function) with the rows sharded over ``mesh``."""
+    """``explain`` (one of this module's forest functions) with the rows
+    sharded over ``mesh``."""
     sharded = jax.shard_map(
         explain, mesh=mesh, in_specs=(P(), P(ROWS)), out_specs=P(ROWS), check_vma=False
     )
     return jax.jit(sharded)
 
 
-def contributions_on_devices(
-    paths: ShapPaths, X: np.ndarray, devices: list[jax.Device]
-) -> np.ndarray:
-    """``(n_rows, n_features, K)`` float32 `forest_contributions` of ``X``
-    (numpy), by the native kernel on CPUs where it builds, the rows padded
-    to their bucket and sharded over ``devices`` when there are enough."""
+def _on_devices(native, reference, paths: ShapPaths, X: np.ndarray, devices) -> np.ndarray:
+    """``native`` (on CPUs where the native kernels build) or ``reference``
+    of ``X`` (numpy), the rows padded to their bucket and sharded over
+    ``devices`` when there are enough."""
     n_rows = X.shape[0]
     n_devices = len(devices) if n_rows >= _MIN_ROWS_PER_DEVICE * len(devices) else 1
     padded = pad_rows(X, bucket_size(n_rows, n_devices), aligned=in_place_on(devices[0].platform))
     platforms = {device.platform for device in devices}
-    native = len(platforms) == 1 and kernels_for(platforms.pop()).native
-    explain = forest_contributions_native if native else forest_contributions
+    explain = native if len(platforms) == 1 and kernels_for(platforms.pop()).native else reference
     if n_devices == 1:
         values = explain(jax.device_put(paths, devices[0]), jax.device_put(padded, devices[0]))
     else:
         mesh = make_mesh(devices[:n_devices])
         rows = jax.device_put(padded, NamedSharding(mesh, P(ROWS)))
         values = _sharded_program(mesh, explain)(paths, rows)
-    return np.asarray(values)[:n_rows]
+    return np.array(values[:n_rows])
 
 
-def interactions_on_device(paths: ShapPaths, X: np.ndarray, device: jax.Device) -> np.ndarray:
+def contributions_on_devices(
+    paths: ShapPaths, X: np.ndarray, devices: list[jax.Device]
+) -> np.ndarray:
+    """``(n_rows, n_features, K)`` float32 `forest_contributions` of ``X``
+    (numpy) on ``devices`` (see `_on_devices`)."""
+    return _on_devices(forest_contributions_native, forest_contributions, paths, X, devices)
+
+
+def interactions_on_devices(
+    paths: ShapPaths, X: np.ndarray, devices: list[jax.Device]
+) -> np.ndarray:
     """``(n_rows, n_features, n_features, K)`` float32 `forest_interactions`
-    of ``X`` (numpy) on ``device``, the rows padded to their bucket."""
-    padded = pad_rows(X, bucket_size(X.shape[0]))
-    values = forest_interactions(jax.device_put(paths, device), jax.device_put(padded, device))
-    return np.array(values[: X.shape[0]])
+    of ``X`` (numpy) on ``devices``."""
+    return _on_devices(forest_interactions_native, forest_interactions, paths, X, devices)

@@ -19,7 +19,7 @@ from ..engine.node_table import node_table, tree_paths
 from ..engine.shap import (
     ShapPaths,
     contributions_on_devices,
-    interactions_on_device,
+    interactions_on_devices,
     shap_paths,
 )
 from ..engine.tree import Tree
@@ -70,10 +70,10 @@ def interactions(
     """``(n_rows, K, n_features + 1, n_features + 1)`` float32 SHAP
     interaction values (XGBoost's ``pred_interactions``): row ``i`` of a
     row's matrix sums to feature ``i``'s contribution, the expected value
-    at ``[n_features, n_features]``.  ``devices``: the first computes."""
+    at ``[n_features, n_features]``.  ``devices``: where to compute."""
     n_rows, n_features = features.shape
     paths, expected = _paths(forest)
-    pairs = interactions_on_device(paths, features, devices[0])  # (n, F, F, K)
+    pairs = interactions_on_devices(paths, features, devices)  # (n, F, F, K)
     phi = contributions_on_devices(paths, features, devices)  # (n, F, K)
     pairs = np.moveaxis(pairs, 3, 1)  # (n, K, F, F)
     phi = np.swapaxes(phi, 1, 2)  # (n, K, F)

@@ -82,6 +82,41 @@ struct Test {
   const uint32_t* set;  // null at numeric splits
 };
 
+// The quotient q (degree entries) of c (degree + 1 entries) by z + o t, o in {0, 1}.
+inline void Divide(const double* c, int degree, double o, double z, double* q) {
+  if (o == 1.0) {  // synthetic division by (t + z), from the top
+    q[degree - 1] = c[degree];
+    for (int k = degree - 1; k >= 1; --k) q[k - 1] = c[k] - z * q[k];
+  } else {
+    for (int k = 0; k < degree; ++k) q[k] = c[k] / z;
+  }
+}
+
+// weights[i * stride + j] = (o_i - z_i)(o_j - z_j) / 2 sum_k k! (m - 2 - k)! /
+// (m - 1)! e_k(others but i and j), 0 for i == j: the path's interaction
+// values (factor: the weights of m - 1 players).
+void PairWeights(const double* o, const double* z, int m, const double* factor, int stride,
+                 double* weights) {
+  double coef[kMaxGroups + 2] = {1.0}, without_j[kMaxGroups + 1], without_ij[kMaxGroups];
+  for (int j = 0; j < m; ++j) {
+    coef[j + 1] = o[j] * coef[j];
+    for (int k = j; k >= 1; --k) coef[k] = z[j] * coef[k] + o[j] * coef[k - 1];
+    coef[0] *= z[j];
+  }
+  for (int j = 0; j < m; ++j) {
+    for (int i = 0; i < m; ++i) weights[i * stride + j] = 0.0;
+    if (o[j] == z[j]) continue;
+    Divide(coef, m, o[j], z[j], without_j);
+    for (int i = 0; i < m; ++i) {
+      if (i == j || o[i] == z[i]) continue;
+      Divide(without_j, m - 1, o[i], z[i], without_ij);
+      double total = 0.0;
+      for (int k = 0; k < m - 1; ++k) total += without_ij[k] * factor[k];
+      weights[i * stride + j] = 0.5 * (o[i] - z[i]) * (o[j] - z[j]) * total;
+    }
+  }
+}
+
 struct Step {
   int32_t test;  // the split's test among the tree's (the last: an inert step's)
   bool goes_right;
@@ -117,6 +152,10 @@ inline bool GoesRight(const Test& test, float v) {
   return v > test.threshold;
 }
 
+// kPairs: the interaction values (n_rows, n_features, n_features, K), 0 on
+// the diagonal, as jaxboost/engine/shap.py's forest_interactions; else the
+// contributions (n_rows, n_features, K).
+template <bool kPairs>
 ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
                     ffi::Buffer<ffi::S32> feature,
                     ffi::Buffer<ffi::F32> threshold, ffi::Buffer<ffi::PRED> missing_left,
@@ -160,8 +199,11 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
   const uint32_t* sets = n_set_words ? category_left.typed_data() : nullptr;
   const float* x = X.typed_data();
   float* out = result->typed_data();
-  std::fill(out, out + n_rows * n_features * n_outputs, 0.0f);
-  std::vector<double> phi(n_rows * n_features * n_outputs, 0.0);
+  const int64_t per_row = (kPairs ? n_features : 1) * n_features * n_outputs;
+  std::fill(out, out + n_rows * per_row, 0.0f);
+  // contributions summed in double; interactions (n_features times more) in
+  // their float32 result
+  std::vector<double> phi(kPairs ? 0 : n_rows * per_row, 0.0);
 
   std::vector<double> factor_of(static_cast<size_t>((kMaxGroups + 1) * (kMaxGroups + 1)));
   for (int m = 1; m <= kMaxGroups; ++m) {  // k! (m - 1 - k)! / m!
@@ -172,7 +214,7 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
   }
 
   TreePaths tree;
-  std::vector<double> table, weights(n_steps);
+  std::vector<double> table, weights(n_steps * n_steps);
   std::vector<uint8_t> right;
   double o[kMaxGroups], z[kMaxGroups];
   for (int64_t t = 0; t < n_trees; ++t) {
@@ -228,16 +270,29 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
     // tabulated: every path's weights for each of the 2^m patterns
     const bool tabulate = (int64_t{4} << max_groups) <= n_rows;
     const int64_t n_patterns = int64_t{1} << max_groups;
+    const int stride = max_groups;  // a pattern's entry: (m) or (m, m) in rows of max_groups
+    const int64_t width = kPairs ? stride * stride : stride;
+    // the path's weights for o from a pattern's bits, into w
+    auto path_weights = [&](int64_t p, int32_t pattern, double* w) {
+      const int m = tree.n_groups[p];
+      for (int j = 0; j < m; ++j) {
+        o[j] = static_cast<double>((pattern >> j) & 1);
+        z[j] = tree.group_share[p * n_steps + j];
+      }
+      if constexpr (kPairs) {
+        PairWeights(o, z, m, factor_of.data() + (m - 1) * (kMaxGroups + 1), stride, w);
+      } else {
+        PathWeights(o, z, m, factor_of.data() + m * (kMaxGroups + 1), w);
+      }
+    };
     if (tabulate) {
-      table.assign(n_paths * n_patterns * max_groups, 0.0);
+      table.assign(n_paths * n_patterns * width, 0.0);
       for (int64_t p = 0; p < n_paths; ++p) {
         const int m = tree.n_groups[p];
         if (tree.value[p] == nullptr || m == 0) continue;
-        const double* factor = factor_of.data() + m * (kMaxGroups + 1);
-        for (int j = 0; j < m; ++j) z[j] = tree.group_share[p * n_steps + j];
         for (int64_t pattern = 0; pattern < (int64_t{1} << m); ++pattern) {
-          for (int j = 0; j < m; ++j) o[j] = static_cast<double>((pattern >> j) & 1);
-          PathWeights(o, z, m, factor, table.data() + (p * n_patterns + pattern) * max_groups);
+          path_weights(p, static_cast<int32_t>(pattern),
+                       table.data() + (p * n_patterns + pattern) * width);
         }
       }
     }
@@ -271,25 +326,33 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
         const float* leaf = tree.value[p];
         for (int64_t r = 0; r < rows; ++r) {
           const int32_t pattern = ~failed[r] & ((int32_t{1} << m) - 1);
-          const double* w;
+          const double* w = weights.data();
           if (tabulate) {
-            w = table.data() + (p * n_patterns + pattern) * max_groups;
+            w = table.data() + (p * n_patterns + pattern) * width;
           } else {
-            for (int j = 0; j < m; ++j) {
-              o[j] = static_cast<double>((pattern >> j) & 1);
-              z[j] = tree.group_share[p * n_steps + j];
-            }
-            PathWeights(o, z, m, factor_of.data() + m * (kMaxGroups + 1), weights.data());
-            w = weights.data();
+            path_weights(p, pattern, weights.data());
           }
-          double* row_phi = phi.data() + (first + r) * n_features * n_outputs;
-          if (n_outputs == 1) {
-            const double v = leaf[0];
-            for (int j = 0; j < m; ++j) row_phi[group_feature[j]] += v * w[j];
+          if constexpr (kPairs) {
+            float* row_pairs = out + (first + r) * per_row;
+            for (int i = 0; i < m; ++i) {
+              float* target_i = row_pairs + group_feature[i] * n_features * n_outputs;
+              for (int j = 0; j < m; ++j) {
+                const double weight = w[i * stride + j];
+                if (weight == 0.0) continue;
+                float* target = target_i + group_feature[j] * n_outputs;
+                for (int64_t k = 0; k < n_outputs; ++k) target[k] += leaf[k] * weight;
+              }
+            }
           } else {
-            for (int j = 0; j < m; ++j) {
-              double* target = row_phi + group_feature[j] * n_outputs;
-              for (int64_t k = 0; k < n_outputs; ++k) target[k] += leaf[k] * w[j];
+            double* row_phi = phi.data() + (first + r) * per_row;
+            if (n_outputs == 1) {
+              const double v = leaf[0];
+              for (int j = 0; j < m; ++j) row_phi[group_feature[j]] += v * w[j];
+            } else {
+              for (int j = 0; j < m; ++j) {
+                double* target = row_phi + group_feature[j] * n_outputs;
+                for (int64_t k = 0; k < n_outputs; ++k) target[k] += leaf[k] * w[j];
+              }
             }
           }
         }
@@ -302,7 +365,21 @@ ffi::Error ShapImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> node,
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostShapContributions, ShapImpl,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostShapContributions, ShapImpl<false>,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostShapInteractions, ShapImpl<true>,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
