@@ -195,9 +195,7 @@ def test_the_native_kernels_equal_the_xla_programs():
     X, y = _data(categorical=True)
     model = jb.Booster(n_estimators=4, max_depth=4, categorical_features=[4]).fit(X, y)
     table = node_table(jax.tree.map(np.asarray, model.forest_))
-    paths, _ = shap_paths(
-        tree_paths(table), table.threshold, table.missing_left, table.category_left
-    )
+    paths, _ = shap_paths(table, tree_paths(table))
     paths = jax.tree.map(jnp.asarray, paths)
     # 50 rows: each row's weights computed (a table of 2^4 patterns needs 64 rows)
     rows = jnp.asarray(X[:50])

@@ -50,7 +50,7 @@ from ..runtime.devices import ROWS, make_mesh
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.program_cache import one_program_per_shape
 from .categorical import bin_goes_left, is_categorical_node
-from .node_table import TreePaths
+from .node_table import NodeTable, TreePaths
 
 # rows per batch: a batch's (paths, steps, rows) arrays stay in cache
 DEFAULT_BATCH_ROWS = 256
@@ -73,11 +73,11 @@ class ShapPaths(NamedTuple):
     value: jax.Array  # (T, P, K) float32 leaf values
 
 
-def shap_paths(paths: TreePaths, table_threshold, table_missing_left, table_category_left):
-    """`ShapPaths` (numpy) from `jaxboost.engine.node_table.tree_paths` and
-    the table's per-node tests ``(T, N[, 8])``, with the steps that split on
-    one feature grouped at the first of them, and ``(K,)`` float64 the
-    forest's expected value (the sum over paths of ``v * prod share``)."""
+def shap_paths(table: NodeTable, paths: TreePaths) -> tuple[ShapPaths, np.ndarray]:
+    """`ShapPaths` (numpy) of a `jaxboost.engine.node_table.NodeTable`'s
+    paths (`jaxboost.engine.node_table.tree_paths`), with the steps that
+    split on one feature grouped at the first of them, and ``(K,)`` float64
+    the forest's expected value (the sum over paths of ``v * prod share``)."""
     n_trees, _, n_steps = paths.node.shape
     trees = np.arange(n_trees)[:, None, None]
     node = np.maximum(paths.node, 0)
@@ -93,13 +93,13 @@ def shap_paths(paths: TreePaths, table_threshold, table_missing_left, table_cate
         zero_share[..., step] = np.prod(np.where(members, share, 1.0), axis=-1)
     expected = np.einsum("tpk,tp->k", paths.value.astype(np.float64), np.prod(share, axis=-1))
     category_left = None
-    if table_category_left is not None:
-        category_left = np.where(valid[..., None], table_category_left[trees, node], 0)
+    if table.category_left is not None:
+        category_left = np.where(valid[..., None], table.category_left[trees, node], 0)
     return ShapPaths(
         node=paths.node,
         feature=paths.feature,
-        threshold=np.where(valid, table_threshold[trees, node], np.inf).astype(np.float32),
-        missing_left=np.where(valid, table_missing_left[trees, node], True),
+        threshold=np.where(valid, table.threshold[trees, node], np.inf).astype(np.float32),
+        missing_left=np.where(valid, table.missing_left[trees, node], True),
         category_left=category_left,
         goes_right=paths.goes_right,
         group=group.astype(np.int32),

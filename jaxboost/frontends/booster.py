@@ -1178,7 +1178,9 @@ class Booster:
         ``pred_contrib``."""
         features = self._features_for_predict(X)
         devices = check_devices(self.devices) or jax.local_devices()
-        values = explain.contributions(self.forest_, self.init_score_, features, init_score, devices)
+        values = explain.contributions(
+            self.forest_, self.init_score_, features, init_score=init_score, devices=devices
+        )
         return values[:, 0] if self.n_outputs_ == 1 else values
 
     @in_float32
@@ -1192,7 +1194,9 @@ class Booster:
         expected value is at ``[n_features, n_features]``."""
         features = self._features_for_predict(X)
         devices = check_devices(self.devices) or jax.local_devices()
-        values = explain.interactions(self.forest_, self.init_score_, features, init_score, devices)
+        values = explain.interactions(
+            self.forest_, self.init_score_, features, init_score=init_score, devices=devices
+        )
         return values[:, 0] if self.n_outputs_ == 1 else values
 
     @in_float32

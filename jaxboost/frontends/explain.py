@@ -37,9 +37,7 @@ def _paths(forest: Tree) -> tuple[ShapPaths, np.ndarray]:
     if forest.leaf_cover is None:
         raise ValueError(NO_COVERS)
     table = node_table(jax.tree.map(np.asarray, forest))
-    paths, expected = shap_paths(
-        tree_paths(table), table.threshold, table.missing_left, table.category_left
-    )
+    paths, expected = shap_paths(table, tree_paths(table))
     return jax.tree.map(jnp.asarray, paths), expected
 
 
@@ -52,7 +50,7 @@ def _bias(expected, init_score_, init_score: Any, n_rows: int) -> np.ndarray:
 
 
 def contributions(
-    forest: Tree, init_score_: np.ndarray, features: np.ndarray, init_score: Any, devices
+    forest: Tree, init_score_: np.ndarray, features: np.ndarray, *, init_score: Any, devices
 ) -> np.ndarray:
     """``(n_rows, K, n_features + 1)`` float32 SHAP values of the raw
     scores of ``features (n_rows, n_features)``, the expected value last
@@ -65,7 +63,7 @@ def contributions(
 
 
 def interactions(
-    forest: Tree, init_score_: np.ndarray, features: np.ndarray, init_score: Any, devices
+    forest: Tree, init_score_: np.ndarray, features: np.ndarray, *, init_score: Any, devices
 ) -> np.ndarray:
     """``(n_rows, K, n_features + 1, n_features + 1)`` float32 SHAP
     interaction values (XGBoost's ``pred_interactions``): row ``i`` of a
