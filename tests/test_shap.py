@@ -302,3 +302,52 @@ def test_a_refitted_model_is_explained_with_the_covers_it_was_grown_with():
     np.testing.assert_array_equal(refitted.forest_.leaf_cover, model.forest_.leaf_cover)
     contributions = refitted.predict_contributions(X[:20])
     np.testing.assert_allclose(contributions.sum(axis=1), refitted.predict_raw(X[:20]), atol=1e-5)
+
+
+def _shap_dict_model(model):
+    """The model as shap.TreeExplainer's dict of trees: each tree's nodes
+    reachable from its root, numbered in breadth-first order."""
+    table = node_table(jax.tree.map(np.asarray, model.forest_))
+    trees = []
+    for tree in range(table.left.shape[0]):
+        order, at = [int(table.root[tree])], 0
+        while at < len(order):
+            node, at = order[at], at + 1
+            if table.left[tree, node] >= 0:
+                order += [int(table.left[tree, node]), int(table.right[tree, node])]
+        number = {node: i for i, node in enumerate(order)}
+        nodes = np.array(order)
+        left = np.array([number.get(int(c), -1) for c in table.left[tree, nodes]])
+        right = np.array([number.get(int(c), -1) for c in table.right[tree, nodes]])
+        is_leaf = left < 0
+        trees.append(
+            {
+                "children_left": left,
+                "children_right": right,
+                "children_default": np.where(table.missing_left[tree, nodes], left, right),
+                "features": np.where(is_leaf, -2, table.feature[tree, nodes]),
+                "thresholds": table.threshold[tree, nodes].astype(np.float64),  # x <= t: left
+                "values": table.value[tree, nodes].astype(np.float64),
+                "node_sample_weight": table.cover[tree, nodes],
+            }
+        )
+    return {"trees": trees, "base_offset": float(model.init_score_[0])}
+
+
+def test_contributions_and_interactions_equal_shaps_tree_explainer():
+    shap = pytest.importorskip("shap", reason="shap is not installed (it is an optional reference)")
+    X, y = _data()
+    model = jb.Booster(n_estimators=6, max_depth=4, grow_policy="lossguide", max_leaves=7).fit(X, y)
+    explainer = shap.TreeExplainer(_shap_dict_model(model))
+    rows = X[:40].astype(np.float64)
+    contributions = model.predict_contributions(X[:40])
+    np.testing.assert_allclose(
+        contributions[:, :-1], explainer.shap_values(rows), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(contributions[:, -1], explainer.expected_value[0], rtol=1e-6)
+    np.testing.assert_allclose(
+        model.predict_interactions(X[:10])[:, :-1, :-1],
+        explainer.shap_interaction_values(rows[:10]),
+        rtol=1e-5,
+        atol=1e-6,
+    )
