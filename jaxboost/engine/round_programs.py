@@ -166,6 +166,7 @@ def empty_record(cfg: StaticSettings) -> RoundRecord:
         category_left=None
         if cfg.categorical is None
         else np.zeros((*nodes, BITSET_WORDS), np.uint32),
+        leaf_cover=np.zeros((rounds, n_trees, n_nodes), np.float32),
     )
     losses = np.zeros((rounds, 3) if judges_rises_in_bag(cfg) else rounds, np.float32)
     return RoundRecord(trees, losses, np.zeros(rounds, np.int32), np.zeros(rounds, np.int32))

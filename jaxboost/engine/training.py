@@ -500,8 +500,18 @@ def _grow_one(
         leaf_value=values,
         leaf_weight=totals.weight,
         category_left=structure.category_left,
+        leaf_cover=_leaf_cover(totals.hess),
     )
     return tree, values[leaf_of_row], n_stuck
+
+
+def _leaf_cover(hess: jax.Array) -> jax.Array:
+    """``(n_leaves,)`` the leaves' summed hessians ``(n_leaves, K[, K])``
+    as one cover each: the trace over the tree's outputs (a one-output
+    tree's others are 0 here), XGBoost's cover for one output."""
+    if hess.ndim == 3:
+        return jnp.trace(hess, axis1=1, axis2=2)
+    return jnp.sum(hess, axis=1)
 
 
 def round_derivatives(

@@ -50,6 +50,11 @@ class Tree(NamedTuple):
     # node sends left (jaxboost.engine.categorical; zero at numeric nodes,
     # whose threshold is then +inf), else None
     category_left: jax.Array | None = None
+    # (2^D,) float32 sum of the training hessians per leaf (weighted; the
+    # trace of the tree's outputs' hessian block): the "cover" TreeSHAP
+    # weighs a node's children by (jaxboost.engine.node_table); None in
+    # models saved before covers were recorded
+    leaf_cover: jax.Array | None = None
 
 
 class TreeParams(NamedTuple):

@@ -56,7 +56,7 @@ from ..runtime.precision import in_float32, loss_in
 from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
-from . import distribution_predict
+from . import distribution_predict, explain
 from .categories import (
     CategoryColumn,
     categorical_columns,
@@ -958,6 +958,41 @@ class Booster:
         features = self._features_for_predict(X)
         devices = check_devices(self.devices) or jax.local_devices()
         return leaf_indices_on(self._trees(iteration_range), features, devices[0])
+
+    @in_float32
+    def predict_contributions(self, X: Any, init_score: Any = None) -> np.ndarray:
+        """SHAP values of the raw scores: exact path-dependent TreeSHAP
+        (Lundberg et al. 2018), unseen features averaged over the trees'
+        training hessian sums (XGBoost's covers; docs/explain.md).
+
+        ``(n_rows, n_features + 1)``, or ``(n_rows, n_outputs, n_features +
+        1)`` when ``n_outputs > 1``, float32: each feature's contribution,
+        then the expected value (the initial score and the rows' offsets
+        ``init_score``, as in `predict_raw`, included), so each row sums to
+        `predict_raw`, as XGBoost's ``pred_contribs`` and LightGBM's
+        ``pred_contrib``."""
+        features = self._features_for_predict(X)
+        devices = check_devices(self.devices) or jax.local_devices()
+        values = explain.contributions(
+            self.forest_, self.init_score_, features, init_score=init_score, devices=devices
+        )
+        return values[:, 0] if self.n_outputs_ == 1 else values
+
+    @in_float32
+    def predict_interactions(self, X: Any, init_score: Any = None) -> np.ndarray:
+        """SHAP interaction values of the raw scores (XGBoost's
+        ``pred_interactions``): ``(n_rows, n_features + 1, n_features + 1)``,
+        or with an ``n_outputs`` axis second when ``n_outputs > 1``, float32.
+        Entry ``[i, j]`` (``i != j``) is half the change feature ``j``
+        makes to feature ``i``'s contribution, ``[i, i]`` the rest of it,
+        so row ``i`` sums to `predict_contributions`' column ``i``; the
+        expected value is at ``[n_features, n_features]``."""
+        features = self._features_for_predict(X)
+        devices = check_devices(self.devices) or jax.local_devices()
+        values = explain.interactions(
+            self.forest_, self.init_score_, features, init_score=init_score, devices=devices
+        )
+        return values[:, 0] if self.n_outputs_ == 1 else values
 
     @in_float32
     def _link(self, raw: np.ndarray) -> np.ndarray:

@@ -142,11 +142,14 @@ def with_model_scores(model: Any, eval_sets: list[EvalSet], device: jax.Device) 
 def joined(continued: ContinuedFrom | None, forest: Tree, train_loss) -> tuple[Tree, list]:
     """The model's trees and training losses followed by a continued fit's
     (``forest``, and ``train_loss``: before its first round, then after
-    each); unchanged without ``continued``.  At the model's last round the
+    each); unchanged without ``continued``.  The trees keep covers only
+    where the model's trees have them.  At the model's last round the
     value is the continued fit's (its loss, which may be new, at the
     model's scores)."""
     if continued is None:
         return forest, train_loss
+    if continued.forest.leaf_cover is None:  # a model from a file without covers
+        forest = forest._replace(leaf_cover=None)  # (none, rather than some trees')
     forest = jax.tree.map(lambda old, new: np.concatenate([old, new]), continued.forest, forest)
     return forest, list(continued.train_loss[:-1]) + list(train_loss)
 

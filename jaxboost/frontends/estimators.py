@@ -270,6 +270,12 @@ class _BoosterEstimator(BaseEstimator):
         with _one_names_warning():
             return getattr(self.booster_, method)(X, *args, **kwargs)
 
+    def _contributions(self, X: Any, init_score: Any = None) -> np.ndarray:
+        """``predict(X, pred_contrib=True)``: `jaxboost.Booster.predict_contributions`
+        of ``booster_`` as float64 (the raw scores' SHAP values, expected value last)."""
+        values = self._through_booster("predict_contributions", X, init_score=init_score)
+        return np.asarray(values, np.float64)
+
     def apply(self, X: Any) -> np.ndarray:
         """``(n_rows, n_trees)`` int32: the leaf each row reaches in every tree
         (`jaxboost.Booster.apply`)."""
@@ -397,10 +403,17 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
         return np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
 
-    def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
+    def predict(self, X: Any, init_score: Any = None, pred_contrib: bool = False) -> np.ndarray:
         """Predictions on the response scale (the loss's link applied to the raw
         scores, plus the rows' offsets ``init_score`` as in ``fit``):
-        ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64."""
+        ``(n_rows,)`` or ``(n_rows, n_outputs)`` float64.
+
+        ``pred_contrib=True`` (LightGBM's): the raw scores' SHAP values
+        instead, ``(n_rows, n_features + 1)`` (``(n_rows, n_outputs,
+        n_features + 1)`` for several outputs), the expected value last
+        (`jaxboost.Booster.predict_contributions`; docs/explain.md)."""
+        if pred_contrib:
+            return self._contributions(X, init_score)
         return self._response(self._raw(X, init_score))
 
     def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
@@ -553,13 +566,21 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X, init_score))
 
-    def predict(self, X: Any, init_score: Any = None) -> np.ndarray:
+    def predict(self, X: Any, init_score: Any = None, pred_contrib: bool = False) -> np.ndarray:
         """The most probable label of each row, ``(n_rows,)`` of ``classes_``' type.
 
         With a sigmoid or softmax link, read off `decision_function` (its
         sign, or its largest score): float32 probabilities of raw scores
         within about 3e-8 of each other tie, and a tie would pick the first
-        class whatever the scores say."""
+        class whatever the scores say.
+
+        ``pred_contrib=True`` (LightGBM's): the raw scores' SHAP values
+        instead, ``(n_rows, n_features + 1)`` for a binary model of one
+        output (they sum to `decision_function`), ``(n_rows, n_outputs,
+        n_features + 1)`` for one output per class; the expected value last
+        (`jaxboost.Booster.predict_contributions`; docs/explain.md)."""
+        if pred_contrib:
+            return self._contributions(X, init_score)
         raw = self._raw(X, init_score)
         default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
         link = getattr(self.booster_.loss_, "link", default)

@@ -2,7 +2,7 @@
 
 The file is UTF-8 JSON::
 
-    {"format": "jaxboost-model", "version": 4,
+    {"format": "jaxboost-model", "version": 5,
      "params": {...constructor settings...},
      "loss":   {"name": "quantile", "params": {"alpha": 0.3}, "link": "identity",
                 "n_outputs": 1}            # a catalogue loss, rebuilt by name
@@ -31,7 +31,9 @@ content checks below run on every file as well.
 Older files still load, with a warning that no checksum covers their whole
 document: version 2 files (array ``checksums`` only) with their arrays checked,
 version 1 files (no checksums) with the content checks alone.  A file that
-says version 3 or later without its ``checksum`` is refused.  Loading is data only: no
+says version 3 or later without its ``checksum`` is refused.  Files before
+version 5 hold no ``leaf_cover`` (the trees' hessian sums): they load and
+predict, and ``predict_contributions`` on them says to fit again.  Loading is data only: no
 pickle, no eval, no import of a name from the file; the whole file is validated
 (checksums, types, shapes, value ranges, and the consistency of the fields with
 one another) before anything is built, and every problem raises
@@ -64,10 +66,11 @@ from .categories import categories_from_json, categories_to_json
 from .model_fields import MODEL_FIELDS
 
 FORMAT = "jaxboost-model"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 CHECKSUMS_SINCE = 2  # the first format version whose files carry array ``checksums``
 DOCUMENT_CHECKSUM_SINCE = 3  # ... and the whole document's ``checksum``
 ESTIMATOR_SINCE = 4  # the first whose files may hold an ``estimator`` section
+COVERS_SINCE = 5  # ... and trees' ``leaf_cover`` (an older jaxboost refuses them by version)
 DEFAULT_MAX_BYTES = 1 << 30
 FITTED_LOSS_DTYPES = tuple(dtype for dtype in LOSS_DTYPES if dtype != "auto")
 
@@ -95,8 +98,10 @@ FOREST_FIELDS = {
     "leaf_weight": ("float32", ("trees", "leaves")),
     # only in models with categorical columns
     "category_left": ("uint32", ("trees", "nodes", "words")),
+    # only in models fitted by a jaxboost that records covers (format 5 on)
+    "leaf_cover": ("float32", ("trees", "leaves")),
 }
-_OPTIONAL_FOREST_FIELDS = ("category_left",)
+_OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover")
 
 # Fitted attributes in a file's "state": (name, kind, required), of
 # `jaxboost.frontends.model_fields`; a new kind needs an encoder and a
@@ -756,6 +761,8 @@ def _check_values(state: dict) -> None:
             raise _fail(f"state.forest_.{name}", "not finite")
     if not (np.all(np.isfinite(forest.leaf_weight)) and np.all(forest.leaf_weight >= 0)):
         raise _fail("state.forest_.leaf_weight", "expected finite, non-negative weights")
+    if forest.leaf_cover is not None and not np.all(np.isfinite(forest.leaf_cover)):
+        raise _fail("state.forest_.leaf_cover", "not finite")
     if not np.all(np.isfinite(init)):
         raise _fail("state.init_score_", "not finite")
     largest = np.abs(forest.leaf_value.astype(np.float64)).max(axis=(1, 2)).sum()

@@ -82,8 +82,12 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         )
         return self
 
-    def predict(self, X: Any) -> np.ndarray:
-        """``(n_rows,)`` float64 scores: within a query, higher ranks first."""
+    def predict(self, X: Any, pred_contrib: bool = False) -> np.ndarray:
+        """``(n_rows,)`` float64 scores: within a query, higher ranks first.
+        ``pred_contrib=True`` (LightGBM's): their SHAP values instead,
+        ``(n_rows, n_features + 1)``, the expected value last (docs/explain.md)."""
+        if pred_contrib:
+            return self._contributions(X)
         return self._raw(X)
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:

@@ -2,7 +2,7 @@
 
 ``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction,
 binning, the line search's leaf sums, routing rows, the categorical split
-search's sort) are compiled on first use with the C++ compiler (``$CXX``, else
+search's sort, TreeSHAP values) are compiled on first use with the C++ compiler (``$CXX``, else
 ``g++``, ``c++`` or ``clang++``) against the FFI headers that ship with
 jaxlib, into one shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
 once per source and jaxlib version, and registered as XLA custom-call
@@ -42,6 +42,7 @@ SOURCES = tuple(
         "leaf_sums.cc",
         "route.cc",
         "category_order.cc",
+        "shap.cc",
     )
 )
 # included by the sources: part of what a cached build was built from
@@ -68,6 +69,8 @@ _TARGETS = {
     "jaxboost_route_leaf_sums": "JaxboostRouteLeafSums",
     "jaxboost_category_order": "JaxboostCategoryOrder",
     "jaxboost_category_sums": "JaxboostCategorySums",
+    "jaxboost_shap_contributions": "JaxboostShapContributions",
+    "jaxboost_shap_interactions": "JaxboostShapInteractions",
 }
 
 

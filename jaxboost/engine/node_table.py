@@ -1,0 +1,203 @@
+"""A forest as a table of nodes with explicit children, and its leaves' paths.
+
+TreeSHAP (`jaxboost.engine.shap`) reads trees through this view only:
+`node_table` is the one function that knows how a `Tree` lays out its
+nodes (heap order today); everything after it works on child indices.
+
+In the table, node ``i`` of tree ``t`` is a leaf where ``left[t, i] < 0``,
+else a split: a row goes right where its value of ``feature`` is above
+``threshold``, or its code is outside ``category_left`` at a categorical
+node, or it is missing (NaN) and ``missing_left`` is False, exactly as
+`jaxboost.engine.predict.leaf_of_rows` routes it.  ``cover`` is the
+training hessians' sum over a node's rows (XGBoost's cover), ``weight``
+their sample weights'.  A node that does not split (every row left) never
+appears on a path: its parent links to its left child.
+
+A path (`tree_paths`) is one reachable leaf and the splits above it, each
+with the side the path takes and the share of its node's cover that side
+holds (`child_share`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .tree import Tree
+
+
+class NodeTable(NamedTuple):
+    """Trees as nodes, leading ``(n_trees,)`` axis, ``n_nodes`` per tree (numpy)."""
+
+    left: np.ndarray  # (T, N) int32 left child, -1 at leaves
+    right: np.ndarray  # (T, N) int32 right child, -1 at leaves
+    feature: np.ndarray  # (T, N) int32, 0 at leaves
+    threshold: np.ndarray  # (T, N) float32: x <= threshold goes left
+    missing_left: np.ndarray  # (T, N) bool: NaN goes left
+    category_left: np.ndarray | None  # (T, N, 8) uint32 category bitsets, or None
+    cover: np.ndarray  # (T, N) float64 training hessian sums
+    weight: np.ndarray  # (T, N) float64 training sample weights
+    value: np.ndarray  # (T, N, K) float32, the leaf values (0 at splits)
+    root: np.ndarray  # (T,) int32
+
+
+class TreePaths(NamedTuple):
+    """Every tree's root-to-leaf paths, ``P`` paths of ``S`` steps (padded)."""
+
+    node: np.ndarray  # (T, P, S) int32 the split at each step, -1 on padding
+    goes_right: np.ndarray  # (T, P, S) bool: the side the path takes there
+    share: np.ndarray  # (T, P, S) float64 that side's share of the node's cover (1 on padding)
+    feature: np.ndarray  # (T, P, S) int32 the split's feature (0 on padding)
+    value: np.ndarray  # (T, P, K) float32 the leaf's value (0 on padding paths)
+
+
+def node_table(forest: Tree) -> NodeTable:
+    """The `NodeTable` of a forest of heap-ordered trees (`jaxboost.engine.tree`).
+
+    Node ``i < 2^D - 1`` is internal (children ``2i+1``, ``2i+2``), leaf ``j``
+    is node ``2^D - 1 + j``.  An internal node splits where its gain is
+    positive; one that does not sends every row left, so a link to it is
+    resolved to the first split or leaf down its left side.  Internal covers
+    and weights are the sums of the leaves' below.
+
+    Raises:
+      ValueError: the forest holds no covers (``leaf_cover`` None).
+    """
+    if forest.leaf_cover is None:
+        raise ValueError("forest: the trees hold no covers (leaf_cover)")
+    gain = np.asarray(forest.split_gain)
+    n_trees, n_internal = gain.shape
+    n_nodes = 2 * n_internal + 1
+    splits = np.concatenate([gain > 0, np.zeros((n_trees, n_internal + 1), bool)], axis=1)
+    index = np.arange(n_nodes, dtype=np.int32)
+    internal = index < n_internal
+
+    def resolved(node: np.ndarray) -> np.ndarray:  # (T, N) -> past the non-splits
+        for _ in range((n_internal + 1).bit_length()):
+            passes = internal[node] & ~np.take_along_axis(splits, node, axis=1)
+            node = np.where(passes, 2 * node + 1, node)
+        return node
+
+    def child(offset):  # (T, N) heap children (clipped at the leaves, which have none)
+        heap_child = np.minimum(2 * index + offset, n_nodes - 1)
+        return np.where(splits, resolved(np.broadcast_to(heap_child, splits.shape)), -1)
+
+    left, right = child(1), child(2)
+    root = resolved(np.zeros((n_trees, 1), np.int32))[:, 0]
+
+    def per_node(internal_values, fill):  # (T, n_internal, ...) padded over the leaves
+        values = np.asarray(internal_values)
+        pad = np.full((n_trees, n_internal + 1) + values.shape[2:], fill, values.dtype)
+        return np.concatenate([values, pad], axis=1)
+
+    category_left = forest.category_left
+    if category_left is not None:
+        category_left = per_node(category_left, 0)
+    value = np.asarray(forest.leaf_value)
+    value = np.concatenate(
+        [np.zeros((n_trees, n_internal) + value.shape[2:], value.dtype), value], 1
+    )
+    return NodeTable(
+        left=left.astype(np.int32),
+        right=right.astype(np.int32),
+        feature=np.where(splits, per_node(forest.feature, 0), 0).astype(np.int32),
+        threshold=per_node(forest.threshold, np.inf).astype(np.float32),
+        missing_left=per_node(forest.missing_left, True).astype(bool),
+        category_left=category_left,
+        cover=_heap_sums(np.asarray(forest.leaf_cover, np.float64)),
+        weight=_heap_sums(np.asarray(forest.leaf_weight, np.float64)),
+        value=value,
+        root=root.astype(np.int32),
+    )
+
+
+def _heap_sums(leaf: np.ndarray) -> np.ndarray:
+    """``(T, 2^(D+1) - 1)``: every heap node's sum of ``leaf (T, 2^D)`` below it."""
+    levels = [leaf]
+    while levels[0].shape[-1] > 1:
+        levels.insert(0, levels[0].reshape(leaf.shape[0], -1, 2).sum(axis=-1))
+    return np.concatenate(levels, axis=-1)
+
+
+def child_share(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(left share, right share)``, ``(T, N)`` each: the part of a split's
+    cover each child holds, the weights of path-dependent TreeSHAP's
+    expectations.  Where a split's children's covers do not sum to a
+    positive number (a loss of zero or negative curvature there) the
+    children's sample weights stand in; where those are 0 too, one half
+    each.  Leaves: one half each (unused)."""
+    is_split = table.left >= 0
+
+    def children(values):
+        return (
+            np.take_along_axis(values, np.maximum(table.left, 0), axis=1),
+            np.take_along_axis(values, np.maximum(table.right, 0), axis=1),
+        )
+
+    shares = [np.full(is_split.shape, 0.5), np.full(is_split.shape, 0.5)]
+    for values in (table.weight, table.cover):  # the covers where they can, else weights
+        left, right = children(values)
+        total = left + right
+        usable = is_split & np.isfinite(total) & (total > 0)
+        safe = np.where(usable, total, 1.0)
+        shares = [
+            np.where(usable, left / safe, shares[0]),
+            np.where(usable, right / safe, shares[1]),
+        ]
+    return shares[0], shares[1]
+
+
+def tree_paths(table: NodeTable) -> TreePaths:
+    """Every reachable leaf's path from the root (`TreePaths`), in node order.
+
+    Walks the table's parent links up from each leaf; a leaf is reachable
+    where its walk ends at the root.  Steps run from the leaf up."""
+    n_trees, n_nodes = table.left.shape
+    trees = np.arange(n_trees)[:, None]
+    is_split = table.left >= 0
+    parent = np.full((n_trees, n_nodes + 1), -1, np.int64)  # (column N: a sink for -1)
+    split_rows, split_nodes = np.nonzero(is_split)
+    parent[split_rows, table.left[is_split]] = split_nodes
+    parent[split_rows, table.right[is_split]] = split_nodes
+    parent = parent[:, :n_nodes]
+    left_share, right_share = child_share(table)
+
+    node = np.broadcast_to(np.arange(n_nodes), (n_trees, n_nodes))
+    steps_node, steps_right, steps_share = [], [], []
+    for _ in range(n_nodes):  # at most the tree's depth steps, stops early
+        above = np.where(node >= 0, parent[trees, np.maximum(node, 0)], -1)
+        if not np.any(above >= 0):
+            break
+        safe = np.maximum(above, 0)
+        right = (above >= 0) & (table.right[trees, safe] == node)
+        share = np.where(right, right_share[trees, safe], left_share[trees, safe])
+        steps_node.append(above)
+        steps_right.append(right)
+        steps_share.append(np.where(above >= 0, share, 1.0))
+        node = np.where(above >= 0, above, node)
+    reachable = ~is_split & (node == table.root[:, None])  # its walk ended at the root
+    n_paths = max(int(reachable.sum(axis=1).max()), 1)
+    # each tree's reachable leaves first, in node order
+    order = np.argsort(~reachable, axis=1, kind="stable")[:, :n_paths]
+    valid = np.take_along_axis(reachable, order, axis=1)
+
+    def gather(steps, fill):
+        if not steps:
+            return np.full((n_trees, n_paths, 1), fill)
+        stacked = np.stack(steps, axis=-1)  # (T, N, S)
+        picked = np.take_along_axis(stacked, order[:, :, None], axis=1)
+        return np.where(valid[:, :, None], picked, fill)
+
+    path_node = gather(steps_node, -1).astype(np.int32)
+    feature = np.where(
+        path_node >= 0, table.feature[trees[:, :, None], np.maximum(path_node, 0)], 0
+    )
+    value = np.take_along_axis(table.value, order[:, :, None], axis=1)
+    return TreePaths(
+        node=path_node,
+        goes_right=gather(steps_right, False).astype(bool),
+        share=gather(steps_share, 1.0).astype(np.float64),
+        feature=feature.astype(np.int32),
+        value=np.where(valid[:, :, None], value, 0).astype(np.float32),
+    )
