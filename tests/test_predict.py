@@ -3,6 +3,8 @@ plain numpy walk of the same padded trees, and the training scores it implies.""
 
 from __future__ import annotations
 
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -413,7 +415,12 @@ _compile_events = [0]
 
 
 def _count_compile(event: str, seconds: float, **_) -> None:
-    if event.startswith("/jax/core/compile/"):  # tracing, lowering, compiling
+    # (this thread's: a fit's background compiles (compile_ahead) may still
+    # run on their own thread after the fit returns)
+    if (
+        event.startswith("/jax/core/compile/")
+        and threading.current_thread() is threading.main_thread()
+    ):
         _compile_events[0] += 1
 
 
