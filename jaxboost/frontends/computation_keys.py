@@ -85,7 +85,8 @@ def keyed_loss(
         calls = [sample_arguments(target_row, n_outputs)]
     else:
         calls = [group_arguments(target_row, width) for width in widths]
-    return same_computation(loss, calls, _parts(loss, target_row, n_outputs, init_rows))
+    parts = _parts(loss, target_row, n_outputs, init_rows)
+    return same_computation(loss, calls, parts, lifted=widths is None)
 
 
 def _parts(

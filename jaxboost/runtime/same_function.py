@@ -49,6 +49,8 @@ import jax.extend.core as jax_core
 import jax.numpy as jnp
 import numpy as np
 
+from .lifted_values import LossStructure, lift
+
 # key -> the one SameComputation with it (weakly: a dropped loss frees its entry)
 _BY_KEY: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # keys of functions that could not be traced: never equal to another's
@@ -98,12 +100,17 @@ class SameComputation:
     def __init__(self, fn: Callable, key: tuple):
         self.fn = fn
         self.key = key
+        # the newest function's structure and lifted values, where lifted
+        # (`jaxboost.runtime.lifted_values`: programs that take the values)
+        self.structure: LossStructure | None = None
+        self.values: tuple = ()
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("fn", "key"):  # not set yet (copying, unpickling): no recursion
+        # not set yet (copying, unpickling): no recursion
+        if name in ("fn", "key", "structure", "values"):
             raise AttributeError(name)
         return getattr(self.fn, name)
 
@@ -134,7 +141,7 @@ def plain(fn: Any) -> Any:
 
 
 def same_computation(
-    fn: Callable, calls: Sequence[tuple], parts: Sequence[Part] = ()
+    fn: Callable, calls: Sequence[tuple], parts: Sequence[Part] = (), lifted: bool = False
 ) -> SameComputation:
     """``fn`` keyed on what it computes at the shapes of ``calls``.
 
@@ -146,6 +153,9 @@ def same_computation(
         of every call the programs make: one for a per-sample function, one
         per padded group length for a group loss.
       parts: the declared functions the programs call beside ``fn``.
+      lifted: give it its `LossStructure` and values too (a per-sample loss
+        declaring no parts: `jaxboost.runtime.lifted_values.lift`), for the
+        programs that take the values as an argument.
     Returns:
       the one `SameComputation` of that key, now calling ``fn``.
     """
@@ -161,6 +171,10 @@ def same_computation(
         keyed = SameComputation(fn, key)
         _BY_KEY[key] = keyed
     keyed.fn = fn  # the newest function of this computation: programs traced later trace it
+    found = None
+    if lifted and not parts and not any(getattr(fn, name, None) is not None for name in _PARTS):
+        found = lift(fn, calls, key[0][2:])  # (the metadata, not the function's type)
+    keyed.structure, keyed.values = found if found is not None else (None, ())
     return keyed
 
 

@@ -1,0 +1,158 @@
+"""A loss parameter swept: the seconds of each fit of a new value, beside LightGBM.
+
+The loop this library exists for: write an objective, fit, change a number,
+fit again.  On scikit-learn's diabetes (442 rows, 10 features), 200 rounds,
+depth 3, learning rate 0.05 (other settings default), each loss is fitted at
+five values drawn at random around a centre (so that no run of this script
+has seen them before), in this order:
+
+- pseudo-Huber ``d**2 (sqrt(1 + (r/d)**2) - 1)`` with ``d`` bound by
+  ``functools.partial`` and by a closure;
+- Cauchy ``c**2/2 log(1 + (r/c)**2)`` (non-convex: Armijo-safeguarded
+  leaves), bound both ways;
+- smooth pinball ``tau r + s log(1 + exp(-r/s))`` at five levels ``tau``,
+  with line-search leaves (``leaf_method="line_search"``).
+
+The first value of a loss compiles its programs (unless the persistent
+compilation cache holds them: the header says whether it is on); each later
+value runs them with its numbers (`jaxboost.runtime.lifted_values`).  The
+table gives the first value's seconds, the median of the later four, the
+programs XLA compiled during the later fits (JAX's compile events), and the
+ratio of that median to LightGBM's built-in Huber at the same settings
+(``alpha`` 30, ``num_leaves`` 8, the median of five fits, in the same run).
+
+    python benchmarks/bench_sweep.py
+    JAXBOOST_COMPILATION_CACHE=off python benchmarks/bench_sweep.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import lightgbm as lgb
+import numpy as np
+from _common import print_header, print_table
+from sklearn.datasets import load_diabetes
+
+import jaxboost as jb
+
+SETTINGS = {"n_estimators": 200, "max_depth": 3, "learning_rate": 0.05}
+_compiles = [0]
+
+
+def _on_compile(event: str, seconds: float, **_: object) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        _compiles[0] += 1
+
+
+def pseudo_huber(y, f, d):
+    r = f - y
+    return d**2 * (jnp.sqrt(1.0 + (r / d) ** 2) - 1.0)
+
+
+def cauchy(y, f, c):
+    r = f - y
+    return c**2 / 2.0 * jnp.log1p((r / c) ** 2)
+
+
+def smooth_pinball(y, f, tau, s=1.0):
+    r = y - f
+    return tau * r + s * jax.nn.softplus(-r / s)
+
+
+def by_partial(fn, name):
+    return lambda value: functools.partial(fn, **{name: value})
+
+
+def by_closure(fn, name):
+    def bind(value):
+        return lambda y, f: fn(y, f, **{name: value})
+
+    return bind
+
+
+def sweep(X, y, bind, values, **settings) -> tuple[list[float], int]:
+    """Seconds of each value's fit, and the programs compiled after the first."""
+    seconds, compiled = [], 0
+    for i, value in enumerate(values):
+        before = _compiles[0]
+        start = time.perf_counter()
+        jb.Booster(loss=bind(value), **SETTINGS, **settings).fit(X, y)
+        seconds.append(time.perf_counter() - start)
+        if i:
+            compiled += _compiles[0] - before
+    return seconds, compiled
+
+
+def lightgbm_seconds(X, y, repeat: int = 5) -> float:
+    params = {
+        "objective": "huber",
+        "alpha": 30.0,
+        "n_estimators": SETTINGS["n_estimators"],
+        "max_depth": SETTINGS["max_depth"],
+        "num_leaves": 2 ** SETTINGS["max_depth"],
+        "learning_rate": SETTINGS["learning_rate"],
+        "verbose": -1,
+    }
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        lgb.LGBMRegressor(**params).fit(X, y)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--values", type=int, default=5, help="values per loss")
+    parser.add_argument("--seed", type=int, default=None, help="values' seed (default: the clock)")
+    args = parser.parse_args(argv)
+    print_header(argv, ["lightgbm", "scikit-learn"])
+    cache = os.environ.get("JAXBOOST_COMPILATION_CACHE", "").strip() or "on (default)"
+    print(f"compilation cache: {cache}")
+    jax.monitoring.register_event_duration_secs_listener(_on_compile)
+    X, y = load_diabetes(return_X_y=True)
+    X, y = X.astype(np.float32), y.astype(np.float32)
+    rng = np.random.default_rng(args.seed if args.seed is not None else time.time_ns())
+    # values new to this run: the centre times a random factor in [0.5, 1.5)
+    new = lambda centre: list(centre * (0.5 + rng.random(args.values)))
+    levels = sorted(0.1 + 0.8 * rng.random(args.values))
+    cases = [
+        ("pseudo-Huber, partial", by_partial(pseudo_huber, "d"), new(30.0), {}),
+        ("pseudo-Huber, closure", by_closure(pseudo_huber, "d"), new(30.0), {}),
+        ("Cauchy, partial", by_partial(cauchy, "c"), new(30.0), {}),
+        ("Cauchy, closure", by_closure(cauchy, "c"), new(30.0), {}),
+        (
+            "smooth pinball, line search",
+            by_partial(smooth_pinball, "tau"),
+            levels,
+            {"leaf_method": "line_search"},
+        ),
+    ]
+    rows = []
+    results = []
+    for name, bind, values, settings in cases:
+        seconds, compiled = sweep(X, y, bind, values, **settings)
+        results.append((name, seconds, compiled))
+        print(name, [round(s, 3) for s in seconds], f"compiles after the first: {compiled}")
+    lightgbm = lightgbm_seconds(X, y)
+    for name, seconds, compiled in results:
+        later = statistics.median(seconds[1:])
+        rows.append(
+            [name, f"{seconds[0]:.2f}", f"{later:.3f}", str(compiled), f"{later / lightgbm:.1f}"]
+        )
+    rows.append(["LightGBM Huber (built in)", "", f"{lightgbm:.3f}", "", "1.0"])
+    print_table(
+        ["loss, bound as", "first value s", "later values s (median)", "compiles", "x LightGBM"],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
