@@ -16,6 +16,7 @@ import jaxboost as jb
 from jaxboost.engine import derivatives
 from jaxboost.engine.round_programs import derivatives_program, slope_sums_program
 from jaxboost.engine.training import (
+    group_loss_at_score_program,
     init_score_program,
     loss_at_score_program,
     train_chunk_program,
@@ -185,3 +186,33 @@ def test_a_value_that_changes_the_hessian_probe_s_answer(data):
     X, y = data
     reference = jb.Booster(loss=lambda y, f: (y - f) ** 2, **_SETTINGS).fit(X, y).predict(X)
     np.testing.assert_allclose(curved, reference, atol=1e-5)
+
+
+def _listnet(y, f, mask, temperature):
+    target = jax.nn.softmax(jnp.where(mask, y, -jnp.inf))
+    scores = jnp.where(mask, f / temperature, -jnp.inf)
+    return -jnp.sum(jnp.where(mask, target * jax.nn.log_softmax(scores), 0.0))
+
+
+def test_a_group_loss_s_new_value_compiles_nothing_and_fits_a_fresh_fit_s_model():
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 20, size=30)  # groups padded to 2, 4, 8, 16, 32 rows
+    X = rng.normal(size=(int(sizes.sum()), 4)).astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + rng.normal(size=X.shape[0]) + 1), 0, 3).astype(np.float32)
+    programs = (train_chunk_program, group_loss_at_score_program)
+
+    def fit(temperature):
+        loss = jb.losses.declare(
+            functools.partial(_listnet, temperature=temperature), name="listnet_t", per="group"
+        )
+        return jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=sizes).predict(X)
+
+    first = fit(1.0)
+    compiled = [program.cache_info().misses for program in programs]
+    second = fit(0.25)
+    assert [program.cache_info().misses for program in programs] == compiled
+    assert np.max(np.abs(second - first)) > 1e-3
+    for program in programs:
+        program.cache_clear()
+    jax.clear_caches()
+    np.testing.assert_array_equal(second, fit(0.25))

@@ -827,6 +827,7 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
     return jax.jit(sharded)
 
 
+@values_as_input
 @one_program_per_shape()
 def group_loss_at_score_program(loss: Loss, n_buckets: int, mesh: Mesh) -> Callable:
     """``(y, groups, score (1,)) -> loss per group at score``, jitted and
@@ -834,13 +835,18 @@ def group_loss_at_score_program(loss: Loss, n_buckets: int, mesh: Mesh) -> Calla
     the given ``base_score``)."""
     axis_name = collective_axis(mesh)
 
-    def local(y, groups, score):
+    def local(values, y, groups, score):
         raw = jnp.broadcast_to(score, (y.shape[0], 1))
-        return mean_group_loss(loss, y, raw, groups, axis_name)
+        with bound(loss, values):
+            return mean_group_loss(loss, y, raw, groups, axis_name)
 
     group_specs = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in range(n_buckets))
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(P(ROWS), group_specs, P()), out_specs=P(), check_vma=False
+        local,
+        mesh=mesh,
+        in_specs=(P(), P(ROWS), group_specs, P()),
+        out_specs=P(),
+        check_vma=False,
     )
     return jax.jit(sharded)
 

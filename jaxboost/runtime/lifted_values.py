@@ -1,7 +1,8 @@
 """A loss's numbers as its programs' inputs: one compiled program per structure.
 
-`lift` traces a per-sample loss at the shapes of the programs' calls (in
-float32, and in float64 for `jaxboost.runtime.precision.Float64Loss`) and
+`lift` traces a loss (per sample, or per group at each padded group length)
+at the shapes of the programs' calls (in float32, and in float64 for
+`jaxboost.runtime.precision.Float64Loss`) and
 takes out of each jaxpr the numbers it reads: its constants (captured
 arrays) and the floating-point literal operands of its equations (Python
 floats it reads from a closure, ``functools.partial``, a global or a class
@@ -19,8 +20,10 @@ program that was handed its values, it raises (a program that baked one
 fit's numbers into a structure's cache entry would fit the next value's
 model with the old numbers).  Losses whose jaxpr calls back into Python or
 holds a custom derivative rule written outside JAX and jaxboost (a rule may
-read numbers the jaxpr does not show) get no structure: their programs
-stay keyed by their values (`jaxboost.runtime.same_function`).
+read numbers the jaxpr does not show) get no structure, as do losses that
+declare functions the programs call beside them (``row_derivatives``,
+``fisher``, ``sampler``, ``init``): their programs stay keyed by their
+values (`jaxboost.runtime.same_function`).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ _LIBRARY_DIRS = tuple(
 
 
 class LossStructure:
-    """A per-sample loss's structure (see the module docstring), with its
+    """A loss's structure (see the module docstring), with its
     jaxprs taking the lifted values first; attributes are the loss's
     (its declared metadata, part of the key)."""
 
@@ -84,6 +87,10 @@ class LossStructure:
         inputs = [_restored(value, var.aval.dtype) for value, var in zip(values[index], lifted)]
         return jax_core.jaxpr_as_fun(closed)(*inputs, *args)[0]
 
+    def traced_at(self, *args: Any) -> bool:
+        """Whether the structure was traced at ``args``' shapes and dtypes."""
+        return _signature(args) in self.signatures
+
     def __getattr__(self, name: str) -> Any:
         if name in ("fn", "key", "signatures", "jaxprs"):  # not set yet: no recursion
             raise AttributeError(name)
@@ -106,6 +113,8 @@ def lift(fn: Callable, calls: Sequence[tuple], declared: tuple) -> tuple | None:
     is what its programs are handed (`bound`).  None where ``fn`` cannot be
     lifted (see the module docstring).  ``declared``: the metadata the key
     holds beside the jaxprs."""
+    if callable(getattr(fn, "row_derivatives", None)):  # called by the programs beside it
+        return None
     signatures, jaxprs, texts, values = [], [], [], []
     try:
         for arguments in calls:

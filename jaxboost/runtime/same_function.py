@@ -67,6 +67,8 @@ _DECLARED = (
     "smooth",
     "per",
 )
+# declared metadata only reported (model files, messages), never read by a program
+_REPORTED = ("name", "params")
 # a distribution's parts: whether the loss declares them (those the
 # programs call are traced: `Part`)
 _PARTS = ("init", "fisher", "sampler")
@@ -153,9 +155,9 @@ def same_computation(
         of every call the programs make: one for a per-sample function, one
         per padded group length for a group loss.
       parts: the declared functions the programs call beside ``fn``.
-      lifted: give it its `LossStructure` and values too (a per-sample loss
-        declaring no parts: `jaxboost.runtime.lifted_values.lift`), for the
-        programs that take the values as an argument.
+      lifted: give it its `LossStructure` and values too (a loss declaring
+        no parts: `jaxboost.runtime.lifted_values.lift`), for the programs
+        that take the values as an argument.
     Returns:
       the one `SameComputation` of that key, now calling ``fn``.
     """
@@ -173,7 +175,7 @@ def same_computation(
     keyed.fn = fn  # the newest function of this computation: programs traced later trace it
     found = None
     if lifted and not parts and not any(getattr(fn, name, None) is not None for name in _PARTS):
-        found = lift(fn, calls, key[0][2:])  # (the metadata, not the function's type)
+        found = lift(fn, calls, _structural(key[0]))
     keyed.structure, keyed.values = found if found is not None else (None, ())
     return keyed
 
@@ -186,6 +188,12 @@ def _declared(fn: Callable) -> tuple:
         + tuple((name, repr(getattr(fn, name, None))) for name in _DECLARED)
         + tuple((name, getattr(fn, name, None) is not None) for name in _PARTS)
     )
+
+
+def _structural(declared: tuple) -> tuple:
+    """The declared metadata a structure's key holds: what the programs read
+    (not the function's type, its name, nor the ``params`` it reports)."""
+    return tuple(item for item in declared[2:] if item[0] not in _REPORTED)
 
 
 def _part_digest(part: Part) -> tuple:
