@@ -13,6 +13,12 @@ has seen them before), in this order:
 - smooth pinball ``tau r + s log(1 + exp(-r/s))`` at five levels ``tau``,
   with line-search leaves (``leaf_method="line_search"``).
 
+With ``--ranking`` (LightGBM's ``rank.train`` in ``--data``, default
+``../shared/data`` beside the repository: 3005 rows, 300 features, 201
+queries), a group loss too: ListNet with a temperature ``t`` (scores
+divided by ``t``), bound by ``functools.partial``, at the same settings,
+beside LightGBM's lambdarank.
+
 The first value of a loss compiles its programs (unless the persistent
 compilation cache holds them: the header says whether it is on); each later
 value runs them with its numbers (`jaxboost.runtime.lifted_values`).  The
@@ -22,7 +28,7 @@ ratio of that median to LightGBM's built-in Huber at the same settings
 (``alpha`` 30, ``num_leaves`` 8, the median of five fits, in the same run).
 
     python benchmarks/bench_sweep.py
-    JAXBOOST_COMPILATION_CACHE=off python benchmarks/bench_sweep.py
+    JAXBOOST_COMPILATION_CACHE=off python benchmarks/bench_sweep.py --ranking
 """
 
 from __future__ import annotations
@@ -32,17 +38,19 @@ import functools
 import os
 import statistics
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import lightgbm as lgb
 import numpy as np
 from _common import print_header, print_table
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_diabetes, load_svmlight_file
 
 import jaxboost as jb
 
 SETTINGS = {"n_estimators": 200, "max_depth": 3, "learning_rate": 0.05}
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 _compiles = [0]
 
 
@@ -66,6 +74,20 @@ def smooth_pinball(y, f, tau, s=1.0):
     return tau * r + s * jax.nn.softplus(-r / s)
 
 
+def listnet(y, f, mask, t):
+    target = jax.nn.softmax(jnp.where(mask, y, -jnp.inf))
+    scores = jnp.where(mask, f / t, -jnp.inf)
+    return -jnp.sum(jnp.where(mask, target * jax.nn.log_softmax(scores), 0.0))
+
+
+def by_group_partial(fn, name):
+    def bind(value):
+        loss = functools.partial(fn, **{name: value})
+        return jb.losses.declare(loss, name=fn.__name__, per="group")
+
+    return bind
+
+
 def by_partial(fn, name):
     return lambda value: functools.partial(fn, **{name: value})
 
@@ -77,23 +99,27 @@ def by_closure(fn, name):
     return bind
 
 
-def sweep(X, y, bind, values, **settings) -> tuple[list[float], int]:
+def sweep(X, y, bind, values, group=None, **settings) -> tuple[list[float], int]:
     """Seconds of each value's fit, and the programs compiled after the first."""
     seconds, compiled = [], 0
     for i, value in enumerate(values):
         before = _compiles[0]
         start = time.perf_counter()
-        jb.Booster(loss=bind(value), **SETTINGS, **settings).fit(X, y)
+        jb.Booster(loss=bind(value), **SETTINGS, **settings).fit(X, y, group=group)
         seconds.append(time.perf_counter() - start)
         if i:
             compiled += _compiles[0] - before
     return seconds, compiled
 
 
-def lightgbm_seconds(X, y, repeat: int = 5) -> float:
+def lightgbm_seconds(X, y, group=None, repeat: int = 5) -> float:
+    """The median seconds of LightGBM's Huber (``alpha`` 30), or lambdarank
+    where ``group`` is given, at `SETTINGS`."""
+    objective = {"objective": "huber", "alpha": 30.0}
+    if group is not None:
+        objective = {"objective": "lambdarank"}
     params = {
-        "objective": "huber",
-        "alpha": 30.0,
+        **objective,
         "n_estimators": SETTINGS["n_estimators"],
         "max_depth": SETTINGS["max_depth"],
         "num_leaves": 2 ** SETTINGS["max_depth"],
@@ -103,15 +129,25 @@ def lightgbm_seconds(X, y, repeat: int = 5) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        lgb.LGBMRegressor(**params).fit(X, y)
+        if group is None:
+            lgb.LGBMRegressor(**params).fit(X, y)
+        else:
+            lgb.LGBMRanker(**params).fit(X, y, group=group)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def _row(name: str, seconds: list[float], compiled: int, peer: float) -> list[str]:
+    later = statistics.median(seconds[1:])
+    return [name, f"{seconds[0]:.2f}", f"{later:.3f}", str(compiled), f"{later / peer:.1f}"]
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--values", type=int, default=5, help="values per loss")
     parser.add_argument("--seed", type=int, default=None, help="values' seed (default: the clock)")
+    parser.add_argument("--ranking", action="store_true", help="ListNet on rank.train too")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="folder of rank.train")
     args = parser.parse_args(argv)
     print_header(argv, ["lightgbm", "scikit-learn"])
     cache = os.environ.get("JAXBOOST_COMPILATION_CACHE", "").strip() or "on (default)"
@@ -143,11 +179,21 @@ def main(argv=None) -> None:
         print(name, [round(s, 3) for s in seconds], f"compiles after the first: {compiled}")
     lightgbm = lightgbm_seconds(X, y)
     for name, seconds, compiled in results:
-        later = statistics.median(seconds[1:])
-        rows.append(
-            [name, f"{seconds[0]:.2f}", f"{later:.3f}", str(compiled), f"{later / lightgbm:.1f}"]
-        )
+        rows.append(_row(name, seconds, compiled, lightgbm))
     rows.append(["LightGBM Huber (built in)", "", f"{lightgbm:.3f}", "", "1.0"])
+    if args.ranking:
+        X, y = load_svmlight_file(str(args.data / "rank.train"), n_features=300, zero_based=False)
+        X, y = np.asarray(X.toarray(), np.float32), y.astype(np.float32)
+        group = np.loadtxt(args.data / "rank.train.query", dtype=np.int64, ndmin=1)
+        temperatures = new(1.0)
+        bind = by_group_partial(listnet, "t")
+        seconds, compiled = sweep(X, y, bind, temperatures, group=group)
+        print("ListNet", [round(s, 3) for s in seconds], f"compiles after the first: {compiled}")
+        lambdarank = lightgbm_seconds(X, y, group=group)
+        rows.append(
+            _row("ListNet temperature, partial (rank.train)", seconds, compiled, lambdarank)
+        )
+        rows.append(["LightGBM lambdarank (rank.train)", "", f"{lambdarank:.3f}", "", "1.0"])
     print_table(
         ["loss, bound as", "first value s", "later values s (median)", "compiles", "x LightGBM"],
         rows,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.engine import derivatives
+from jaxboost.engine import derivatives, metrics
 from jaxboost.engine.round_programs import derivatives_program, slope_sums_program
 from jaxboost.engine.training import (
     group_loss_at_score_program,
@@ -216,3 +216,30 @@ def test_a_group_loss_s_new_value_compiles_nothing_and_fits_a_fresh_fit_s_model(
         program.cache_clear()
     jax.clear_caches()
     np.testing.assert_array_equal(second, fit(0.25))
+
+
+def _scaled_error(y, f, scale):
+    return scale * jnp.abs(y - f) ** 3
+
+
+def test_metrics_of_a_new_value_compile_nothing_and_report_a_fresh_fit_s_values(data):
+    X, y = data
+    program = metrics._metric_program(False, jax.default_backend())
+
+    def evaluated(c):
+        model = jb.Booster(loss=_by_partial(c), **_SETTINGS)
+        scaled_error = functools.partial(_scaled_error, scale=c)
+        model.fit(X, y, eval_set=[(X[:100], y[:100])], eval_metric=["loss", scaled_error])
+        return model.evals_result_
+
+    evaluated(0.5)
+    compiled = program._cache_size()
+    second = evaluated(2.5)
+    assert program._cache_size() == compiled
+    _clear_program_caches()
+    program.clear_cache()
+    fresh = evaluated(2.5)
+    assert second.keys() == fresh.keys()
+    for name, values in second.items():
+        for metric, per_round in values.items():
+            np.testing.assert_array_equal(per_round, fresh[name][metric])

@@ -146,14 +146,17 @@ def keyed_metrics(
             elif not is_library_function(plain(fn)):
                 widths = sorted({int(b.mask.shape[-1]) for s in eval_sets for b in s.groups})
                 calls = [group_arguments(target_row, width) for width in widths]
-                metric = metric._replace(per_group=same_computation(fn, calls))
+                metric = metric._replace(per_group=same_computation(fn, calls, lifted=True))
             keyed.append(metric)
             continue
         if metric.per_sample is None:
             keyed.append(metric)
             continue
         fn = metric.per_sample
-        fn = loss if plain(fn) is plain(loss) else same_computation(fn, [arguments])
+        if plain(fn) is not plain(loss):
+            fn = same_computation(fn, [arguments], lifted=True)
+        else:
+            fn = loss
         keyed.append(
             per_sample(metric.name, fn)._replace(
                 greater_is_better=metric.greater_is_better,
