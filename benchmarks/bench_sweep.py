@@ -23,9 +23,12 @@ The first value of a loss compiles its programs (unless the persistent
 compilation cache holds them: the header says whether it is on); each later
 value runs them with its numbers (`jaxboost.runtime.lifted_values`).  The
 table gives the first value's seconds, the median of the later four, the
-programs XLA compiled during the later fits (JAX's compile events), and the
+programs XLA compiled during the later fits (JAX's compile events), the
+seconds of a fit of the last value again (nothing new: the floor), and the
 ratio of that median to LightGBM's built-in Huber at the same settings
-(``alpha`` 30, ``num_leaves`` 8, the median of five fits, in the same run).
+(``alpha`` 30, ``num_leaves`` 8, ``--threads`` 2, the median of five fits,
+in the same run; on a loaded machine its threads wait at every barrier:
+``--threads 1`` is then the fairer peer).
 
     python benchmarks/bench_sweep.py
     JAXBOOST_COMPILATION_CACHE=off python benchmarks/bench_sweep.py --ranking
@@ -99,20 +102,22 @@ def by_closure(fn, name):
     return bind
 
 
-def sweep(X, y, bind, values, group=None, **settings) -> tuple[list[float], int]:
-    """Seconds of each value's fit, and the programs compiled after the first."""
+def sweep(X, y, bind, values, group=None, **settings) -> tuple[list[float], int, float]:
+    """Seconds of each value's fit, the programs compiled after the first,
+    and the seconds of a fit of the last value again (what a fit costs
+    with nothing new)."""
     seconds, compiled = [], 0
-    for i, value in enumerate(values):
+    for i, value in enumerate([*values, values[-1]]):
         before = _compiles[0]
         start = time.perf_counter()
         jb.Booster(loss=bind(value), **SETTINGS, **settings).fit(X, y, group=group)
         seconds.append(time.perf_counter() - start)
         if i:
             compiled += _compiles[0] - before
-    return seconds, compiled
+    return seconds[:-1], compiled, seconds[-1]
 
 
-def lightgbm_seconds(X, y, group=None, repeat: int = 5) -> float:
+def lightgbm_seconds(X, y, threads: int, group=None, repeat: int = 5) -> float:
     """The median seconds of LightGBM's Huber (``alpha`` 30), or lambdarank
     where ``group`` is given, at `SETTINGS`."""
     objective = {"objective": "huber", "alpha": 30.0}
@@ -124,6 +129,7 @@ def lightgbm_seconds(X, y, group=None, repeat: int = 5) -> float:
         "max_depth": SETTINGS["max_depth"],
         "num_leaves": 2 ** SETTINGS["max_depth"],
         "learning_rate": SETTINGS["learning_rate"],
+        "n_jobs": threads,
         "verbose": -1,
     }
     times = []
@@ -137,9 +143,10 @@ def lightgbm_seconds(X, y, group=None, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def _row(name: str, seconds: list[float], compiled: int, peer: float) -> list[str]:
+def _row(name: str, seconds: list[float], compiled: int, again: float, peer: float) -> list[str]:
     later = statistics.median(seconds[1:])
-    return [name, f"{seconds[0]:.2f}", f"{later:.3f}", str(compiled), f"{later / peer:.1f}"]
+    ratio = f"{later / peer:.1f}"
+    return [name, f"{seconds[0]:.2f}", f"{later:.3f}", str(compiled), f"{again:.3f}", ratio]
 
 
 def main(argv=None) -> None:
@@ -147,6 +154,7 @@ def main(argv=None) -> None:
     parser.add_argument("--values", type=int, default=5, help="values per loss")
     parser.add_argument("--seed", type=int, default=None, help="values' seed (default: the clock)")
     parser.add_argument("--ranking", action="store_true", help="ListNet on rank.train too")
+    parser.add_argument("--threads", type=int, default=2, help="LightGBM's threads")
     parser.add_argument("--data", type=Path, default=DATA_DIR, help="folder of rank.train")
     args = parser.parse_args(argv)
     print_header(argv, ["lightgbm", "scikit-learn"])
@@ -174,28 +182,34 @@ def main(argv=None) -> None:
     rows = []
     results = []
     for name, bind, values, settings in cases:
-        seconds, compiled = sweep(X, y, bind, values, **settings)
-        results.append((name, seconds, compiled))
+        seconds, compiled, again = sweep(X, y, bind, values, **settings)
+        results.append((name, seconds, compiled, again))
         print(name, [round(s, 3) for s in seconds], f"compiles after the first: {compiled}")
-    lightgbm = lightgbm_seconds(X, y)
-    for name, seconds, compiled in results:
-        rows.append(_row(name, seconds, compiled, lightgbm))
-    rows.append(["LightGBM Huber (built in)", "", f"{lightgbm:.3f}", "", "1.0"])
+    lightgbm = lightgbm_seconds(X, y, args.threads)
+    for name, seconds, compiled, again in results:
+        rows.append(_row(name, seconds, compiled, again, lightgbm))
+    rows.append(["LightGBM Huber (built in)", "", f"{lightgbm:.3f}", "", "", "1.0"])
     if args.ranking:
         X, y = load_svmlight_file(str(args.data / "rank.train"), n_features=300, zero_based=False)
         X, y = np.asarray(X.toarray(), np.float32), y.astype(np.float32)
         group = np.loadtxt(args.data / "rank.train.query", dtype=np.int64, ndmin=1)
         temperatures = new(1.0)
         bind = by_group_partial(listnet, "t")
-        seconds, compiled = sweep(X, y, bind, temperatures, group=group)
+        seconds, compiled, again = sweep(X, y, bind, temperatures, group=group)
         print("ListNet", [round(s, 3) for s in seconds], f"compiles after the first: {compiled}")
-        lambdarank = lightgbm_seconds(X, y, group=group)
-        rows.append(
-            _row("ListNet temperature, partial (rank.train)", seconds, compiled, lambdarank)
-        )
-        rows.append(["LightGBM lambdarank (rank.train)", "", f"{lambdarank:.3f}", "", "1.0"])
+        lambdarank = lightgbm_seconds(X, y, args.threads, group=group)
+        name = "ListNet temperature, partial (rank.train)"
+        rows.append(_row(name, seconds, compiled, again, lambdarank))
+        rows.append(["LightGBM lambdarank (rank.train)", "", f"{lambdarank:.3f}", "", "", "1.0"])
     print_table(
-        ["loss, bound as", "first value s", "later values s (median)", "compiles", "x LightGBM"],
+        [
+            "loss, bound as",
+            "first value s",
+            "later values s (median)",
+            "compiles",
+            "same value again s",
+            "x LightGBM",
+        ],
         rows,
     )
 
