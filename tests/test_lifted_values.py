@@ -100,6 +100,7 @@ def test_rules_and_callbacks_outside_the_libraries_are_not_lifted():
 
     assert _lifted(called_back) is None
     assert _lifted(lambda y, f: jax.nn.softplus(f - y)) is not None  # JAX's own rule
+    assert _lifted(lambda y, f: jb.losses.log_cosh(y, 0.5 * f)) is not None  # the catalogue's
 
 
 def _misses():

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
+import importlib
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -47,12 +49,8 @@ _BOUND: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
 # primitives whose rules are Python functions the jaxpr names but does not show
 _CUSTOM_JVP = "custom_jvp_call"
 _OPAQUE = ("custom_vjp_call", "pure_callback", "io_callback", "debug_callback")
-# where custom derivative rules that read no user state live
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(module.__file__) + os.sep
-    for module in (jax, __import__("jaxboost"))
-    if getattr(module, "__file__", None)
-)
+# the packages whose custom derivative rules read no user state
+_LIBRARIES = ("jax", "jaxboost", "jaxboost.losses")
 
 
 class LossStructure:
@@ -232,9 +230,20 @@ def _liftable(jaxpr: Any) -> bool:
         name = eqn.primitive.name
         if name in _OPAQUE:
             return False
-        if name == _CUSTOM_JVP and not _rule_source(eqn).startswith(_LIBRARY_DIRS):
+        if name == _CUSTOM_JVP and not _rule_source(eqn).startswith(_library_dirs()):
             return False
     return all(_liftable(inner) for inner in jax_core.subjaxprs(jaxpr))
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of `_LIBRARIES` (the loss catalogue has one of its own)."""
+    folders = []
+    for name in _LIBRARIES:
+        module = importlib.import_module(name)
+        if getattr(module, "__file__", None):
+            folders.append(os.path.dirname(module.__file__) + os.sep)
+    return tuple(folders)
 
 
 def _rule_source(eqn: Any) -> str:
