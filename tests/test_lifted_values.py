@@ -156,10 +156,21 @@ def _by_captured_array(c):
     return lambda y, f: _cauchy(y, f, _CAPTURED[0])
 
 
+_FLOAT64 = {"loss_dtype": "float64"}  # (Float64Loss: the values' float64 trace)
+
+
 @pytest.mark.parametrize(
-    "binding", [_by_partial, _by_closure, _by_global, _by_class_attribute, _by_captured_array]
+    ("binding", "settings"),
+    [
+        (_by_partial, {}),
+        (_by_closure, {}),
+        (_by_global, {}),
+        (_by_class_attribute, {}),
+        (_by_captured_array, {}),
+        (_by_partial, _FLOAT64),
+        (_by_captured_array, _FLOAT64),
+    ],
 )
-@pytest.mark.parametrize("settings", [{}, {"loss_dtype": "float64"}], ids=["f32", "f64"])
 def test_a_new_value_compiles_nothing_and_fits_a_fresh_fit_s_model(data, binding, settings):
     first = _fit(binding(0.5), data, **settings)
     compiled = _misses()
