@@ -88,8 +88,12 @@ def test_a_new_loss_compiles_only_its_small_programs(subsample):
     fused = train_chunk_program.cache_info().misses
     derivatives = derivatives_program.cache_info().misses
     initial = init_score_program.cache_info().misses
-    # (a loss of its own per case: a lambda written again would share its programs)
-    jb.Booster(loss=lambda y, f: jnp.logaddexp(f - y, y - f) + subsample, **settings).fit(X, y)
+    # (a loss of its own structure per case: a lambda written again, or with
+    # another number, would share its programs; an integer power is structure)
+    power = 3 if subsample == 1.0 else 5
+    jb.Booster(
+        loss=lambda y, f: jnp.logaddexp(f - y, y - f) + 0.0 * (f - y) ** power, **settings
+    ).fit(X, y)
     assert tree_round_program.cache_info().misses == trees  # shared by every loss
     assert train_chunk_program.cache_info().misses == fused  # not used
     assert init_score_program.cache_info().misses == initial  # searched from the host

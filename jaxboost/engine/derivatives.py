@@ -17,6 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..runtime.lifted_values import bound
+from ..runtime.program_cache import without_values
+
 Loss = Callable[[jax.Array, jax.Array], jax.Array]
 
 
@@ -197,7 +200,8 @@ def probe_hessian(
     """
     if is_declared(loss) and not measure:
         return declared_probe(loss)
-    grad, hess = _probe_rows(loss, y, raw, full_hessian and raw.shape[1] > 1)
+    structure, values = without_values(loss)
+    grad, hess = _probe_rows(structure, values or (), y, raw, full_hessian and raw.shape[1] > 1)
     return hessian_probe_of(loss, np.asarray(raw), np.asarray(grad), np.asarray(hess))
 
 
@@ -271,13 +275,18 @@ def compile_probe(loss: Loss, y: jax.Array, n_outputs: int, full_hessian: bool =
         return
     raw = jax.ShapeDtypeStruct((y.shape[0], n_outputs), jnp.float32)
     target = jax.ShapeDtypeStruct(y.shape, jnp.float32)
-    _probe_rows.lower(loss, target, raw, full_hessian and n_outputs > 1).compile()
+    structure, values = without_values(loss)
+    full = full_hessian and n_outputs > 1
+    _probe_rows.lower(structure, values or (), target, raw, full).compile()
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3))
+@functools.partial(jax.jit, static_argnums=(0, 4))
 def _probe_rows(
-    loss: Loss, y: jax.Array, raw: jax.Array, full_hessian: bool
+    loss: Loss, values: tuple, y: jax.Array, raw: jax.Array, full_hessian: bool
 ) -> tuple[jax.Array, jax.Array]:
     """`grad_hess` as one compiled program (run op by op, a loss's
-    derivatives compiled some 30 small programs on a first fit, about 0.6 s)."""
-    return grad_hess(loss, y, raw, full_hessian=full_hessian)
+    derivatives compiled some 30 small programs on a first fit, about 0.6 s),
+    with the lifted ``values`` of ``loss`` where it is a structure
+    (`jaxboost.runtime.program_cache.without_values`)."""
+    with bound(loss, values):
+        return grad_hess(loss, y, raw, full_hessian=full_hessian)

@@ -17,6 +17,8 @@ import jax.numpy as jnp
 
 from .. import losses as loss_catalogue
 from ..losses.distribution_loss import as_distribution_loss
+from ..runtime.lifted_values import bound
+from ..runtime.program_cache import without_values
 from ..runtime.workarounds import vector_output_compiler_options
 from .derivatives import sample_loss
 from .group_metrics import concordance_index, map_at, ndcg_at
@@ -231,14 +233,36 @@ def metric_per_round(
     if metric.per_group is not None and not groups:
         raise ValueError(f"eval_metric {metric.name!r}: needs the evaluation set's groups")
     program = _metric_program(staged_raw.shape[-1] > 1, jax.default_backend())
-    return program(metric, y, staged_raw, weight, groups)
+    metric, values = _without_values(metric)
+    return program(metric, values, y, staged_raw, weight, groups)
 
 
-def _metric_per_round(metric: Metric, y, staged_raw, weight, groups):
+def _without_values(metric: Metric) -> tuple[Metric, tuple]:
+    """``metric`` with its function's structure in the function's place,
+    and the function's lifted values (`jaxboost.runtime.lifted_values`: the
+    program then serves every value); itself and ``()`` where it has none."""
     if metric.per_group is not None:
-        count = group_count(groups)
-        return jax.vmap(lambda raw: loss_sum(metric.per_group, y, raw, groups) / count)(staged_raw)
-    return jax.vmap(lambda raw: metric.fn(y, raw, weight))(staged_raw)
+        structure, values = without_values(metric.per_group)
+        if values is None:
+            return metric, ()
+        return metric._replace(per_group=structure), values
+    if metric.per_sample is None:
+        return metric, ()
+    structure, values = without_values(metric.per_sample)
+    if values is None:
+        return metric, ()
+    return metric._replace(fn=per_sample(metric.name, structure).fn, per_sample=structure), values
+
+
+def _metric_per_round(metric: Metric, values: tuple, y, staged_raw, weight, groups):
+    function = metric.per_group if metric.per_group is not None else metric.per_sample
+    with bound(function, values):
+        if metric.per_group is not None:
+            count = group_count(groups)
+            return jax.vmap(lambda raw: loss_sum(metric.per_group, y, raw, groups) / count)(
+                staged_raw
+            )
+        return jax.vmap(lambda raw: metric.fn(y, raw, weight))(staged_raw)
 
 
 @functools.cache

@@ -36,7 +36,8 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from ..runtime.devices import ROWS, collective_axis
-from ..runtime.program_cache import one_program_per_shape
+from ..runtime.lifted_values import bound
+from ..runtime.program_cache import one_program_per_shape, values_as_input
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .categorical import BITSET_WORDS
 from .derivatives import Loss, directional_derivatives, sample_loss
@@ -87,6 +88,7 @@ def _compiler_options(cfg: StaticSettings, mesh: Mesh) -> dict | None:
     return options or None
 
 
+@values_as_input
 @one_program_per_shape()
 def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(y, weight, raw (n_rows, K)) -> (grad, hess, n_not_finite,
@@ -99,16 +101,18 @@ def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     (`tree_round_program`, `in_bag_program`: no loss of their own)."""
     axis_name = collective_axis(mesh)
 
-    def local(y, weight, raw):
-        grad, hess = round_derivatives(cfg, y, raw)
-        n_not_finite = count_not_finite(grad, hess, weight, axis_name)
-        row_loss = sample_loss(cfg.loss, y, raw)
-        return grad, hess, n_not_finite, mean_loss(cfg.loss, y, weight, raw, axis_name), row_loss
+    def local(values, y, weight, raw):
+        with bound(cfg, values):
+            grad, hess = round_derivatives(cfg, y, raw)
+            n_not_finite = count_not_finite(grad, hess, weight, axis_name)
+            row_loss = sample_loss(cfg.loss, y, raw)
+            total = mean_loss(cfg.loss, y, weight, raw, axis_name)
+        return grad, hess, n_not_finite, total, row_loss
 
     sharded = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(P(ROWS), P(ROWS), P(ROWS)),
+        in_specs=(P(), P(ROWS), P(ROWS), P(ROWS)),
         out_specs=(P(ROWS), P(ROWS), P(), P(), P(ROWS)),
         check_vma=False,
     )
@@ -222,6 +226,7 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     return jax.jit(sharded, compiler_options=_compiler_options(cfg, mesh))
 
 
+@values_as_input
 @one_program_per_shape()
 def slope_sums_program(loss: Loss, mesh: Mesh) -> Callable:
     """``(y, weight, scores (P,)) -> (P, 5)``, jitted and sharded: at every
@@ -232,7 +237,11 @@ def slope_sums_program(loss: Loss, mesh: Mesh) -> Callable:
     `jaxboost.engine.init_score.initial_score_on_host` asks for."""
     axis_name = collective_axis(mesh)
 
-    def local(y, weight, scores):
+    def local(values, y, weight, scores):
+        with bound(loss, values):
+            return sums(y, weight, scores)
+
+    def sums(y, weight, scores):
         def sums_at(score):
             raw = jnp.broadcast_to(score, (weight.shape[0], 1))
             slope, curvature = directional_derivatives(loss, y, raw, jnp.ones_like(raw))
@@ -240,11 +249,11 @@ def slope_sums_program(loss: Loss, mesh: Mesh) -> Callable:
             terms = jnp.stack([slope, curvature, jnp.abs(slope), value, jnp.ones_like(value)])
             return jnp.sum(weight * terms, axis=1)
 
-        sums = jax.vmap(sums_at)(scores)
-        return jax.lax.psum(sums, axis_name) if axis_name is not None else sums
+        totals = jax.vmap(sums_at)(scores)
+        return jax.lax.psum(totals, axis_name) if axis_name is not None else totals
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(P(ROWS), P(ROWS), P()), out_specs=P(), check_vma=False
+        local, mesh=mesh, in_specs=(P(), P(ROWS), P(ROWS), P()), out_specs=P(), check_vma=False
     )
     platform = mesh.devices.flat[0].platform
     return jax.jit(sharded, compiler_options=fast_compile_options(platform) or None)

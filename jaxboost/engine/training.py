@@ -25,7 +25,8 @@ from jax.sharding import PartitionSpec as P
 
 from ..kernels.leaf_sums import LEAF_KERNELS
 from ..runtime.devices import ROWS, collective_axis
-from ..runtime.program_cache import one_program_per_shape
+from ..runtime.lifted_values import bound
+from ..runtime.program_cache import one_program_per_shape, values_as_input
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .binning import apply_bins, apply_bins_native
 from .categorical import CategoricalSettings, categorical_search
@@ -773,6 +774,7 @@ def _data_specs(cfg: StaticSettings) -> ShardData:
     )
 
 
+@values_as_input
 @one_program_per_shape()
 def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
@@ -780,11 +782,18 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
-    program, and so does a fit with another ``n_estimators``."""
+    program, and so does a fit with another ``n_estimators``; so does
+    another value of the loss's numbers (`values_as_input`)."""
+    axis_name = collective_axis(mesh)
+
+    def local(values, *args):
+        with bound(cfg, values):
+            return _train_chunk(cfg, axis_name, *args)
+
     sharded = jax.shard_map(
-        functools.partial(_train_chunk, cfg, collective_axis(mesh)),
+        local,
         mesh=mesh,
-        in_specs=(_data_specs(cfg), P(), P(ROWS), P(), P(), P(), P()),
+        in_specs=(P(), _data_specs(cfg), P(), P(ROWS), P(), P(), P(), P()),
         out_specs=(P(ROWS), P(), P(), P(), P()),
         check_vma=False,
     )
@@ -799,6 +808,7 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
 _TARGET_SPECS = (P(ROWS), P(ROWS))
 
 
+@values_as_input
 @one_program_per_shape()
 def init_score_program(
     loss: Loss,
@@ -812,13 +822,19 @@ def init_score_program(
     ``leaf_kernels`` as in `StaticSettings`."""
     axis_name = collective_axis(mesh)
 
-    def local(y, weight):
+    def local(values, y, weight):
         kernels = LEAF_KERNELS[leaf_kernels]
-        score, converged = searched_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
-        return score, _mean_loss_at(loss, y, weight, score, axis_name), converged
+        with bound(loss, values):
+            found = searched_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
+            score, converged = found
+            return score, _mean_loss_at(loss, y, weight, score, axis_name), converged
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=_TARGET_SPECS, out_specs=(P(), P(), P()), check_vma=False
+        local,
+        mesh=mesh,
+        in_specs=(P(), *_TARGET_SPECS),
+        out_specs=(P(), P(), P()),
+        check_vma=False,
     )
     platform = mesh.devices.flat[0].platform
     options = vector_output_compiler_options(platform) if n_outputs > 1 else {}
@@ -826,21 +842,24 @@ def init_score_program(
     return jax.jit(sharded, compiler_options=options or None)
 
 
+@values_as_input
 @one_program_per_shape()
 def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
     """``(y, weight, score (K,)) -> train_loss at score``, jitted and sharded:
     the first training loss of a fit whose initial score is given."""
     axis_name = collective_axis(mesh)
 
-    def local(y, weight, score):
-        return _mean_loss_at(loss, y, weight, score, axis_name)
+    def local(values, y, weight, score):
+        with bound(loss, values):
+            return _mean_loss_at(loss, y, weight, score, axis_name)
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(*_TARGET_SPECS, P()), out_specs=P(), check_vma=False
+        local, mesh=mesh, in_specs=(P(), *_TARGET_SPECS, P()), out_specs=P(), check_vma=False
     )
     return jax.jit(sharded)
 
 
+@values_as_input
 @one_program_per_shape()
 def group_loss_at_score_program(loss: Loss, n_buckets: int, mesh: Mesh) -> Callable:
     """``(y, groups, score (1,)) -> loss per group at score``, jitted and
@@ -848,13 +867,18 @@ def group_loss_at_score_program(loss: Loss, n_buckets: int, mesh: Mesh) -> Calla
     the given ``base_score``)."""
     axis_name = collective_axis(mesh)
 
-    def local(y, groups, score):
+    def local(values, y, groups, score):
         raw = jnp.broadcast_to(score, (y.shape[0], 1))
-        return mean_group_loss(loss, y, raw, groups, axis_name)
+        with bound(loss, values):
+            return mean_group_loss(loss, y, raw, groups, axis_name)
 
     group_specs = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in range(n_buckets))
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(P(ROWS), group_specs, P()), out_specs=P(), check_vma=False
+        local,
+        mesh=mesh,
+        in_specs=(P(), P(ROWS), group_specs, P()),
+        out_specs=P(),
+        check_vma=False,
     )
     return jax.jit(sharded)
 

@@ -8,7 +8,11 @@ program is reused exactly when the computation is the same (see that
 module).  A group loss is traced at every padded group length the fit runs
 (its training groups' and its evaluation sets'): a trace at one length does
 not see what the loss computes at others (a top-k loss with k = 10 and one
-with k = 20 are the same loss on groups of 8 rows).
+with k = 20 are the same loss on groups of 8 rows), and at the padding
+check's group (`jaxboost.frontends.padding_check`).  The loss also carries
+its structure and lifted values (`jaxboost.runtime.lifted_values`): the
+programs that take the values are cached on the structure, so a new value
+of a number the loss reads compiles nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ..runtime.same_function import (
 )
 from .grouping import group_width
 from .monitor import EvalSet
+from .padding_check import PROBE_WIDTH
 
 
 def sample_arguments(target_row: tuple[int, ...], n_outputs: int) -> tuple:
@@ -84,8 +89,11 @@ def keyed_loss(
     if widths is None:
         calls = [sample_arguments(target_row, n_outputs)]
     else:
+        # (and at the padding check's group: jaxboost.frontends.padding_check)
+        widths = sorted({*widths, PROBE_WIDTH})
         calls = [group_arguments(target_row, width) for width in widths]
-    return same_computation(loss, calls, _parts(loss, target_row, n_outputs, init_rows))
+    parts = _parts(loss, target_row, n_outputs, init_rows)
+    return same_computation(loss, calls, parts, lifted=True)
 
 
 def _parts(
@@ -138,14 +146,17 @@ def keyed_metrics(
             elif not is_library_function(plain(fn)):
                 widths = sorted({int(b.mask.shape[-1]) for s in eval_sets for b in s.groups})
                 calls = [group_arguments(target_row, width) for width in widths]
-                metric = metric._replace(per_group=same_computation(fn, calls))
+                metric = metric._replace(per_group=same_computation(fn, calls, lifted=True))
             keyed.append(metric)
             continue
         if metric.per_sample is None:
             keyed.append(metric)
             continue
         fn = metric.per_sample
-        fn = loss if plain(fn) is plain(loss) else same_computation(fn, [arguments])
+        if plain(fn) is not plain(loss):
+            fn = same_computation(fn, [arguments], lifted=True)
+        else:
+            fn = loss
         keyed.append(
             per_sample(metric.name, fn)._replace(
                 greater_is_better=metric.greater_is_better,

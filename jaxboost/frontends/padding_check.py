@@ -16,9 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..losses.catalogue import is_catalogue_loss
+from ..runtime.lifted_values import bound
+from ..runtime.program_cache import without_values
 
 # the probe group of check_mask_respected: real rows, padded to a power of two
-_PROBE_ROWS, _PROBE_WIDTH = 5, 8
+_PROBE_ROWS, PROBE_WIDTH = 5, 8
 
 
 def check_mask_respected(loss, y: np.ndarray, skip_catalogue: bool = True) -> None:
@@ -55,7 +57,7 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
     """`check_mask_respected` on the probe rows (bytes of a numpy array
     of ``shape`` and ``dtype``) and the far row (cached on success)."""
     real = np.frombuffer(rows, dtype).reshape(shape)
-    n_real, pad = shape[0], _PROBE_WIDTH - shape[0]
+    n_real, pad = shape[0], PROBE_WIDTH - shape[0]
     far_row = np.frombuffer(far, dtype).reshape(shape[1:])
     y_pairs = np.stack(
         [
@@ -71,17 +73,10 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
         ]
     )
     # a traced jax array, as training passes it (a loss may index it with jnp)
-    masks = jnp.broadcast_to(jnp.arange(_PROBE_WIDTH) < n_real, (2, _PROBE_WIDTH))
+    masks = jnp.broadcast_to(jnp.arange(PROBE_WIDTH) < n_real, (2, PROBE_WIDTH))
 
-    def one_group(y_group, f_group, mask):
-        value, grad = jax.value_and_grad(loss, argnums=1)(y_group, f_group, mask)
-        parts = [grad[:n_real]]
-        row_derivatives = getattr(loss, "row_derivatives", None)
-        if row_derivatives is not None:
-            parts += [part[:n_real] for part in row_derivatives(y_group, f_group, mask)]
-        return value, jnp.concatenate(parts)
-
-    values, derivatives = jax.jit(jax.vmap(one_group))(y_pairs, f_pairs, masks)
+    one_group = functools.partial(_one_group, loss, n_real)
+    values, derivatives = _padded_pairs(loss, n_real, y_pairs, f_pairs, masks)
     values, derivatives = np.asarray(values, np.float64), np.asarray(derivatives, np.float64)
     name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(derivatives))):
@@ -101,11 +96,40 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
         changed.append(f"the real rows' gradients moved by up to {np.nanmax(gap):.3g}")
     raise ValueError(
         f"loss {name!r}: loss(y, f, mask) reads its padding rows: on one group of {n_real} "
-        f"rows padded to {_PROBE_WIDTH}, {' and '.join(changed)} when only the rows where "
+        f"rows padded to {PROBE_WIDTH}, {' and '.join(changed)} when only the rows where "
         "mask is False changed. Groups are padded to a power of two, so the loss must ignore "
         "rows where mask is False: sum with jnp.where(mask, terms, 0.0), and mask scores "
         "before exp, log or a softmax (jnp.where(mask, f, -jnp.inf))"
     )
+
+
+def _one_group(loss, n_real: int, y_group, f_group, mask) -> tuple[jax.Array, jax.Array]:
+    """The loss on one padded group and its real rows' derivatives, concatenated."""
+    value, grad = jax.value_and_grad(loss, argnums=1)(y_group, f_group, mask)
+    parts = [grad[:n_real]]
+    row_derivatives = getattr(loss, "row_derivatives", None)
+    if row_derivatives is not None:
+        parts += [part[:n_real] for part in row_derivatives(y_group, f_group, mask)]
+    return value, jnp.concatenate(parts)
+
+
+def _padded_pairs(loss, n_real: int, y_pairs, f_pairs, masks) -> tuple[jax.Array, jax.Array]:
+    """`_one_group` on each of the two paddings: by the program of the
+    loss's structure, handed its values, where the loss has one traced at
+    the probe group's shapes (a new value then compiles nothing), else by a
+    program of its own."""
+    structure, values = without_values(loss)
+    if values is not None and structure.traced_at(y_pairs[0], f_pairs[0], masks[0]):
+        return _structure_pairs(structure, n_real, values, y_pairs, f_pairs, masks)
+    one_group = functools.partial(_one_group, loss, n_real)
+    return jax.jit(jax.vmap(one_group))(y_pairs, f_pairs, masks)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _structure_pairs(structure, n_real: int, values, y_pairs, f_pairs, masks):
+    with bound(structure, values):
+        one_group = functools.partial(_one_group, structure, n_real)
+        return jax.vmap(one_group)(y_pairs, f_pairs, masks)
 
 
 def _refuse_non_finite_padding(
@@ -120,7 +144,7 @@ def _refuse_non_finite_padding(
     raise ValueError(
         f"loss {name!r}: loss(y, f, mask) is finite on one group of {n_real} rows, but "
         f"{' and '.join(broken)} {verb} NaN or infinite once the group is padded to "
-        f"{_PROBE_WIDTH} rows (rows {n_real} to {_PROBE_WIDTH - 1}, where mask is False): a "
+        f"{PROBE_WIDTH} rows (rows {n_real} to {PROBE_WIDTH - 1}, where mask is False): a "
         "term of the padding rows is inf or NaN, and multiplying it by mask leaves NaN "
         "(0 * inf). Groups are padded to a power of two: sum with jnp.where(mask, terms, 0.0) "
         "rather than multiplying by mask, and mask scores before exp, log or a softmax "

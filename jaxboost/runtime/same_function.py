@@ -49,6 +49,8 @@ import jax.extend.core as jax_core
 import jax.numpy as jnp
 import numpy as np
 
+from .lifted_values import LossStructure, lift
+
 # key -> the one SameComputation with it (weakly: a dropped loss frees its entry)
 _BY_KEY: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 # keys of functions that could not be traced: never equal to another's
@@ -65,6 +67,8 @@ _DECLARED = (
     "smooth",
     "per",
 )
+# declared metadata only reported (model files, messages), never read by a program
+_REPORTED = ("name", "params")
 # a distribution's parts: whether the loss declares them (those the
 # programs call are traced: `Part`)
 _PARTS = ("init", "fisher", "sampler")
@@ -98,12 +102,17 @@ class SameComputation:
     def __init__(self, fn: Callable, key: tuple):
         self.fn = fn
         self.key = key
+        # the newest function's structure and lifted values, where lifted
+        # (`jaxboost.runtime.lifted_values`: programs that take the values)
+        self.structure: LossStructure | None = None
+        self.values: tuple = ()
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("fn", "key"):  # not set yet (copying, unpickling): no recursion
+        # not set yet (copying, unpickling): no recursion
+        if name in ("fn", "key", "structure", "values"):
             raise AttributeError(name)
         return getattr(self.fn, name)
 
@@ -134,7 +143,7 @@ def plain(fn: Any) -> Any:
 
 
 def same_computation(
-    fn: Callable, calls: Sequence[tuple], parts: Sequence[Part] = ()
+    fn: Callable, calls: Sequence[tuple], parts: Sequence[Part] = (), lifted: bool = False
 ) -> SameComputation:
     """``fn`` keyed on what it computes at the shapes of ``calls``.
 
@@ -146,6 +155,9 @@ def same_computation(
         of every call the programs make: one for a per-sample function, one
         per padded group length for a group loss.
       parts: the declared functions the programs call beside ``fn``.
+      lifted: give it its `LossStructure` and values too (a loss declaring
+        no parts: `jaxboost.runtime.lifted_values.lift`), for the programs
+        that take the values as an argument.
     Returns:
       the one `SameComputation` of that key, now calling ``fn``.
     """
@@ -161,6 +173,10 @@ def same_computation(
         keyed = SameComputation(fn, key)
         _BY_KEY[key] = keyed
     keyed.fn = fn  # the newest function of this computation: programs traced later trace it
+    found = None
+    if lifted and not parts and not any(getattr(fn, name, None) is not None for name in _PARTS):
+        found = lift(fn, calls, _structural(key[0]))
+    keyed.structure, keyed.values = found if found is not None else (None, ())
     return keyed
 
 
@@ -172,6 +188,12 @@ def _declared(fn: Callable) -> tuple:
         + tuple((name, repr(getattr(fn, name, None))) for name in _DECLARED)
         + tuple((name, getattr(fn, name, None) is not None) for name in _PARTS)
     )
+
+
+def _structural(declared: tuple) -> tuple:
+    """The declared metadata a structure's key holds: what the programs read
+    (not the function's type, its name, nor the ``params`` it reports)."""
+    return tuple(item for item in declared[2:] if item[0] not in _REPORTED)
 
 
 def _part_digest(part: Part) -> tuple:

@@ -1,0 +1,308 @@
+"""A loss's numbers as its programs' inputs: one compiled program per structure.
+
+`lift` traces a loss (per sample, or per group at each padded group length)
+at the shapes of the programs' calls (in float32, and in float64 for
+`jaxboost.runtime.precision.Float64Loss`) and
+takes out of each jaxpr the numbers it reads: its constants (captured
+arrays) and the floating-point literal operands of its equations (Python
+floats it reads from a closure, ``functools.partial``, a global or a class
+attribute).  What is left is the loss's *structure*: its primitives, their
+static parameters (``integer_pow``'s exponent stays in it), its integer and
+boolean literals, the jaxprs nested in its calls, loops and custom
+derivatives with everything they hold, and the shapes and dtypes of the
+lifted numbers.  `LossStructure` is compared and hashed by that structure
+alone, so that the programs cached on it serve every value: they take the
+values as an argument (`bound`) and evaluate the jaxpr with them.  A new
+value is then a call of the same program; a new structure is a new program.
+
+A `LossStructure` computes nothing by itself: called anywhere but inside a
+program that was handed its values, it raises (a program that baked one
+fit's numbers into a structure's cache entry would fit the next value's
+model with the old numbers).  Losses whose jaxpr calls back into Python or
+holds a custom derivative rule written outside JAX and jaxboost (a rule may
+read numbers the jaxpr does not show) get no structure, as do losses that
+declare functions the programs call beside them (``row_derivatives``,
+``fisher``, ``sampler``, ``init``): their programs stay keyed by their
+values (`jaxboost.runtime.same_function`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import hashlib
+import importlib
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.extend.core as jax_core
+import jax.numpy as jnp
+import numpy as np
+
+# structure key -> the values a program being traced was handed
+_BOUND: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "jaxboost_bound_values", default=None
+)
+# primitives whose rules are Python functions the jaxpr names but does not show
+_CUSTOM_JVP = "custom_jvp_call"
+_OPAQUE = ("custom_vjp_call", "pure_callback", "io_callback", "debug_callback")
+# the packages whose custom derivative rules read no user state
+_LIBRARIES = ("jax", "jaxboost", "jaxboost.losses")
+
+
+class LossStructure:
+    """A loss's structure (see the module docstring), with its
+    jaxprs taking the lifted values first; attributes are the loss's
+    (its declared metadata, part of the key)."""
+
+    def __init__(self, fn: Callable, key: tuple, signatures: tuple, jaxprs: tuple):
+        self.fn = fn
+        self.key = key
+        self.signatures = signatures
+        self.jaxprs = jaxprs
+
+    def __call__(self, *args: Any) -> Any:
+        values = (_BOUND.get() or {}).get(self.key)
+        if values is None:
+            raise RuntimeError(
+                f"the structure of {self.fn!r} was called outside a program handed its "
+                "values: an internal error of jaxboost (wrap the program's factory in "
+                "jaxboost.runtime.program_cache.values_as_input and trace it under bound)"
+            )
+        signature = _signature(args)
+        if signature not in self.signatures:
+            raise RuntimeError(
+                f"the structure of {self.fn!r} was traced at {self.signatures}, called at "
+                f"{signature}: an internal error of jaxboost (the loss must be lifted at "
+                "the shapes its programs call it with)"
+            )
+        index = self.signatures.index(signature)
+        closed = self.jaxprs[index]
+        lifted = closed.jaxpr.invars[: len(values[index])]
+        inputs = [_restored(value, var.aval.dtype) for value, var in zip(values[index], lifted)]
+        return jax_core.jaxpr_as_fun(closed)(*inputs, *args)[0]
+
+    def traced_at(self, *args: Any) -> bool:
+        """Whether the structure was traced at ``args``' shapes and dtypes."""
+        return _signature(args) in self.signatures
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("fn", "key", "signatures", "jaxprs"):  # not set yet: no recursion
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LossStructure) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"LossStructure({self.fn!r})"
+
+
+def lift(fn: Callable, calls: Sequence[tuple], declared: tuple) -> tuple | None:
+    """``(structure, values)`` of ``fn`` at the shapes of ``calls``
+    (`jax.ShapeDtypeStruct` of ``(y, f)``), each traced in float32 and in
+    float64; ``values``, one tuple of numpy arrays per traced signature,
+    is what its programs are handed (`bound`).  None where ``fn`` cannot be
+    lifted (see the module docstring).  ``declared``: the metadata the key
+    holds beside the jaxprs."""
+    if callable(getattr(fn, "row_derivatives", None)):  # called by the programs beside it
+        return None
+    signatures, jaxprs, texts, values = [], [], [], []
+    try:
+        for arguments in calls:
+            for wide in (False, True):
+                closed = _traced(fn, arguments, wide)
+                if len(closed.jaxpr.outvars) != 1 or not _liftable(closed.jaxpr):
+                    return None
+                opened, lifted = _opened(closed)
+                signatures.append(_signature(_widened(arguments) if wide else arguments))
+                jaxprs.append(jax_core.ClosedJaxpr(opened, []))
+                texts.append((str(opened), _nested_constants(closed.jaxpr)))
+                values.append(tuple(_passed(value, wide) for value in lifted))
+    except Exception:  # noqa: BLE001 - a loss that does not trace so: keyed by its values
+        return None
+    key = (declared, tuple(texts), _rules(jaxprs))
+    structure = LossStructure(fn, key, tuple(signatures), tuple(jaxprs))
+    return structure, tuple(values)
+
+
+@contextlib.contextmanager
+def bound(loss: Any, values: tuple):
+    """Inside a program's traced function: ``loss``'s structure (itself, or
+    the one a `jaxboost.runtime.precision.Float64Loss` or a settings object
+    holds as ``.loss``) evaluates with ``values``, the program's argument."""
+    structure = structure_in(loss)
+    if structure is None:
+        yield
+        return
+    token = _BOUND.set({**(_BOUND.get() or {}), structure.key: values})
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
+def structure_in(setting: Any) -> LossStructure | None:
+    """The `LossStructure` ``setting`` is or holds as ``.loss`` (a
+    precision wrapper, a program's settings), or None."""
+    for _ in range(3):
+        if isinstance(setting, LossStructure):
+            return setting
+        setting = vars(setting).get("loss") if hasattr(setting, "__dict__") else None
+        if setting is None:
+            return None
+    return None
+
+
+def _traced(fn: Callable, arguments: tuple, wide: bool) -> Any:
+    """``fn``'s closed jaxpr at ``arguments``, traced anew (JAX caches the
+    trace of a function object, with the globals it read then)."""
+
+    def fresh(*args):
+        return fn(*args)
+
+    if wide:
+        with jax.enable_x64(True):
+            return jax.make_jaxpr(fresh)(*_widened(arguments))
+    with jax.enable_x64(False):
+        return jax.make_jaxpr(fresh)(*arguments)
+
+
+def _widened(arguments: tuple) -> tuple:
+    return tuple(
+        jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype)
+        for a in arguments
+    )
+
+
+def _signature(args: Sequence[Any]) -> tuple:
+    """The shapes and dtypes of one call's arguments (per row under ``vmap``)."""
+    signature = []
+    for arg in args:
+        aval = jax.typeof(arg) if not isinstance(arg, jax.ShapeDtypeStruct) else arg
+        signature.append((tuple(aval.shape), np.dtype(aval.dtype)))
+    return tuple(signature)
+
+
+def _opened(closed: Any) -> tuple[Any, list[np.ndarray]]:
+    """``closed``'s jaxpr with its constants and floating-point literal
+    operands made its first inputs, and their values."""
+    jaxpr = closed.jaxpr
+    lifted_vars = list(jaxpr.constvars)
+    lifted = [np.asarray(constant) for constant in closed.consts]
+    eqns = []
+    for eqn in jaxpr.eqns:
+        operands = []
+        for atom in eqn.invars:
+            if isinstance(atom, jax_core.Literal) and _is_float(atom.aval):
+                var = jax_core.Var(atom.aval)
+                lifted_vars.append(var)
+                lifted.append(np.asarray(atom.val, atom.aval.dtype))
+                atom = var
+            operands.append(atom)
+        eqns.append(eqn.replace(invars=operands))
+    opened = jax_core.Jaxpr(
+        constvars=(),
+        invars=[*lifted_vars, *jaxpr.invars],
+        outvars=jaxpr.outvars,
+        eqns=eqns,
+        effects=jaxpr.effects,
+        debug_info=jaxpr.debug_info,
+    )
+    return opened, lifted
+
+
+def _is_float(aval: Any) -> bool:
+    return aval.shape == () and jnp.issubdtype(aval.dtype, jnp.floating)
+
+
+def _liftable(jaxpr: Any) -> bool:
+    """Whether every rule ``jaxpr`` calls is in its text or JAX's and
+    jaxboost's own: no callback, no custom VJP, custom JVP rules of the
+    libraries only."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name in _OPAQUE:
+            return False
+        if name == _CUSTOM_JVP and not _rule_source(eqn).startswith(_library_dirs()):
+            return False
+    return all(_liftable(inner) for inner in jax_core.subjaxprs(jaxpr))
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of `_LIBRARIES` (the loss catalogue has one of its own)."""
+    folders = []
+    for name in _LIBRARIES:
+        module = importlib.import_module(name)
+        if getattr(module, "__file__", None):
+            folders.append(os.path.dirname(module.__file__) + os.sep)
+    return tuple(folders)
+
+
+def _rule_source(eqn: Any) -> str:
+    """The file of a custom JVP call's rule ('' where unknown)."""
+    info = getattr(eqn.params.get("jvp_jaxpr_fun"), "debug_info", None)
+    source = getattr(info, "func_src_info", None) or ""
+    # "name at /path/file.py:line"
+    return source.rpartition(" at ")[2]
+
+
+def _rules(jaxprs: Sequence[Any]) -> tuple:
+    """The sources of the custom JVP rules ``jaxprs`` call (their text names
+    the rule only)."""
+    sources = []
+
+    def visit(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == _CUSTOM_JVP:
+                sources.append(_rule_source(eqn))
+        for inner in jax_core.subjaxprs(jaxpr):
+            visit(inner)
+
+    for closed in jaxprs:
+        visit(closed.jaxpr)
+    return tuple(sources)
+
+
+def _nested_constants(jaxpr: Any) -> tuple:
+    """Digests of the constants of the closed jaxprs nested in ``jaxpr``'s
+    equations (their text shows their names, not their values)."""
+    digests = []
+    for eqn in jaxpr.eqns:
+        for param in eqn.params.values():
+            for inner in param if isinstance(param, (tuple, list)) else (param,):
+                if isinstance(inner, jax_core.ClosedJaxpr):
+                    for constant in inner.consts:
+                        array = np.ascontiguousarray(np.asarray(constant))
+                        digest = hashlib.sha256(array.tobytes()).hexdigest()
+                        digests.append((array.dtype.str, array.shape, digest))
+                    digests.extend(_nested_constants(inner.jaxpr))
+    return tuple(digests)
+
+
+def _passed(value: np.ndarray, wide: bool) -> np.ndarray:
+    """A lifted value as a program's argument: a float64 trace's 8-byte
+    values as pairs of uint32 (programs are traced with 64-bit mode off,
+    which would round them), restored by `_restored` inside the loss."""
+    value = np.asarray(value)
+    if wide and value.dtype.itemsize == 8:
+        flat = np.ascontiguousarray(value).reshape(-1).view(np.uint32)
+        return flat.reshape(*value.shape, 2)
+    if value.dtype.itemsize > 8:
+        raise ValueError(f"a value of dtype {value.dtype} is not lifted")
+    return value
+
+
+def _restored(value: Any, dtype: Any) -> Any:
+    """`_passed`'s value back at ``dtype``, its lifted variable's (an
+    8-byte one inside 64-bit mode: `jaxboost.runtime.precision.Float64Loss`)."""
+    if np.dtype(dtype).itemsize == 8:
+        return jax.lax.bitcast_convert_type(value, dtype)
+    return value

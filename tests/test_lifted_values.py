@@ -1,0 +1,257 @@
+"""A loss's numbers are its programs' inputs: a new value of a number it
+reads (bound by ``functools.partial``, a closure, a global, a class
+attribute, a captured array) runs the programs of its structure without
+compiling them again, and fits the model a fresh fit of that value fits
+(checked against a fit after every program cache is cleared)."""
+
+import functools
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxboost as jb
+from jaxboost.engine import derivatives, metrics
+from jaxboost.engine.round_programs import derivatives_program, slope_sums_program
+from jaxboost.engine.training import (
+    group_loss_at_score_program,
+    init_score_program,
+    loss_at_score_program,
+    train_chunk_program,
+)
+from jaxboost.runtime.lifted_values import bound, lift
+
+_SCALAR = jax.ShapeDtypeStruct((), jnp.float32)
+_SETTINGS = {"n_estimators": 8, "max_depth": 2}
+_PROGRAMS = (
+    derivatives_program,
+    slope_sums_program,
+    train_chunk_program,
+    init_score_program,
+    loss_at_score_program,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=300)).astype(np.float32)
+    return X, y
+
+
+def _lifted(fn):
+    return lift(fn, [(_SCALAR, _SCALAR)], ())
+
+
+def _cauchy(y, f, c):
+    return c**2 / 2 * jnp.log1p(((f - y) / c) ** 2)
+
+
+def test_values_are_lifted_and_the_rest_is_the_key():
+    first, first_values = _lifted(functools.partial(_cauchy, c=2.0))
+    second, second_values = _lifted(functools.partial(_cauchy, c=3.0))
+    assert first == second and hash(first) == hash(second)
+    assert 2.0 in np.concatenate([np.ravel(v) for v in first_values[0]])
+    assert 3.0 in np.concatenate([np.ravel(v) for v in second_values[0]])
+    # a static parameter (integer_pow's exponent) and the computation stay in the key
+    cubed, _ = _lifted(lambda y, f: 2.0 / 2 * jnp.log1p(((f - y) / 2.0) ** 3))
+    assert cubed != first
+    plus, plus_values = _lifted(lambda y, f: (y - f) ** 2 + jnp.copysign(1.0, 0.0))
+    minus, minus_values = _lifted(lambda y, f: (y - f) ** 2 + jnp.copysign(1.0, -0.0))
+    assert plus == minus
+    assert [np.signbit(v).tolist() for v in plus_values[0]] != [
+        np.signbit(v).tolist() for v in minus_values[0]
+    ]
+
+
+def test_a_structure_evaluates_its_values_and_refuses_to_run_without():
+    structure, values = _lifted(functools.partial(_cauchy, c=3.0))
+    y, f = jnp.arange(4.0), jnp.ones(4)
+
+    def derivatives_of(values, y, f):
+        with bound(structure, values):
+            return jax.vmap(jax.grad(structure, argnums=1))(y, f)
+
+    reference = jax.vmap(jax.grad(functools.partial(_cauchy, c=3.0), argnums=1))(y, f)
+    np.testing.assert_allclose(jax.jit(derivatives_of)(values, y, f), reference, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="outside a program handed its values"):
+        structure(y[0], f[0])
+
+
+def test_rules_and_callbacks_outside_the_libraries_are_not_lifted():
+    scale = 2.0
+
+    @jax.custom_jvp
+    def scaled_abs(r):
+        return jnp.abs(r)
+
+    @scaled_abs.defjvp
+    def _(primals, tangents):  # reads a number the jaxpr does not show
+        return jnp.abs(primals[0]), scale * jnp.sign(primals[0]) * tangents[0]
+
+    assert _lifted(lambda y, f: scaled_abs(y - f)) is None
+
+    def called_back(y, f):
+        shape = jax.ShapeDtypeStruct((), jnp.float32)
+        return jax.pure_callback(lambda r: np.float32(r) ** 2, shape, y - f)
+
+    assert _lifted(called_back) is None
+    assert _lifted(lambda y, f: jax.nn.softplus(f - y)) is not None  # JAX's own rule
+    assert _lifted(lambda y, f: jb.losses.log_cosh(y, 0.5 * f)) is not None  # the catalogue's
+
+
+def _misses():
+    return [program.cache_info().misses for program in _PROGRAMS]
+
+
+def _clear_program_caches():
+    for program in _PROGRAMS:
+        program.cache_clear()
+    derivatives._probe_rows.clear_cache()
+    jax.clear_caches()
+
+
+def _fit(loss, data, **settings):
+    X, y = data
+    return jb.Booster(loss=loss, **_SETTINGS, **settings).fit(X, y).predict(X)
+
+
+# (the reader of the number, how a value is bound to a loss)
+def _by_partial(c):
+    return functools.partial(_cauchy, c=c)
+
+
+def _by_closure(c):
+    return lambda y, f: _cauchy(y, f, c)
+
+
+_C = 1.0
+
+
+def _by_global(c):
+    sys.modules[__name__]._C = c
+    return lambda y, f: _cauchy(y, f, _C)
+
+
+class _Scaled:
+    c = 1.0
+
+    def __call__(self, y, f):
+        return _cauchy(y, f, self.c)
+
+
+def _by_class_attribute(c):
+    _Scaled.c = c
+    return _Scaled()
+
+
+_CAPTURED = np.ones(1, np.float32)
+
+
+def _by_captured_array(c):
+    _CAPTURED[0] = c  # changed in place
+    return lambda y, f: _cauchy(y, f, _CAPTURED[0])
+
+
+_FLOAT64 = {"loss_dtype": "float64"}  # (Float64Loss: the values' float64 trace)
+
+
+@pytest.mark.parametrize(
+    ("binding", "settings"),
+    [
+        (_by_partial, {}),
+        (_by_closure, {}),
+        (_by_global, {}),
+        (_by_class_attribute, {}),
+        (_by_captured_array, {}),
+        (_by_partial, _FLOAT64),
+        (_by_captured_array, _FLOAT64),
+    ],
+)
+def test_a_new_value_compiles_nothing_and_fits_a_fresh_fit_s_model(data, binding, settings):
+    first = _fit(binding(0.5), data, **settings)
+    compiled = _misses()
+    second = _fit(binding(2.5), data, **settings)
+    assert _misses() == compiled  # the first value's programs, run with the second's numbers
+    assert np.max(np.abs(second - first)) > 1e-3
+    _clear_program_caches()
+    fresh = _fit(binding(2.5), data, **settings)
+    np.testing.assert_array_equal(second, fresh)
+
+
+def test_a_value_that_changes_the_hessian_probe_s_answer(data):
+    """The probe (Newton or line-search leaves, Armijo) runs per value:
+    ``w`` 0 leaves no curvature (line search), ``w`` 1 a squared error."""
+
+    def blend(w):
+        return lambda y, f: (1.0 - w) * jnp.abs(y - f) + w * (y - f) ** 2
+
+    flat = _fit(blend(0.0), data)
+    curved = _fit(blend(1.0), data)
+    _clear_program_caches()
+    np.testing.assert_array_equal(curved, _fit(blend(1.0), data))
+    _clear_program_caches()
+    np.testing.assert_array_equal(flat, _fit(blend(0.0), data))
+    X, y = data
+    reference = jb.Booster(loss=lambda y, f: (y - f) ** 2, **_SETTINGS).fit(X, y).predict(X)
+    np.testing.assert_allclose(curved, reference, atol=1e-5)
+
+
+def _listnet(y, f, mask, temperature):
+    target = jax.nn.softmax(jnp.where(mask, y, -jnp.inf))
+    scores = jnp.where(mask, f / temperature, -jnp.inf)
+    return -jnp.sum(jnp.where(mask, target * jax.nn.log_softmax(scores), 0.0))
+
+
+def test_a_group_loss_s_new_value_compiles_nothing_and_fits_a_fresh_fit_s_model():
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 20, size=30)  # groups padded to 2, 4, 8, 16, 32 rows
+    X = rng.normal(size=(int(sizes.sum()), 4)).astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + rng.normal(size=X.shape[0]) + 1), 0, 3).astype(np.float32)
+    programs = (train_chunk_program, group_loss_at_score_program)
+
+    def fit(temperature):
+        loss = jb.losses.declare(
+            functools.partial(_listnet, temperature=temperature), name="listnet_t", per="group"
+        )
+        return jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=sizes).predict(X)
+
+    first = fit(1.0)
+    compiled = [program.cache_info().misses for program in programs]
+    second = fit(0.25)
+    assert [program.cache_info().misses for program in programs] == compiled
+    assert np.max(np.abs(second - first)) > 1e-3
+    for program in programs:
+        program.cache_clear()
+    jax.clear_caches()
+    np.testing.assert_array_equal(second, fit(0.25))
+
+
+def _scaled_error(y, f, scale):
+    return scale * jnp.abs(y - f) ** 3
+
+
+def test_metrics_of_a_new_value_compile_nothing_and_report_a_fresh_fit_s_values(data):
+    X, y = data
+    program = metrics._metric_program(False, jax.default_backend())
+
+    def evaluated(c):
+        model = jb.Booster(loss=_by_partial(c), **_SETTINGS)
+        scaled_error = functools.partial(_scaled_error, scale=c)
+        model.fit(X, y, eval_set=[(X[:100], y[:100])], eval_metric=["loss", scaled_error])
+        return model.evals_result_
+
+    evaluated(0.5)
+    compiled = program._cache_size()
+    second = evaluated(2.5)
+    assert program._cache_size() == compiled
+    _clear_program_caches()
+    program.clear_cache()
+    fresh = evaluated(2.5)
+    assert second.keys() == fresh.keys()
+    for name, values in second.items():
+        for metric, per_round in values.items():
+            np.testing.assert_array_equal(per_round, fresh[name][metric])
