@@ -233,12 +233,13 @@ def test_native_prediction_walks_category_sets_as_the_jax_walk(monkeypatch):
     native = predict_forest_native(forest, init_score, jnp.asarray(X_new))
     walked = predict_forest(forest, init_score, jnp.asarray(X_new))
     np.testing.assert_allclose(np.asarray(native), np.asarray(walked), rtol=1e-6, atol=1e-6)
-    # and predict() takes the native kernel on CPUs
+    # and predict() takes the native kernel on CPUs (called from the host)
     calls = []
+    host_walk = predict_module.predict_forest_host
     monkeypatch.setattr(
         predict_module,
-        "predict_forest_native",
-        lambda *arguments: calls.append(1) or predict_forest_native(*arguments),
+        "predict_forest_host",
+        lambda *arguments, **options: calls.append(1) or host_walk(*arguments, **options),
     )
     X_valid = X[:400].copy()
     X_valid[50:60, 1] = 45.0  # unseen: encoded as missing

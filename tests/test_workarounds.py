@@ -68,7 +68,10 @@ def test_vector_output_programs_keep_their_reductions_out_of_ynnpack():
     assert "%ynn_fusion" in by_default  # else the check below proves nothing
     mesh = make_mesh(jax.devices()[:1])
     y = weight = jax.ShapeDtypeStruct((n_rows,), jnp.float32)
-    build = init_score_program.__wrapped__
+
+    def build(loss, n_outputs, mesh):  # (the jitted program, for the loss's values and rows)
+        return init_score_program(loss, n_outputs, mesh).compiled_for(y, weight)
+
     vector = build(losses.softmax_cross_entropy, 3, mesh).lower(y, weight).compile().as_text()
     assert "%ynn_fusion" not in vector
     scalar = build(losses.squared_error, 1, mesh).lower(y, weight).compile().as_text()
@@ -86,7 +89,7 @@ def test_vector_output_metrics_keep_their_reductions_out_of_ynnpack():
         staged = jax.ShapeDtypeStruct((n_rounds, n_rows, n_outputs), jnp.float32)
         program = metrics._metric_program(n_outputs > 1, "cpu")
         metric = metrics.resolve_metric("loss", loss)
-        texts[n_outputs] = program.lower(metric, y, staged, weight, ()).compile().as_text()
+        texts[n_outputs] = program.lower(metric, (), y, staged, weight, ()).compile().as_text()
     assert "%ynn_fusion" not in texts[5]
     assert "%ynn_fusion" in texts[1]
 

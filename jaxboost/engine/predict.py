@@ -265,26 +265,25 @@ def predict_on_devices(
 
 
 @functools.cache
-def _jitted(link) -> jax.stages.Wrapped:
-    return jax.jit(link)
-
-
-# (link, shape of a row, dtype) whose programs are compiled for every chunk size
-_warm_links: set = set()
+def _link_programs(link, row_shape: tuple, dtype: np.dtype) -> dict:
+    """``link``'s program compiled ahead for rows of ``row_shape`` and
+    ``dtype``, one per chunk size of `jaxboost.runtime.padding.CHUNK_ROWS`
+    (compiled objects, held here: JAX's cache may be cleared without
+    making them stale)."""
+    jitted = jax.jit(link)
+    return {
+        size: jitted.lower(jax.ShapeDtypeStruct((size, *row_shape), dtype)).compile()
+        for size in CHUNK_ROWS
+    }
 
 
 def apply_link(link, raw: np.ndarray) -> np.ndarray:
-    """``link(raw)`` for raw scores ``(n_rows, ...)``, by one jitted program
-    per chunk size of `jaxboost.runtime.padding.CHUNK_ROWS`, all compiled
-    at a link's first call for rows of that shape: later batches of any size
+    """``link(raw)`` for raw scores ``(n_rows, ...)``, by one program per
+    chunk size of `jaxboost.runtime.padding.CHUNK_ROWS`, all compiled at a
+    link's first call for rows of that shape: later batches of any size
     compile nothing."""
-    jitted = _jitted(link)
-    key = (link, raw.shape[1:], raw.dtype)
-    if key not in _warm_links:
-        for size in CHUNK_ROWS:
-            jitted(np.zeros((size, *raw.shape[1:]), raw.dtype))
-        _warm_links.add(key)
-    return in_chunks(jitted, raw)
+    programs = _link_programs(link, raw.shape[1:], np.dtype(raw.dtype))
+    return in_chunks(lambda rows: programs[rows.shape[0]](rows), raw)
 
 
 @functools.partial(jax.jit, static_argnames="trees_per_round")
