@@ -134,6 +134,16 @@ def _counts(n=64, seed=0):
             lambda o: o,
             r"init_score: .* shape \(64, 2\), got \(64,\).*np\.c_\[log_exposure, np\.zeros",
         ),
+        # the zero-inflated Poisson's rate is its second column: the hint put
+        # log(exposure) in the gate's, a model that trained silently wrong
+        (
+            "zero_inflated_poisson",
+            lambda o: o,
+            r"\(0: gate, 1: rate\); .* 'rate' column \(1\), zeros in the others: "
+            r"np\.c_\[np\.zeros\(n_rows\), log_exposure\]$",
+        ),
+        # a loss with no rate or mean: the columns, and no exposure's column
+        ("normal", lambda o: o, r"raw score \(0: loc, 1: scale\)$"),
     ],
 )
 def test_holdout_checks_offsets_against_the_users_rows(family, offsets, message):

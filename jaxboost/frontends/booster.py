@@ -531,7 +531,8 @@ class Booster:
         if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
             # (errors name the user's rows, before the split renumbers them)
             _, targets, _, _, checked_loss, *_ = self._checked_inputs(arguments)
-            as_offsets(init_score, len(targets), self._n_outputs(checked_loss, targets))
+            n_outputs = self._n_outputs(checked_loss, targets)
+            as_offsets(init_score, len(targets), n_outputs, loss=checked_loss)
             # (no eval_set here: the fits on the rows' parts code their categories)
             return fit_with_holdout(self, X, y, sample_weight, given)
         inputs = self._fit_inputs(arguments)._replace(categories=categories)
@@ -598,6 +599,7 @@ class Booster:
         init_rows = None
         if searches_from_init(loss, n_outputs, widths):
             init_rows = init_search_rows(self, features.shape[0])
+        given_loss = loss  # (its parameter names: offsets' messages)
         loss = keyed_loss(loss, targets.shape[1:], n_outputs, widths=widths, init_rows=init_rows)
         metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs, eval_sets)
 
@@ -613,7 +615,9 @@ class Booster:
 
         on_every_process(check_loss_and_metrics)
         offsets, eval_sets, continued = on_every_process(
-            lambda: self._starting_scores(arguments, features, names, n_outputs, eval_sets)
+            lambda: self._starting_scores(
+                arguments, features, names, n_outputs, eval_sets, given_loss
+            )
         )
         return FitInputs(
             features,
@@ -629,13 +633,14 @@ class Booster:
             continued,
         )
 
-    def _starting_scores(self, arguments, features, names, n_outputs, eval_sets):
+    def _starting_scores(self, arguments, features, names, n_outputs, eval_sets, loss=None):
         """``fit``'s ``init_score`` checked, ``eval_sets`` with their
         offsets (``eval_init_score``, plus ``init_model``'s trees), and what
-        ``init_model`` continues from (or None)."""
-        offsets = as_offsets(arguments.init_score, features.shape[0], n_outputs)
+        ``init_model`` continues from (or None); ``loss`` names the offsets'
+        columns in their errors."""
+        offsets = as_offsets(arguments.init_score, features.shape[0], n_outputs, loss=loss)
         eval_sets = with_eval_offsets(
-            eval_sets, arguments.eval_init_score, arguments.eval_set, n_outputs
+            eval_sets, arguments.eval_init_score, arguments.eval_set, n_outputs, loss
         )
         if arguments.init_model is None:
             return offsets, eval_sets, None
@@ -940,7 +945,7 @@ class Booster:
         trees = self._trees(iteration_range)
         devices = check_devices(self.devices) or jax.local_devices()
         raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
-        return self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
+        return self._shape_raw(with_offsets(raw, init_score, self.n_outputs_, self.loss_))
 
     @in_float32
     def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
@@ -1012,7 +1017,7 @@ class Booster:
         """Raw scores after each round, one array per round; ``init_score``
         as in `predict_raw`."""
         for raw in self._staged_raw(X):
-            yield self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
+            yield self._shape_raw(with_offsets(raw, init_score, self.n_outputs_, self.loss_))
 
     @in_float32
     def _staged_raw(self, X: Any) -> np.ndarray:
