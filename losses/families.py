@@ -20,7 +20,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import polygamma
+from jax.scipy.special import gammaln, polygamma
 from jax.scipy.stats import norm
 
 from . import links, negative_binomial, student_t
@@ -121,6 +121,28 @@ def _zero_inflated_poisson_start(y, weight):
     zeros = float(np.average(~positive, weights=weight))
     gate = (zeros - np.exp(-rate)) / -np.expm1(-rate)
     return float(np.clip(gate, 1e-3, 1 - 1e-3)), rate
+
+
+def _zero_inflated_poisson_log_prob(dist, y):
+    """``log p(y | gate, rate)`` with finite derivatives wherever it is finite.
+
+    numpyro's writes a zero's ``log(gate + exp(log1p(-gate) - rate))``, whose
+    derivative in the gate is ``0 * inf``, NaN, where a raw gate past about 17
+    makes the float32 gate 1, and takes ``log1p(-gate)`` on every row (its
+    derivative is needed on the zeros' rows only as 0, and ``where`` passes
+    the NaN of ``0 * inf``): rare counts, whose gate a fit drives far out,
+    ended in a NaN gradient at round 2.  Each branch here sees values where
+    it is finite."""
+    gate, rate = dist.gate, dist.rate
+    zero = y == 0
+    zero_gate = jnp.where(zero, gate, 0.5)
+    zero_rate = jnp.where(zero, rate, 1.0)
+    at_zero = jnp.log(zero_gate + (1.0 - zero_gate) * jnp.exp(-zero_rate))
+    count_gate = jnp.where(zero, 0.0, gate)
+    count_rate = jnp.where(zero, 1.0, rate)
+    count = jnp.where(zero, 1.0, y)
+    at_count = jnp.log1p(-count_gate) + count * jnp.log(count_rate) - count_rate
+    return jnp.where(zero, at_zero, at_count - gammaln(count + 1.0))
 
 
 def _beta_start(y, weight):
@@ -241,6 +263,7 @@ FAMILIES: dict[str, Family] = {
         ("sigmoid", "exp"),
         "count",
         _zero_inflated_poisson_start,
+        log_prob=_zero_inflated_poisson_log_prob,
     ),
     "beta": Family(
         "Beta",

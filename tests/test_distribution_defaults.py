@@ -134,6 +134,16 @@ def _counts(n=64, seed=0):
             lambda o: o,
             r"init_score: .* shape \(64, 2\), got \(64,\).*np\.c_\[log_exposure, np\.zeros",
         ),
+        # the zero-inflated Poisson's rate is its second column: the hint put
+        # log(exposure) in the gate's, a model that trained silently wrong
+        (
+            "zero_inflated_poisson",
+            lambda o: o,
+            r"\(0: gate, 1: rate\); .* 'rate' column \(1\), zeros in the others: "
+            r"np\.c_\[np\.zeros\(n_rows\), log_exposure\]$",
+        ),
+        # a loss with no rate or mean: the columns, and no exposure's column
+        ("normal", lambda o: o, r"raw score \(0: loc, 1: scale\)$"),
     ],
 )
 def test_holdout_checks_offsets_against_the_users_rows(family, offsets, message):
@@ -143,3 +153,17 @@ def test_holdout_checks_offsets_against_the_users_rows(family, offsets, message)
     model = jb.Booster(loss=losses.distribution(family), n_estimators=5, max_depth=2)
     with pytest.raises(ValueError, match=message):
         model.fit(X, y, init_score=offsets(log_exposure))
+
+
+def test_a_count_held_out_alone_is_traded_into_the_fit_part():
+    # one count in 64, drawn into the held-out rows: the fit part was all 0,
+    # which has no finite minimiser (refused as y, though y has a count)
+    from jaxboost.frontends.settings import draw_seed
+
+    X, _, _ = _counts()
+    held = np.flatnonzero(holdout_rows(64, int(draw_seed(0))))
+    y = np.where(np.arange(64) == held[0], 2.0, 0.0).astype(np.float32)
+    model = jb.Booster(
+        loss=losses.distribution("poisson"), n_estimators=3, max_depth=2, random_state=0
+    ).fit(X, y)
+    np.testing.assert_allclose(model.init_score_, [np.log(2.0 / 64)], rtol=1e-4)

@@ -766,3 +766,33 @@ def test_censored_targets_without_information_are_refused_naming_y(times, events
     # bounds the likelihood): no error
     y[0], y[1] = [9.0, 0.0], [4.0, 1.0]
     check_target_spread(losses.distribution("lognormal", censored=True), y, np.ones(40))
+
+
+@pytest.mark.parametrize("raw_gate", [-30.0, 0.3, 20.0])
+def test_zero_inflated_poisson_derivatives_are_finite_wherever_its_density_is(raw_gate):
+    # numpyro's zero was log(gate + exp(log1p(-gate) - rate)): a raw gate past
+    # 17 (gate 1 in float32) gave a NaN derivative, and rare counts a NaN at round 2
+    loss = losses.distribution("zero_inflated_poisson")
+    f = jnp.array([raw_gate, -1.0], jnp.float32)
+    p = _parameters(loss, f)
+    for y in (0.0, 2.0):
+        value = float(loss(jnp.float32(y), f))
+        reference = -_scipy_log_density("zero_inflated_poisson", p, y)
+        if y > 0 and float(jax.nn.sigmoid(f[0])) == 1.0:  # a count where the gate is 1
+            assert value == np.inf
+        else:
+            np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-6)
+            assert np.all(np.isfinite(np.asarray(jax.hessian(loss, argnums=1)(jnp.float32(y), f))))
+        assert np.all(np.isfinite(np.asarray(jax.grad(loss, argnums=1)(jnp.float32(0.0), f))))
+
+
+def test_a_catalogue_loss_that_overflows_names_y_and_no_rewriting():
+    # one count in 300: the sampled Fisher information is rank one (every
+    # draw 0) and round 1 overflowed, with advice to rewrite the loss
+    X = np.random.default_rng(0).normal(size=(300, 2)).astype(np.float32)
+    y = np.where(np.arange(300) == 0, 1.0, 0.0)
+    loss = losses.distribution("zero_inflated_poisson")
+    model = jb.Booster(loss=loss, n_estimators=2, max_depth=2, early_stopping=False)
+    with pytest.raises(FloatingPointError, match=r"^y: .* try hessian='diag'") as raised:
+        model.fit(X, y)
+    assert "stable form" not in str(raised.value)

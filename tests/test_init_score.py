@@ -329,3 +329,49 @@ def test_the_vector_search_over_two_shards_is_the_one_device_search():
     assert one_converged and two_converged
     np.testing.assert_allclose(two, one, rtol=1e-6)
     np.testing.assert_allclose(two_loss, one_loss, rtol=1e-6)
+
+
+_NO_EVENT = np.zeros(64, np.float32)
+_ONE_EVENT = np.where(np.arange(64) == 5, 3.0, 0.0).astype(np.float32)
+_WEIGHTS_OFF_THE_EVENT = np.where(np.arange(64) == 5, 0.0, 1.0).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    ("loss", "y", "weight", "message"),
+    [
+        ("poisson", _NO_EVENT, None, r"y: every target is 0 \(on every row\): the loss 'poisson'"),
+        ("tweedie", _NO_EVENT, None, r"every target is 0 .* 'tweedie' .* predict 0"),
+        ("binary_logloss", _NO_EVENT, None, r"every target is 0 .* probability of 0"),
+        ("binary_logloss", _NO_EVENT + 1, None, r"every target is 1 .* a label of 0"),
+        ("focal", _NO_EVENT + 1, None, r"every target is 1 .* 'focal'"),
+        ("softmax_cross_entropy", _NO_EVENT + 2, None, r"every label is 2 .* two classes"),
+        ("poisson", _ONE_EVENT, _WEIGHTS_OFF_THE_EVENT, r"on the rows of positive weight"),
+        ("distribution:poisson", _NO_EVENT, None, r"every target is 0 .* a target above 0"),
+        ("distribution:zero_inflated_poisson", _NO_EVENT, None, r"every target is 0"),
+    ],
+)
+def test_targets_whose_loss_has_no_finite_minimiser_are_refused_naming_y(loss, y, weight, message):
+    # the minimiser is an infinite raw score: a Poisson fit of zero counts
+    # started at 0 and predicted 0.37, a log loss of one class 0.18, and a
+    # Tweedie fit blamed float32 (LightGBM: "sum of labels is zero")
+    import jaxboost as jb
+
+    if loss.startswith("distribution:"):
+        pytest.importorskip("numpyro")
+    X = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y, sample_weight=weight)
+
+
+@pytest.mark.parametrize(("loss", "link"), [("poisson", np.log), ("binary_logloss", None)])
+def test_a_single_event_starts_at_the_closed_form_minimiser(loss, link):
+    # a fold with one event trains: its initial score is log(mean) or the log-odds
+    import jaxboost as jb
+
+    X = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    y = np.minimum(_ONE_EVENT, 1.0 if link is None else 3.0)
+    mean = float(np.mean(y))
+    expected = np.log(mean) if link is not None else np.log(mean / (1 - mean))
+    model = jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y)
+    np.testing.assert_allclose(model.init_score_, [expected], rtol=1e-4)
+    assert np.all(np.isfinite(model.predict(X)))

@@ -197,3 +197,33 @@ def test_a_catalogue_loss_keeps_reg_lambda_one_whatever_its_hessian():
         model = jb.Booster(**settings).fit(X, y)
     explicit = jb.Booster(reg_lambda=1.0, **settings).fit(X, y)
     np.testing.assert_array_equal(model.predict_raw(X), explicit.predict_raw(X))
+
+
+def test_a_default_min_child_weight_is_scaled_with_reg_lambda():
+    # targets near 1e4: the relative error's hessian is about 1e-8 a row, so
+    # min_child_weight=1e-3 asked for 1e5 rows per child and no tree split,
+    # at the defaults and with reg_lambda=0 alike (diamonds: MAPE 0.61 for 0.23)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (1e4 * np.exp(0.5 * X[:, 0] + 0.1 * rng.normal(size=200))).astype(np.float32)
+    settings = {"loss": relative_log_cosh, "n_estimators": 5, "max_depth": 2}
+    message = r"and min_child_weight=0\.001 ask for .* rows per child; .* of 0\.1 rows, min_child"
+    with pytest.warns(UserWarning, match=message):
+        model = jb.Booster(**settings).fit(X, y)
+    assert model.train_loss_[-1] < 0.9 * model.train_loss_[0]  # (unsplit: equal)
+    # the values taken: 100 rows' and a tenth of a row's hessian at the initial score (numpy)
+    residual = (float(model.init_score_[0]) - y.astype(np.float64)) / y
+    mean_hessian = np.mean(1 / np.cosh(residual) ** 2 / y.astype(np.float64) ** 2)
+    explicit = jb.Booster(
+        reg_lambda=100 * mean_hessian, min_child_weight=0.1 * mean_hessian, **settings
+    ).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), explicit.predict(X), rtol=1e-4)
+    # reg_lambda given: min_child_weight left at None still scales (unwarned)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        unpenalised = jb.Booster(reg_lambda=0.0, **settings).fit(X, y)
+    assert unpenalised.train_loss_[-1] < 0.9 * unpenalised.train_loss_[0]
+    # a given min_child_weight above half the rows' hessian sum: no split, said
+    with pytest.warns(UserWarning, match=r"min_child_weight: 0\.001 is more than half"):
+        blocked = jb.Booster(reg_lambda=0.0, min_child_weight=1e-3, **settings).fit(X, y)
+    assert blocked.train_loss_[-1] == blocked.train_loss_[0]

@@ -94,11 +94,34 @@ def float64_message(what: str, where: str) -> str:
     )
 
 
-def not_finite_error(event: Event, first_round: int) -> FloatingPointError:
+def not_finite_error(
+    event: Event, first_round: int, catalogue: str | None = None, fisher: bool = False
+) -> FloatingPointError:
     """The error for a round whose derivatives or loss were not finite in
-    every precision tried (``first_round``: the chunk's first round, 0-based)."""
+    every precision tried (``first_round``: the chunk's first round, 0-based).
+    ``catalogue``: the name of the catalogue loss trained, where it is one
+    (there is nothing to rewrite: the message names the targets and the
+    settings); ``fisher``: its steps were Fisher scoring's."""
     number = first_round + event.index + 1
     where = "the initial score" if number == 1 else f"the scores after round {number - 1}"
+    if catalogue is not None:
+        what = (
+            f"its gradient or hessian is NaN or infinite on {event.n_rows} rows"
+            if event.kind == "not_finite_derivatives"
+            else f"the training loss became {event.after}"
+        )
+        settings = "a lower learning_rate or a larger reg_lambda"
+        if fisher:
+            settings = (
+                "hessian='diag' (Newton steps on the loss's own curvature in place of its "
+                f"Fisher information, which vanishes there), {settings}"
+            )
+        return FloatingPointError(
+            f"y: with the catalogue loss {catalogue!r}, {what} at round {number} (at {where}): "
+            "its steps overflowed on these targets, as where the loss's minimiser runs to an "
+            "infinite raw score (counts nearly all 0, one class nearly alone). Check y, or "
+            f"try {settings}"
+        )
     if event.kind == "not_finite_derivatives":
         return FloatingPointError(
             f"loss: its gradient or hessian is NaN or infinite on {event.n_rows} rows at round "

@@ -84,6 +84,8 @@ from .distribution_defaults import (
     fit_with_holdout,
     holds_out,
     mean_positive_weight,
+    heavy_min_child_weight_message,
+    resolved_min_child_weight,
     resolved_reg_lambda,
     small_hessian_message,
     small_weight_message,
@@ -106,6 +108,7 @@ from .loss_checks import (
     check_metric,
     check_target_domain,
     check_target_spread,
+    check_unbounded_targets,
 )
 from .model_fields import MODEL_FIELDS
 from .model_file import save_model
@@ -287,7 +290,8 @@ class Booster:
                 "or 'line_search' finds each leaf's minimiser"
             )
         if split_criterion == "second_order" and not hessian.informative:
-            warn(_second_order_without_curvature(float(self.min_child_weight)))
+            weight = resolved_min_child_weight(checked(self, "min_child_weight"))
+            warn(_second_order_without_curvature(float(weight)))
         if leaf_method == "auto":
             leaf_method = "newton" if hessian.informative else "line_search"
         if leaf_method == "joint_newton" and n_outputs > 1:
@@ -328,26 +332,36 @@ class Booster:
             max_leaves=tree_leaves(self.grow_policy, self.max_leaves, int(self.max_depth)),
         )
         hyper = self._hyper()
+        mean_hessian = hessian.mean_hessian if hessian.informative else np.nan
+        if np.isfinite(weight_scale) and weight_scale > 0:
+            mean_hessian *= weight_scale
+        if self.min_child_weight is None and cfg.hessian != "fisher":  # (scaled as reg_lambda)
+            weight = resolved_min_child_weight(None, mean_hessian)
+            hyper = hyper._replace(min_child_weight=np.float32(weight))
         if self.reg_lambda is None:  # (a distribution's prior; a small hessian's rows)
-            mean_hessian = hessian.mean_hessian if hessian.informative else np.nan
-            if np.isfinite(weight_scale) and weight_scale > 0:
-                mean_hessian *= weight_scale
             reg_lambda = resolved_reg_lambda(None, cfg.hessian, mean_hessian)
             # (weights of 0.01 in float32 take 0.99999998: no warning)
             if reg_lambda < 0.999 * POINT_REG_LAMBDA and cfg.hessian != "fisher":
-                of = [f"output {hessian.output} of {n_outputs}"] if n_outputs > 1 else []
-                if weight_scale != 1.0:
-                    of.append(f"times sample_weight, of mean {weight_scale:.3g}")
                 warn(
                     small_hessian_message(
                         mean_hessian,
                         reg_lambda,
-                        float(self.min_child_weight),
-                        f" ({', '.join(of)})" if of else "",
+                        float(hyper.min_child_weight),
+                        self._hessian_of(hessian, n_outputs, weight_scale),
+                        weight_given=self.min_child_weight is not None,
                     )
                 )
             hyper = hyper._replace(reg_lambda=np.float32(reg_lambda))
         return cfg, hyper
+
+    @staticmethod
+    def _hessian_of(hessian: HessianProbe, n_outputs: int, weight_scale: float) -> str:
+        """What a measured mean hessian is of, for the warnings: `` (output
+        0 of 2, times sample_weight, of mean 0.01)``, or nothing."""
+        of = [f"output {hessian.output} of {n_outputs}"] if n_outputs > 1 else []
+        if weight_scale != 1.0:
+            of.append(f"times sample_weight, of mean {weight_scale:.3g}")
+        return f" ({', '.join(of)})" if of else ""
 
     def _check_settings(self) -> None:
         """The settings checked before any work: a ValueError (a TypeError for
@@ -386,7 +400,7 @@ class Booster:
         hyper = NumericSettings(
             learning_rate=checked(self, "learning_rate"),
             reg_lambda=resolved_reg_lambda(checked(self, "reg_lambda"), ""),
-            min_child_weight=checked(self, "min_child_weight"),
+            min_child_weight=resolved_min_child_weight(checked(self, "min_child_weight")),
             min_split_gain=checked(self, "min_split_gain"),
             subsample=checked(self, "subsample"),
             colsample_bytree=checked(self, "colsample_bytree"),
@@ -531,7 +545,8 @@ class Booster:
         if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
             # (errors name the user's rows, before the split renumbers them)
             _, targets, _, _, checked_loss, *_ = self._checked_inputs(arguments)
-            as_offsets(init_score, len(targets), self._n_outputs(checked_loss, targets))
+            n_outputs = self._n_outputs(checked_loss, targets)
+            as_offsets(init_score, len(targets), n_outputs, loss=checked_loss)
             # (no eval_set here: the fits on the rows' parts code their categories)
             return fit_with_holdout(self, X, y, sample_weight, given)
         inputs = self._fit_inputs(arguments)._replace(categories=categories)
@@ -591,6 +606,8 @@ class Booster:
         )
         check_not_all_constant(features, gather=gather)
         n_outputs = self._n_outputs(loss, targets)
+        # (after n_outputs: labels all 0 are refused there as one class)
+        on_every_process(lambda: check_unbounded_targets(loss, targets, weight))
         on_every_process(lambda: self._constraints(features.shape[1], names, n_outputs))
         # programs are reused exactly for the same computation: keyed by
         # tracing, at the shapes the programs call them with
@@ -598,6 +615,7 @@ class Booster:
         init_rows = None
         if searches_from_init(loss, n_outputs, widths):
             init_rows = init_search_rows(self, features.shape[0])
+        given_loss = loss  # (its parameter names: offsets' messages)
         loss = keyed_loss(loss, targets.shape[1:], n_outputs, widths=widths, init_rows=init_rows)
         metrics = keyed_metrics(metrics, loss, targets.shape[1:], n_outputs, eval_sets)
 
@@ -613,7 +631,9 @@ class Booster:
 
         on_every_process(check_loss_and_metrics)
         offsets, eval_sets, continued = on_every_process(
-            lambda: self._starting_scores(arguments, features, names, n_outputs, eval_sets)
+            lambda: self._starting_scores(
+                arguments, features, names, n_outputs, eval_sets, given_loss
+            )
         )
         return FitInputs(
             features,
@@ -629,13 +649,14 @@ class Booster:
             continued,
         )
 
-    def _starting_scores(self, arguments, features, names, n_outputs, eval_sets):
+    def _starting_scores(self, arguments, features, names, n_outputs, eval_sets, loss=None):
         """``fit``'s ``init_score`` checked, ``eval_sets`` with their
         offsets (``eval_init_score``, plus ``init_model``'s trees), and what
-        ``init_model`` continues from (or None)."""
-        offsets = as_offsets(arguments.init_score, features.shape[0], n_outputs)
+        ``init_model`` continues from (or None); ``loss`` names the offsets'
+        columns in their errors."""
+        offsets = as_offsets(arguments.init_score, features.shape[0], n_outputs, loss=loss)
         eval_sets = with_eval_offsets(
-            eval_sets, arguments.eval_init_score, arguments.eval_set, n_outputs
+            eval_sets, arguments.eval_init_score, arguments.eval_set, n_outputs, loss
         )
         if arguments.init_model is None:
             return offsets, eval_sets, None
@@ -667,11 +688,8 @@ class Booster:
         # a default reg_lambda is measured against a user loss's hessian (the
         # catalogue's keep XGBoost's hessian units; Fisher scoring counts rows)
         hessian_setting = self._hessian_for(loss)
-        measure = (
-            self.reg_lambda is None
-            and hessian_setting != "fisher"
-            and not is_catalogue_loss(plain(inputs.loss))
-        )
+        # (and min_child_weight's, and a given one weighed against it)
+        measure = hessian_setting != "fisher" and not is_catalogue_loss(plain(inputs.loss))
         hessian = probe_fit(
             loss,
             targets,
@@ -703,6 +721,15 @@ class Booster:
             float(weight_scale),
         )
         self._check_weight_scale(inputs.weight, hyper)
+        if measure and self.min_child_weight is not None and cfg.split_criterion == "second_order":
+            rows = float(np.count_nonzero(inputs.weight > 0))
+            message = heavy_min_child_weight_message(
+                float(hyper.min_child_weight),
+                hessian.mean_hessian * float(weight_scale) * rows,
+                self._hessian_of(hessian, n_outputs, 1.0),
+            )
+            if message is not None:
+                warn(message)
         hyper = scaled_settings(hyper, placed.loss_scale, cfg.split_criterion)
         # (the loss as given: its hessian's shape is the scaled one's)
         from_hessian = rows_from_hessian(cfg, inputs.loss, targets, inputs.weight)
@@ -945,7 +972,7 @@ class Booster:
         trees = self._trees(iteration_range)
         devices = check_devices(self.devices) or jax.local_devices()
         raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
-        return self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
+        return self._shape_raw(with_offsets(raw, init_score, self.n_outputs_, self.loss_))
 
     @in_float32
     def apply(self, X: Any, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
@@ -1053,7 +1080,7 @@ class Booster:
         """Raw scores after each round, one array per round; ``init_score``
         as in `predict_raw`."""
         for raw in self._staged_raw(X):
-            yield self._shape_raw(with_offsets(raw, init_score, self.n_outputs_))
+            yield self._shape_raw(with_offsets(raw, init_score, self.n_outputs_, self.loss_))
 
     @in_float32
     def _staged_raw(self, X: Any) -> np.ndarray:

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..engine.fisher import resolved_hessian
+from ..losses.catalogue import resolve
+from .loss_checks import unbounded_targets_problem
 from .model_fields import MODEL_FIELDS
 from .settings import draw_seed
 
@@ -40,6 +42,9 @@ DISTRIBUTION_PRIOR_ROWS = 5.0
 # otherwise carry a prior of 10^4 rows and barely train
 POINT_REG_LAMBDA = 1.0
 POINT_PRIOR_ROWS = 100.0
+# min_child_weight left at None: 1e-3, scaled as reg_lambda's default is
+# (POINT_REG_LAMBDA to POINT_PRIOR_ROWS rows' hessian): a tenth of a row's
+POINT_MIN_CHILD_WEIGHT = 1e-3
 # the share of rows the automatic early stopping holds out, and its patience
 HOLDOUT_FRACTION = 0.2
 PATIENCE = 10
@@ -64,23 +69,65 @@ def resolved_reg_lambda(
     return POINT_REG_LAMBDA
 
 
+def resolved_min_child_weight(setting: float | None, mean_hessian: float = float("nan")) -> float:
+    """``min_child_weight`` as given, or for None `POINT_MIN_CHILD_WEIGHT`
+    scaled as `resolved_reg_lambda` scales `POINT_REG_LAMBDA` outside
+    Fisher scoring: at most a tenth of ``mean_hessian`` (NaN: not measured)."""
+    if setting is not None:
+        return setting
+    scale = resolved_reg_lambda(None, "", mean_hessian) / POINT_REG_LAMBDA
+    return POINT_MIN_CHILD_WEIGHT * scale
+
+
 def small_hessian_message(
-    mean_hessian: float, reg_lambda: float, min_child_weight: float, output: str = ""
+    mean_hessian: float,
+    reg_lambda: float,
+    min_child_weight: float,
+    output: str = "",
+    weight_given: bool = False,
 ) -> str:
-    """The warning of a default ``reg_lambda`` measured against a small
-    ``mean_hessian`` (of the ``output`` named, where the loss has several):
-    it names both, the value taken and the way out."""
+    """The warning of a default ``reg_lambda`` and ``min_child_weight``
+    measured against a small ``mean_hessian`` (of the ``output`` named,
+    where the loss has several): it names both, the values taken (a
+    ``min_child_weight`` given, ``weight_given``, as what it asks for) and
+    the way out."""
     message = (
         f"reg_lambda: the loss's mean hessian{output} at the initial score is "
-        f"{mean_hessian:.3g} per row, so reg_lambda=1 would weigh as much as "
-        f"{1 / mean_hessian:.3g} rows; the default "
-        f"takes the hessian of {POINT_PRIOR_ROWS:g} rows, {reg_lambda:.3g}. Pass reg_lambda "
-        "to set it in hessian units (XGBoost's)"
+        f"{mean_hessian:.3g} per row, so reg_lambda={POINT_REG_LAMBDA:g} would weigh as much "
+        f"as {POINT_REG_LAMBDA / mean_hessian:.3g} rows"
     )
-    rows = min_child_weight / mean_hessian
-    if rows > 1:
-        message += f"; min_child_weight={min_child_weight:g} asks for {rows:.3g} rows per child"
-    return message
+    if not weight_given:
+        message += (
+            f" and min_child_weight={POINT_MIN_CHILD_WEIGHT:g} ask for "
+            f"{POINT_MIN_CHILD_WEIGHT / mean_hessian:.3g} rows per child; the defaults take "
+            f"the hessian of {POINT_PRIOR_ROWS:g} rows, reg_lambda={reg_lambda:.3g}, and of "
+            f"{POINT_MIN_CHILD_WEIGHT * POINT_PRIOR_ROWS:g} rows, "
+            f"min_child_weight={min_child_weight:.3g}"
+        )
+    else:
+        message += (
+            f"; the default takes the hessian of {POINT_PRIOR_ROWS:g} rows, "
+            f"reg_lambda={reg_lambda:.3g}; min_child_weight={min_child_weight:g} asks for "
+            f"{min_child_weight / mean_hessian:.3g} rows per child"
+        )
+    return message + (
+        ". Pass reg_lambda and min_child_weight to set them in hessian units (XGBoost's)"
+    )
+
+
+def heavy_min_child_weight_message(min_child_weight: float, hessian_sum: float, output: str = ""):
+    """The warning of a ``min_child_weight`` given above half ``hessian_sum``,
+    the loss's hessian summed over every row at the initial score (of the
+    ``output`` named): no node can split in round 1, each child needing it;
+    None where it is not."""
+    if not (np.isfinite(hessian_sum) and 2 * min_child_weight > hessian_sum):
+        return None
+    return (
+        f"min_child_weight: {min_child_weight:g} is more than half the loss's hessian summed "
+        f"over every row at the initial score{output}, {hessian_sum:.3g}: each child of a "
+        "split needs min_child_weight, so the first tree cannot split. It is a hessian sum "
+        "(XGBoost's units): lower it, or leave it None (scaled to the loss's hessian)"
+    )
 
 
 def mean_positive_weight(weight: np.ndarray) -> float:
@@ -179,6 +226,7 @@ def fit_with_holdout(booster: Any, X: Any, y: Any, sample_weight: Any, given: di
     held = holdout_rows(n_rows, int(draw_seed(booster.random_state)))
     kept = np.flatnonzero(~held)
     held = np.flatnonzero(held)
+    kept, held = _events_kept(booster, y, sample_weight, kept, held)
     init_score = given.get("init_score")
     probe = copy.copy(booster)
     probe.early_stopping = False
@@ -198,6 +246,28 @@ def fit_with_holdout(booster: Any, X: Any, y: Any, sample_weight: Any, given: di
     booster.best_iteration_ = probe.best_iteration_
     booster.evals_result_ = probe.evals_result_
     return booster
+
+
+def _events_kept(
+    booster: Any, y: Any, sample_weight: Any, kept: np.ndarray, held: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(kept, held)`` rows, with one held-out row traded for a kept one
+    where the kept rows' targets leave the loss without a finite minimiser
+    (`jaxboost.frontends.loss_checks.unbounded_targets_problem`: the few
+    counts above 0 all held out, the fit part all 0; a fit of all rows
+    without any is refused before)."""
+    targets = np.asarray(_rows(y, np.arange(len(kept) + len(held))), np.float64)
+    weight = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
+    loss = resolve(booster.loss)
+    if unbounded_targets_problem(loss, targets[kept], weight[kept]) is None:
+        return kept, held
+    other = (targets[held] != targets[kept][weight[kept] > 0][0]) & (weight[held] > 0)
+    if not np.any(other):
+        return kept, held
+    trade = int(np.argmax(other))
+    kept, held = kept.copy(), held.copy()
+    kept[0], held[trade] = held[trade], kept[0]
+    return np.sort(kept), np.sort(held)
 
 
 def _fit_plain(booster: Any, n_estimators: int, X, y, sample_weight, given: dict) -> Any:

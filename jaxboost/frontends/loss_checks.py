@@ -13,6 +13,7 @@ import numpy as np
 
 from ..engine.metrics import Metric
 from ..losses import TARGET_DOMAINS, TargetDomain
+from ..losses.catalogue import is_catalogue_loss
 from ..losses.distributions import gaussian_nll
 from ..losses.families import FAMILIES
 from .padding_check import check_mask_respected
@@ -66,6 +67,76 @@ def check_target_spread(loss, y: np.ndarray, weight: np.ndarray, name: str = "y"
             "constant target needs no distribution: predict the constant, or fit targets "
             "that vary"
         )
+
+
+# catalogue losses whose minimiser over a constant raw score is infinite where
+# every target sits at an end of their domain: loss name -> (the ends, what
+# the model of such targets is, in words)
+_COUNTS = ((0.0,), "a mean of 0 (a log-mean raw score of -inf)")
+_CLASSES = ((0.0, 1.0), "a probability of {value:g} (a raw score of {sign}inf)")
+_UNBOUNDED_AT = {
+    "binary_logloss": _CLASSES,
+    "focal": _CLASSES,
+    "exponential": _CLASSES,
+    "poisson": _COUNTS,
+    "tweedie": _COUNTS,
+    "distribution:poisson": _COUNTS,
+    "distribution:negative_binomial": _COUNTS,
+    "distribution:zero_inflated_poisson": _COUNTS,
+}
+
+
+def unbounded_targets_problem(
+    loss, y: np.ndarray, weight: np.ndarray, name: str = "y"
+) -> str | None:
+    """The ValueError message (or None) for targets ``y`` whose catalogue
+    ``loss`` has no finite minimiser: every target on the rows of positive
+    ``weight`` 0 for a count loss (Poisson, Tweedie, the count
+    distributions), every one 0 or every one 1 for a log loss (binary log
+    loss, focal, exponential), one class alone for the softmax.  There the
+    initial score's search and the trees run towards an infinite raw score:
+    a fit gave predictions of 0.37 for all-zero counts, or warned of
+    float32 where nothing was the user's to rescale.  LightGBM refuses a
+    Poisson fit of zero counts ("sum of labels is zero")."""
+    loss_name = getattr(loss, "name", None)
+    if loss_name is None or getattr(loss, "censored", False):
+        return None
+    if loss_name not in (*_UNBOUNDED_AT, "softmax_cross_entropy") or not is_catalogue_loss(loss):
+        return None
+    targets = np.asarray(y)[np.asarray(weight) > 0]
+    if targets.size == 0 or np.any(targets != targets.reshape(targets.shape[0], -1)[0]):
+        return None
+    value = float(np.ravel(targets)[0]) if targets.ndim == 1 else None
+    rows = "on the rows of positive weight" if np.any(np.asarray(weight) == 0) else "on every row"
+    if loss_name == "softmax_cross_entropy":
+        if targets.ndim != 1:
+            return None
+        return (
+            f"{name}: every label is {value:g} ({rows}): the loss 'softmax_cross_entropy' is "
+            "lowest at a probability of 1 for that class, the other classes' raw scores at "
+            "-inf, which no finite model reaches (its predictions would be an artefact of "
+            "the number of rounds); predict that class, or fit rows of at least two classes"
+        )
+    ends, model = _UNBOUNDED_AT[loss_name]
+    if value not in ends:
+        return None
+    model = model.format(value=value, sign="+" if value > 0 else "-")
+    what = "targets" if ends == (0.0,) else "labels"
+    other = "a target above 0" if ends == (0.0,) else f"a label of {1 - value:g}"
+    return (
+        f"{name}: every target is {value:g} ({rows}): the loss {loss_name!r} of {what} that "
+        f"are all {value:g} is lowest at {model}, which no finite model reaches (its "
+        "predictions would be an artefact of the number of rounds); such rows need no "
+        f"model: predict {value:g}, or fit rows that include {other} (a fold or slice "
+        "of such rows alone: merge it with others)"
+    )
+
+
+def check_unbounded_targets(loss, y: np.ndarray, weight: np.ndarray, name: str = "y") -> None:
+    """Raises `unbounded_targets_problem`'s ValueError, if any."""
+    problem = unbounded_targets_problem(loss, y, weight, name)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def target_problem(domain: TargetDomain, y: np.ndarray) -> str | None:

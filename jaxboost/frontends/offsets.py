@@ -37,11 +37,11 @@ _METADATA = (
 
 
 def as_offsets(
-    init_score: Any, n_rows: int, n_outputs: int, name: str = "init_score"
+    init_score: Any, n_rows: int, n_outputs: int, name: str = "init_score", loss: Any = None
 ) -> np.ndarray | None:
     """``init_score`` as ``(n_rows, n_outputs)`` float32, or None where not
-    given; a ValueError names ``name``, the expected shape or the first row
-    that is not finite."""
+    given; a ValueError names ``name``, the expected shape (with ``loss``'s
+    columns, `column_hint`) or the first row that is not finite."""
     if init_score is None:
         return None
     try:
@@ -58,11 +58,7 @@ def as_offsets(
             f"got {np.shape(offsets)}"
         )
         if n_outputs > 1:
-            message += (
-                f"; a loss of {n_outputs} outputs takes one column per output, each added "
-                "to that output's raw score (a count model's log(exposure) goes in its rate's "
-                "column, zeros in the others: np.c_[log_exposure, np.zeros(n_rows)])"
-            )
+            message += f"; {column_hint(loss, n_outputs)}"
         raise ValueError(message)
     finite = np.all(np.isfinite(offsets), axis=1)
     if not finite.all():
@@ -72,6 +68,42 @@ def as_offsets(
             "scores (log(exposure) for a Poisson loss): give finite numbers"
         )
     return offsets
+
+
+# the parameters an exposure multiplies, through a log link: its log is their offset
+_EXPOSURE_PARAMETERS = ("rate", "mean")
+
+
+def column_hint(loss: Any, n_outputs: int) -> str:
+    """What the offsets of a loss of ``n_outputs`` outputs hold, column by
+    column: a distribution's parameter names (``parameter_names``) and,
+    where one is a rate or mean on the log scale, the column that
+    ``log(exposure)`` goes in, as an ``np.c_[...]`` of that order (the
+    zero-inflated Poisson's rate is its second column, the gate its first)."""
+    hint = (
+        f"a loss of {n_outputs} outputs takes one column per output, each added to that "
+        "output's raw score"
+    )
+    names = tuple(getattr(loss, "parameter_names", None) or ())
+    links = tuple(getattr(loss, "parameter_links", None) or ())
+    if len(names) != n_outputs:
+        return hint
+    hint += f" ({', '.join(f'{k}: {n}' for k, n in enumerate(names))})"
+    exposed = [
+        k
+        for k, (n, link) in enumerate(zip(names, links))
+        if n in _EXPOSURE_PARAMETERS and link == "exp"
+    ]
+    if len(exposed) != 1:
+        return hint
+    k = exposed[0]
+    columns = ", ".join(
+        "log_exposure" if column == k else "np.zeros(n_rows)" for column in range(n_outputs)
+    )
+    return (
+        f"{hint}; a count model's log(exposure) goes in its {names[k]!r} column ({k}), "
+        f"zeros in the others: np.c_[{columns}]"
+    )
 
 
 class OffsetLoss:
@@ -139,11 +171,16 @@ def round_start(init_score: np.ndarray, start: np.ndarray | None, n_padded: int)
 
 
 def with_eval_offsets(
-    eval_sets: list[EvalSet], given: Sequence[Any] | None, eval_set: Any, n_outputs: int
+    eval_sets: list[EvalSet],
+    given: Sequence[Any] | None,
+    eval_set: Any,
+    n_outputs: int,
+    loss: Any = None,
 ) -> list[EvalSet]:
     """``eval_sets`` holding ``given`` (``fit``'s ``eval_init_score``: one
     entry per set, each None or the set's offsets), checked against each
-    set's rows (``eval_set``: the sets as given) and padded as the set is."""
+    set's rows (``eval_set``: the sets as given; ``loss`` names the
+    columns) and padded as the set is."""
     if given is None:
         return eval_sets
     given = list(given)
@@ -155,7 +192,7 @@ def with_eval_offsets(
     sets = []
     for index, (evaluated, offsets, pair) in enumerate(zip(eval_sets, given, eval_set)):
         name = f"eval_init_score[{index}]"
-        offsets = as_offsets(offsets, len(pair[0]), n_outputs, name)
+        offsets = as_offsets(offsets, len(pair[0]), n_outputs, name, loss)
         if offsets is not None and evaluated.groups:
             raise ValueError(f"{name}: evaluation sets with groups take no offsets yet")
         if offsets is not None:
@@ -165,8 +202,10 @@ def with_eval_offsets(
     return sets
 
 
-def with_offsets(raw: np.ndarray, init_score: Any, n_outputs: int) -> np.ndarray:
+def with_offsets(
+    raw: np.ndarray, init_score: Any, n_outputs: int, loss: Any = None
+) -> np.ndarray:
     """``raw (n_rows, K)`` scores plus ``init_score`` (``predict_raw``'s
-    offsets, checked as `as_offsets`; None: ``raw``)."""
-    offsets = as_offsets(init_score, raw.shape[0], n_outputs)
+    offsets, checked as `as_offsets`, ``loss`` naming the columns; None: ``raw``)."""
+    offsets = as_offsets(init_score, raw.shape[0], n_outputs, loss=loss)
     return raw if offsets is None else raw + offsets

@@ -29,7 +29,9 @@ from ..engine.round_checks import (
 )
 from ..engine.training import NumericSettings, ShardData, StaticSettings
 from ..runtime.distributed import first_process_value
+from ..losses.catalogue import is_catalogue_loss
 from ..runtime.precision import Float64Loss, loss_in, loss_scale
+from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
 from .monitor import Monitor
 from .round_by_round import chunk_program, fused_chunk_program
@@ -219,7 +221,9 @@ class _Rounds:
             where = f"at round {first_round + event.index + 1}"
             self.widened = float64_message("the " + what, where)
             return dataclasses.replace(self.cfg, loss=loss_in(self.loss, "float64"))
-        raise not_finite_error(event, first_round)
+        loss = plain(self.loss)
+        catalogue = loss.name if is_catalogue_loss(loss) else None
+        raise not_finite_error(event, first_round, catalogue, self.cfg.hessian == "fisher")
 
     def _say_after_clean_chunk(self, chunk_loss, n_not_finite, in_bag, first_round, loss_before):
         """The float64 line once its round has passed; with ``armijo=False``,

@@ -160,9 +160,12 @@ SETTINGS: tuple[Setting, ...] = (
         (weighted; of the output where it is smallest) at the initial
         score, with a warning (docs/algorithm.md).  Group losses take 1.
         """),
-    Setting("min_child_weight", 1e-3, "float", finite_number, doc="""
+    Setting("min_child_weight", None, "float | None", _optional(finite_number), doc="""
         least hessian sum in a child (sample weight with
-        ``split_criterion="first_order"``).
+        ``split_criterion="first_order"``).  None: 1e-3, scaled as
+        ``reg_lambda=None`` is (by ``reg_lambda``'s default over 1) for a
+        loss not from the catalogue whose hessian is small: at most a tenth
+        of its rows' mean hessian (docs/algorithm.md).
         """),
     Setting("min_split_gain", 0.0, "float", finite_number, doc="least loss decrease for a split."),
     Setting("max_bins", 255, "int", doc="""
