@@ -40,6 +40,23 @@ def test_the_ranker_is_the_booster_with_its_group_loss():
     assert not np.array_equal(weighted.predict(X), ranker.predict(X))
 
 
+def test_a_ranker_fitted_with_offsets_predicts_and_scores_with_them():
+    # predict, staged_predict and score without the offsets ranked by the trees alone
+    X, y, sizes = _queries()
+    offset = 2.0 * X[:, 1]
+    ranker = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes, init_score=offset)
+    booster = jb.Booster(loss=losses.lambdarank(), n_estimators=15, max_depth=3)
+    booster.fit(X, y, group=sizes, init_score=offset)
+    full = booster.predict_raw(X, init_score=offset)
+    np.testing.assert_array_equal(ranker.predict(X, init_score=offset), full)
+    staged = list(ranker.staged_predict(X, init_score=offset))
+    np.testing.assert_allclose(staged[-1], full, rtol=1e-5, atol=1e-5)
+    expected = _reference_ndcg(y, full, sizes, np.ones(sizes.size))
+    got = ranker.score(X, y, group=sizes, init_score=offset)
+    assert got == pytest.approx(expected, rel=1e-5)
+    assert ranker.score(X, y, group=sizes) != pytest.approx(expected, rel=1e-3)
+
+
 def test_the_default_reg_lambda_is_the_boosters_and_a_group_loss_takes_1():
     # (Ranker's default was 1.0 when Booster's became None: one default now)
     assert jb.Ranker().reg_lambda is jb.Booster().reg_lambda is None
