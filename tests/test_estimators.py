@@ -307,6 +307,20 @@ def test_predict_is_on_the_response_scale():
     np.testing.assert_allclose(model.predict(X), np.exp(model.booster_.predict_raw(X)), rtol=1e-5)
 
 
+def test_a_distribution_regressor_scores_the_predicted_mean():
+    # predict gives the (n_rows, 2) parameters, as the Booster's; score and
+    # the searches' default scoring are the R^2 of the distribution's mean
+    X, y = _regression()
+    y = np.exp(0.3 * y)
+    model = Regressor(loss="distribution:gamma", **SMALL).fit(X, y)
+    concentration, rate = model.predict(X).T
+    mean = concentration / rate
+    residual = np.sum((y - mean) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert model.score(X, y) == pytest.approx(1 - residual, rel=1e-5)
+    scores = cross_val_score(Regressor(loss="distribution:gamma", **SMALL), X, y, cv=2)
+    assert scores.shape == (2,) and np.all(scores > 0.3)
+
+
 def test_multi_target_regression():
     X, y = _regression()
     targets = np.column_stack([y, -2 * y])

@@ -30,6 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .. import losses as loss_catalogue
+from ..losses.distribution_loss import as_distribution_loss
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
@@ -345,6 +346,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     ``booster_`` is the whole model (feature names and category maps too):
     ``booster_.predict(X)`` is `predict`; ``save(path)`` writes it with the
     estimator, and `jaxboost.load` gives back the estimator.
+
+    With a distribution loss `predict` returns the parameters, as
+    ``Booster.predict``, and `score` is the R^2 of the predicted mean.
     """
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
@@ -406,6 +410,32 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         """`predict` after each boosting round."""
         for raw in self._staged_raw(X, init_score):
             yield self._response(raw)
+
+    def score(
+        self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None
+    ) -> float:
+        """R^2 (`sklearn.metrics.r2_score`) of the predictions of ``X`` (plus
+        the rows' offsets ``init_score``, as in ``fit``) against ``y``.
+
+        For a distribution loss the prediction scored is each row's
+        predicted mean (``predict_distribution(X).mean``), not the
+        parameters `predict` returns; a ValueError where a distribution has
+        no finite mean (a Student-t of ``df <= 1``)."""
+        from sklearn.metrics import r2_score
+
+        check_is_fitted(self)
+        if as_distribution_loss(self.booster_.loss_) is None:
+            predicted = self.predict(X, init_score)
+        else:
+            predicted = np.asarray(self.predict_distribution(X, init_score).mean, np.float64)
+            bad = np.flatnonzero(~np.isfinite(predicted.reshape(len(predicted), -1)).all(1))
+            if bad.size:
+                raise ValueError(
+                    f"score: the predicted distribution has no finite mean on {bad.size} "
+                    f"rows of X, the first row {bad[0]}: R^2 needs one; score with "
+                    "scoring= a callable of predict_distribution(X) (its log_prob, say)"
+                )
+        return float(r2_score(y, predicted, sample_weight=sample_weight))
 
     def predict_distribution(self, X: Any, init_score: Any = None) -> Any:
         """`jaxboost.Booster.predict_distribution`: a numpyro distribution,
