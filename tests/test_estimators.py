@@ -371,8 +371,30 @@ def test_a_fitted_classifier_pickles():
 
 def test_eval_set_labels_must_be_known_classes():
     X, y = _classification(2)
-    with pytest.raises(ValueError, match="not among the training classes"):
-        Classifier(**SMALL).fit(X, y, eval_set=[(X, y + 5)])
+    with pytest.raises(ValueError, match=r"eval_set\[1\] y: labels \[5, 6\] were not among"):
+        Classifier(**SMALL).fit(X, y, eval_set=[(X, y), (X, y + 5)])
+
+
+@pytest.mark.parametrize("make", [Regressor, Classifier, jb.Ranker])
+def test_a_bad_evaluation_set_is_named_not_the_training_data(make):
+    X, y = _classification(2)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    fit = {"group": [len(y)], "eval_group": [[len(y)]] * 2} if make is jb.Ranker else {}
+    n = X.shape[1]
+    named = r"eval_set\[1\] X: The feature names should match"
+    bad = {
+        rf"{named}.*missing:\n- x{n - 1}": frame.iloc[:, :-1],
+        rf"{named}.*unseen": frame.rename(columns=str.upper),
+    }
+    for message, X_eval in bad.items():
+        with pytest.raises(ValueError, match=f"(?s){message}"):
+            make(**SMALL).fit(frame, y, eval_set=[(frame, y), (X_eval, y)], **fit)
+    fewer = rf"eval_set\[1\] X has {n - 1} features, but .* expecting {n}"
+    with pytest.raises(ValueError, match=fewer):
+        make(**SMALL).fit(X, y, eval_set=[(X, y), (X[:, :-1], y)], **fit)
+    if make is Regressor:
+        with pytest.raises(ValueError, match=r"eval_set\[0\] y: expected numeric targets"):
+            make(**SMALL).fit(X, y, eval_set=[(X, np.array(["a"] * len(y)))])
 
 
 def test_fit_keywords_reach_the_booster():

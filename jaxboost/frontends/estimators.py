@@ -192,7 +192,8 @@ class _BoosterEstimator(BaseEstimator):
     ) -> dict[str, Any]:
         """``fit_params`` with every ``(X_eval, y_eval)`` of ``eval_set`` validated
         like the training data ``X`` (its categorical columns are the
-        evaluation sets'; ``prepare_targets`` turns ``y_eval`` into engine targets)."""
+        evaluation sets'; ``prepare_targets(y_eval, name)`` turns ``y_eval`` into
+        engine targets, naming it ``name`` in its errors)."""
         eval_set = fit_params.get("eval_set")
         if eval_set is None:
             return fit_params
@@ -206,7 +207,7 @@ class _BoosterEstimator(BaseEstimator):
             X_eval, y_eval = pair
             # (the Booster codes its categories)
             self._checked_X(X_eval, reset=False, columns=columns, name=f"eval_set[{index}] X")
-            prepared.append((X_eval, prepare_targets(y_eval)))
+            prepared.append((X_eval, prepare_targets(y_eval, f"eval_set[{index}] y")))
         return {**fit_params, "eval_set": prepared}
 
     def _fit_booster(
@@ -390,11 +391,14 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self._fit_booster(X, targets, sample_weight, loss, n_outputs, fit_params)
         return self
 
-    def _eval_targets(self, y: Any) -> np.ndarray:
+    def _eval_targets(self, y: Any, name: str) -> np.ndarray:
         y = np.asarray(y)
         if y.ndim not in (1, 2):
-            raise ValueError(f"eval_set: expected y of shape (n,) or (n, n_targets), got {y.shape}")
-        return self._targets(y)
+            raise ValueError(f"{name}: expected shape (n,) or (n, n_targets), got {y.shape}")
+        try:
+            return self._targets(y)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name}: expected numeric targets ({error})") from None
 
     def _response(self, raw: np.ndarray) -> np.ndarray:
         link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
@@ -514,14 +518,19 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         # a link the model's own: booster_ and a saved file predict through it
         return classifier_loss(loss, n_outputs), n_outputs
 
-    def _encode(self, y: Any) -> np.ndarray:
-        """Labels -> their index in ``classes_``, as float32 engine targets."""
+    def _encode(self, y: Any, name: str = "y") -> np.ndarray:
+        """Labels -> their index in ``classes_``, as float32 engine targets
+        (``y`` named ``name`` in errors)."""
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         unseen = np.setdiff1d(y, self.classes_)
         if unseen.size:
-            raise ValueError(f"y: labels {unseen.tolist()} were not among the training classes")
+            shown = self.classes_[:10].tolist() + (["..."] if len(self.classes_) > 10 else [])
+            raise ValueError(
+                f"{name}: labels {unseen[:10].tolist()} were not among the training "
+                f"classes {shown}"
+            )
         return np.searchsorted(self.classes_, y).astype(np.float32)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:

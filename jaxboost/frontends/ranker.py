@@ -73,7 +73,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         if group is None and qid is None:
             raise ValueError("group, qid: Ranker needs the queries (group sizes or qid ids)")
         _, y = self._checked_X(X, reset=True, y=y, y_numeric=True)
-        fit_params = self._eval_fit_params(fit_params, lambda y: np.asarray(y, np.float32), X)
+        fit_params = self._eval_fit_params(fit_params, _eval_relevance, X)
         self._fit_booster(
             X,
             np.asarray(y, np.float32),
@@ -136,6 +136,14 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         placement = place_groups(groups, 1, weight)
         order = placement.gather
         return float(_mean_ndcg(labels[order], raw[order, None], placement.buckets))
+
+
+def _eval_relevance(y: Any, name: str) -> np.ndarray:
+    """An evaluation set's relevance labels as float32 (named ``name``)."""
+    try:
+        return np.asarray(y, np.float32)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: expected numeric relevance labels ({error})") from None
 
 
 @jax.jit
