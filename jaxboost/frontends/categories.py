@@ -24,7 +24,7 @@ import numpy as np
 from ..engine.categorical import CategoricalSettings
 from ..runtime.distributed import on_every_process
 from .category_union import ColumnCategories, categories_of_all_processes
-from .validation import column_count
+from .validation import column_count, mixed_kinds_message, text_among_numbers
 
 
 class CategoryColumn(NamedTuple):
@@ -181,6 +181,16 @@ def _column_name(X: Any, column: int) -> str:
 
 def _numeric_values(X: Any, column: int, name: str) -> np.ndarray:
     kind = _frame_kind(X)
+    if kind == "pandas":
+        series = X.iloc[:, column]
+        objects = series.to_numpy() if series.dtype == object else np.zeros(0)
+    elif kind is None:
+        objects = np.asarray(X)[:, column]
+    else:
+        objects = np.zeros(0)  # (a polars column holds one kind)
+    mixed = text_among_numbers(objects)
+    if mixed is not None:
+        raise ValueError(mixed_kinds_message("categorical_features", name, *mixed))
     try:
         if kind == "pandas":
             values = X.iloc[:, column].to_numpy(dtype=np.float64, na_value=np.nan)
