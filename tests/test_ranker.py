@@ -89,6 +89,22 @@ def test_the_ranker_takes_qid_eval_sets_and_early_stopping_and_pickles():
     assert fresh.get_params()["loss"] == "listnet" and not hasattr(fresh, "booster_")
 
 
+def test_query_names_as_qid_group_rows_as_numbers_do():
+    X, y, sizes = _queries()
+    by_sizes = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)  # as above: cached
+    names = np.repeat([f"query {i:02d}" for i in range(sizes.size)], sizes)
+    by_names = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, qid=names)
+    np.testing.assert_array_equal(by_names.predict(X), by_sizes.predict(X))
+    order = np.random.default_rng(2).permutation(y.size)  # rows in any order
+    numbers = np.repeat(np.arange(sizes.size), sizes)
+    as_objects = names.astype(object)
+    expected = by_sizes.score(X[order], y[order], qid=numbers[order])
+    assert by_names.score(X[order], y[order], qid=as_objects[order]) == expected
+    as_objects[5] = None  # a row without a query
+    with pytest.raises(ValueError, match=r"qid: expected one group id per row.*pd.factorize"):
+        by_names.score(X, y, qid=as_objects)
+
+
 def test_the_ranker_refuses_a_per_sample_loss_and_missing_queries():
     X, y, sizes = _queries(5)
     with pytest.raises(ValueError, match="Ranker takes a group loss"):
