@@ -415,9 +415,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         for raw in self._staged_raw(X, init_score):
             yield self._response(raw)
 
-    def score(
-        self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None
-    ) -> float:
+    def score(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None) -> float:
         """R^2 (`sklearn.metrics.r2_score`) of the predictions of ``X`` (plus
         the rows' offsets ``init_score``, as in ``fit``) against ``y``.
 
@@ -528,8 +526,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         if unseen.size:
             shown = self.classes_[:10].tolist() + (["..."] if len(self.classes_) > 10 else [])
             raise ValueError(
-                f"{name}: labels {unseen[:10].tolist()} were not among the training "
-                f"classes {shown}"
+                f"{name}: labels {unseen[:10].tolist()} were not among the training classes {shown}"
             )
         return np.searchsorted(self.classes_, y).astype(np.float32)
 

@@ -4,6 +4,7 @@ column, and what was expected."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -141,7 +142,7 @@ def text_among_numbers(values: np.ndarray) -> tuple[Any, Any] | None:
     for value in values.tolist():
         if isinstance(value, str):
             text = value if text is None else text
-        elif value is not None and not (isinstance(value, float) and value != value):
+        elif value is not None and not (isinstance(value, float) and math.isnan(value)):
             number = value if number is None else number
         if text is not None and number is not None:
             return text, number

@@ -264,9 +264,7 @@ def _jaxpr(fn: Callable, arguments: tuple, wide: bool = False) -> jax.extend.cor
         with jax.enable_x64(False):
             return jax.make_jaxpr(fresh)(*arguments)
     widened = jax.tree.map(
-        lambda a: jax.ShapeDtypeStruct(
-            a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype
-        ),
+        lambda a: jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype),
         arguments,
     )
     with jax.enable_x64(True):
