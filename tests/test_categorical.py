@@ -303,8 +303,23 @@ def test_strings_that_are_not_categories_are_refused_naming_the_column():
         jb.Booster(n_estimators=1).fit(array, y)
     labels[3] = 7  # a number among the strings
     mixed = pd.DataFrame({"shop": pd.Series(labels, dtype=object), "noise": X[:, 1]})
-    with pytest.raises(ValueError, match=r"column 'shop' holds neither category codes"):
+    among = r"column 'shop' holds strings among numbers \('\w' and 7\)"
+    with pytest.raises(ValueError, match=among):
         jb.Booster(categorical_features=["shop"], n_estimators=1).fit(mixed, y)
+
+
+@pytest.mark.parametrize("categorical", [[0], None])
+def test_digits_as_text_among_numbers_are_refused_naming_the_column(categorical):
+    # 1 and "1" (a merge of a CSV read as text and one read as numbers) were
+    # both read as 1.0: two categories (or a number and a label) made one
+    X, y = _set_effect(200)
+    for kinds in ([1, "1"], [1.5, "1"], [2, "1"]):
+        column = np.array(kinds, dtype=object)[np.arange(len(y)) % 2]
+        mixed = np.c_[column, X[:, 1]].astype(object)
+        kind = "categorical_features" if categorical else "X"
+        message = rf"{kind}: column 0 holds strings among numbers \('1' and {kinds[0]}\)"
+        with pytest.raises(ValueError, match=message):
+            jb.Booster(categorical_features=categorical, n_estimators=1).fit(mixed, y)
 
 
 def test_a_column_fewer_at_predict_or_in_a_continued_fit_is_refused_by_count():

@@ -187,8 +187,14 @@ def test_interval_categories_are_refused_by_save_naming_the_column(diabetes, tmp
     X, y = diabetes
     banded = X.assign(bmi_band=pd.cut(X["bmi"], 4))  # labels are pandas Intervals
     booster = jb.Booster(**SETTINGS).fit(banded, y)
-    with pytest.raises(ValueError, match="column 10 has category labels of type Interval"):
+    refused = "column 'bmi_band' has category labels of type"
+    with pytest.raises(ValueError, match=f"{refused} Interval"):
         booster.save(tmp_path / "interval.json")
+    days = pd.to_timedelta(pd.cut(X["bmi"], 4, labels=False), unit="D")
+    dated = X.assign(bmi_band=pd.Categorical(pd.Timestamp("2020-01-01") + days))
+    booster = jb.Booster(**SETTINGS).fit(dated, y)
+    with pytest.raises(ValueError, match=f"{refused} Timestamp"):
+        booster.save(tmp_path / "dated.json")
 
 
 def _outcome(call):

@@ -307,6 +307,20 @@ def test_predict_is_on_the_response_scale():
     np.testing.assert_allclose(model.predict(X), np.exp(model.booster_.predict_raw(X)), rtol=1e-5)
 
 
+def test_a_distribution_regressor_scores_the_predicted_mean():
+    # predict gives the (n_rows, 2) parameters, as the Booster's; score and
+    # the searches' default scoring are the R^2 of the distribution's mean
+    X, y = _regression()
+    y = np.exp(0.3 * y)
+    model = Regressor(loss="distribution:gamma", **SMALL).fit(X, y)
+    concentration, rate = model.predict(X).T
+    mean = concentration / rate
+    residual = np.sum((y - mean) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert model.score(X, y) == pytest.approx(1 - residual, rel=1e-5)
+    scores = cross_val_score(Regressor(loss="distribution:gamma", **SMALL), X, y, cv=2)
+    assert scores.shape == (2,) and np.all(scores > 0.3)
+
+
 def test_multi_target_regression():
     X, y = _regression()
     targets = np.column_stack([y, -2 * y])
@@ -357,8 +371,30 @@ def test_a_fitted_classifier_pickles():
 
 def test_eval_set_labels_must_be_known_classes():
     X, y = _classification(2)
-    with pytest.raises(ValueError, match="not among the training classes"):
-        Classifier(**SMALL).fit(X, y, eval_set=[(X, y + 5)])
+    with pytest.raises(ValueError, match=r"eval_set\[1\] y: labels \[5, 6\] were not among"):
+        Classifier(**SMALL).fit(X, y, eval_set=[(X, y), (X, y + 5)])
+
+
+@pytest.mark.parametrize("make", [Regressor, Classifier, jb.Ranker])
+def test_a_bad_evaluation_set_is_named_not_the_training_data(make):
+    X, y = _classification(2)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    fit = {"group": [len(y)], "eval_group": [[len(y)]] * 2} if make is jb.Ranker else {}
+    n = X.shape[1]
+    named = r"eval_set\[1\] X: The feature names should match"
+    bad = {
+        rf"{named}.*missing:\n- x{n - 1}": frame.iloc[:, :-1],
+        rf"{named}.*unseen": frame.rename(columns=str.upper),
+    }
+    for message, X_eval in bad.items():
+        with pytest.raises(ValueError, match=f"(?s){message}"):
+            make(**SMALL).fit(frame, y, eval_set=[(frame, y), (X_eval, y)], **fit)
+    fewer = rf"eval_set\[1\] X has {n - 1} features, but .* expecting {n}"
+    with pytest.raises(ValueError, match=fewer):
+        make(**SMALL).fit(X, y, eval_set=[(X, y), (X[:, :-1], y)], **fit)
+    if make is Regressor:
+        with pytest.raises(ValueError, match=r"eval_set\[0\] y: expected numeric targets"):
+            make(**SMALL).fit(X, y, eval_set=[(X, np.array(["a"] * len(y)))])
 
 
 def test_fit_keywords_reach_the_booster():

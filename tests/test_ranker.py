@@ -40,6 +40,23 @@ def test_the_ranker_is_the_booster_with_its_group_loss():
     assert not np.array_equal(weighted.predict(X), ranker.predict(X))
 
 
+def test_a_ranker_fitted_with_offsets_predicts_and_scores_with_them():
+    # predict, staged_predict and score without the offsets ranked by the trees alone
+    X, y, sizes = _queries()
+    offset = 2.0 * X[:, 1]
+    ranker = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes, init_score=offset)
+    booster = jb.Booster(loss=losses.lambdarank(), n_estimators=15, max_depth=3)
+    booster.fit(X, y, group=sizes, init_score=offset)
+    full = booster.predict_raw(X, init_score=offset)
+    np.testing.assert_array_equal(ranker.predict(X, init_score=offset), full)
+    staged = list(ranker.staged_predict(X, init_score=offset))
+    np.testing.assert_allclose(staged[-1], full, rtol=1e-5, atol=1e-5)
+    expected = _reference_ndcg(y, full, sizes, np.ones(sizes.size))
+    got = ranker.score(X, y, group=sizes, init_score=offset)
+    assert got == pytest.approx(expected, rel=1e-5)
+    assert ranker.score(X, y, group=sizes) != pytest.approx(expected, rel=1e-3)
+
+
 def test_the_default_reg_lambda_is_the_boosters_and_a_group_loss_takes_1():
     # (Ranker's default was 1.0 when Booster's became None: one default now)
     assert jb.Ranker().reg_lambda is jb.Booster().reg_lambda is None
@@ -70,6 +87,22 @@ def test_the_ranker_takes_qid_eval_sets_and_early_stopping_and_pickles():
     np.testing.assert_array_equal(twin.predict(Xv), ranker.predict(Xv))
     fresh = clone(ranker)
     assert fresh.get_params()["loss"] == "listnet" and not hasattr(fresh, "booster_")
+
+
+def test_query_names_as_qid_group_rows_as_numbers_do():
+    X, y, sizes = _queries()
+    by_sizes = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, group=sizes)  # as above: cached
+    names = np.repeat([f"query {i:02d}" for i in range(sizes.size)], sizes)
+    by_names = jb.Ranker(n_estimators=15, max_depth=3).fit(X, y, qid=names)
+    np.testing.assert_array_equal(by_names.predict(X), by_sizes.predict(X))
+    order = np.random.default_rng(2).permutation(y.size)  # rows in any order
+    numbers = np.repeat(np.arange(sizes.size), sizes)
+    as_objects = names.astype(object)
+    expected = by_sizes.score(X[order], y[order], qid=numbers[order])
+    assert by_names.score(X[order], y[order], qid=as_objects[order]) == expected
+    as_objects[5] = None  # a row without a query
+    with pytest.raises(ValueError, match=r"qid: expected one group id per row.*pd.factorize"):
+        by_names.score(X, y, qid=as_objects)
 
 
 def test_the_ranker_refuses_a_per_sample_loss_and_missing_queries():

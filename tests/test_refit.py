@@ -80,6 +80,30 @@ def test_one_sgd_step_follows_the_gradient_of_a_numpy_reference(squared_model):
     np.testing.assert_allclose(refitted.forest_.leaf_value, expected, atol=1e-6)
 
 
+RATE = 1.0
+
+
+def test_an_optimizer_reading_a_global_is_traced_again_when_it_changes(squared_model):
+    # a schedule that reads a global: the second call must step at the new
+    # rate, not reuse the first call's program (as a fresh process would)
+    global RATE
+    model, X, y = squared_model
+    optimizer = optax.sgd(lambda step: RATE)
+    residual = y - model.predict_raw(X)
+    step = np.zeros_like(model.forest_.leaf_value)
+    for t in range(step.shape[0]):
+        tree = jax.tree.map(lambda field, t=t: np.asarray(field[t]), model.forest_)
+        leaf = np.asarray(leaf_of_rows(tree, X))
+        step[t, :, 0] = np.bincount(leaf, residual, minlength=step.shape[1]) / len(y)
+    try:
+        for RATE in (1.0, 0.25):
+            refitted = refit_leaves(model, X, y, optimizer=optimizer, steps=1)
+            expected = model.forest_.leaf_value + RATE * step
+            np.testing.assert_allclose(refitted.forest_.leaf_value, expected, atol=1e-6)
+    finally:
+        RATE = 1.0
+
+
 def test_a_different_loss_lowers_that_loss(squared_model):
     model, X, y = squared_model
     refitted = refit_leaves(model, X, y, loss="absolute_error", steps=STEPS)

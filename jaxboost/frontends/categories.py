@@ -24,7 +24,7 @@ import numpy as np
 from ..engine.categorical import CategoricalSettings
 from ..runtime.distributed import on_every_process
 from .category_union import ColumnCategories, categories_of_all_processes
-from .validation import column_count
+from .validation import column_count, mixed_kinds_message, text_among_numbers
 
 
 class CategoryColumn(NamedTuple):
@@ -181,6 +181,16 @@ def _column_name(X: Any, column: int) -> str:
 
 def _numeric_values(X: Any, column: int, name: str) -> np.ndarray:
     kind = _frame_kind(X)
+    if kind == "pandas":
+        series = X.iloc[:, column]
+        objects = series.to_numpy() if series.dtype == object else np.zeros(0)
+    elif kind is None:
+        objects = np.asarray(X)[:, column]
+    else:
+        objects = np.zeros(0)  # (a polars column holds one kind)
+    mixed = text_among_numbers(objects)
+    if mixed is not None:
+        raise ValueError(mixed_kinds_message("categorical_features", name, *mixed))
     try:
         if kind == "pandas":
             values = X.iloc[:, column].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -415,7 +425,7 @@ def check_not_monotone(monotone: tuple[int, ...], columns: Sequence[int], names)
             )
 
 
-def _json_values(table: CategoryColumn) -> list:
+def _json_values(table: CategoryColumn, names: Sequence[str] | None) -> list:
     """A column's category values as JSON numbers or strings; a ValueError
     naming the column for labels JSON cannot hold (pandas' ``pd.cut``
     intervals, dates), which a file could only store as text that the
@@ -423,8 +433,9 @@ def _json_values(table: CategoryColumn) -> list:
     values = [v.item() if isinstance(v, np.generic) else v for v in table.values.tolist()]
     other = [v for v in values if not isinstance(v, (str, int, float))]
     if other:
+        name = repr(str(names[table.column])) if names is not None else str(table.column)
         raise ValueError(
-            f"categories_: column {table.column} has category labels of type "
+            f"categories_: column {name} has category labels of type "
             f"{type(other[0]).__name__} ({other[0]!r}), which a model file cannot hold; give "
             "the column string or number labels before fitting (pd.cut(..., labels=[...]), "
             "or .cat.rename_categories(str), at prediction too), or pickle the model"
@@ -432,14 +443,17 @@ def _json_values(table: CategoryColumn) -> list:
     return values
 
 
-def categories_to_json(tables: list[CategoryColumn]) -> list[dict]:
+def categories_to_json(
+    tables: list[CategoryColumn], names: Sequence[str] | None = None
+) -> list[dict]:
     """Model-file form: per column its index, values (numbers, or a frame's
-    labels as JSON strings or numbers) and codes."""
+    labels as JSON strings or numbers) and codes; errors name a column by
+    its name in ``names`` (the fitted frame's) where given."""
     return [
         {
             "column": int(table.column),
             "labels": table.values.dtype == object,
-            "values": _json_values(table),
+            "values": _json_values(table, names),
             "codes": [int(code) for code in table.codes],
         }
         for table in tables

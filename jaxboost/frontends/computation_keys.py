@@ -18,6 +18,7 @@ of a number the loss reads compiles nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,7 @@ from ..runtime.same_function import (
     is_library_function,
     plain,
     same_computation,
+    same_parts,
 )
 from .grouping import group_width
 from .monitor import EvalSet
@@ -94,6 +96,33 @@ def keyed_loss(
         calls = [group_arguments(target_row, width) for width in widths]
     parts = _parts(loss, target_row, n_outputs, init_rows)
     return same_computation(loss, calls, parts, lifted=True)
+
+
+def _stand_in_objective(params: jax.Array) -> jax.Array:
+    """The objective a line-search optimizer's ``update`` is traced with for
+    its key (the refit's own objective is keyed by its loss)."""
+    return jnp.sum(jnp.square(params))
+
+
+def keyed_optimizer(optimizer: Any, params: jax.ShapeDtypeStruct) -> SameComputation:
+    """An optax ``GradientTransformationExtraArgs`` keyed on what its
+    ``init`` and ``update`` compute at ``params``' shape, as
+    `jaxboost.frontends.refit` calls them: a schedule or setting that reads
+    a global is a new optimizer once the global changes, and two optimizer
+    objects built alike share their programs."""
+    state = jax.eval_shape(optimizer.init, params)
+    value = jax.ShapeDtypeStruct((), params.dtype)
+
+    def update(grad, state, params, value):
+        return optimizer.update(
+            grad, state, params, value=value, grad=grad, value_fn=_stand_in_objective
+        )
+
+    parts = [
+        Part("init", optimizer.init, (params,)),
+        Part("update", update, (params, state, params, value)),
+    ]
+    return same_parts(optimizer, parts)
 
 
 def _parts(

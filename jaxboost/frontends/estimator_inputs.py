@@ -92,7 +92,8 @@ def checked_data(
     the checks, and ``n_features_in_`` and ``feature_names_in_`` set (reset)
     or compared.  Where scikit-learn refuses a frame, or an array of text or
     objects, the Booster's message is raised when it has one (a text column
-    named, with the fix; ``X`` named ``name``)."""
+    named, with the fix; ``X`` named ``name``); scikit-learn's own messages
+    for another ``name`` than ``X`` (an evaluation set's) begin with it."""
     stand_in = numeric_stand_in(X, columns)
     try:
         return validate_data(estimator, stand_in, **check_args)
@@ -104,4 +105,8 @@ def checked_data(
                 as_features(stand_in, name)
             except ValueError as booster_error:  # (scikit-learn's type: its checks expect it)
                 raise type(error)(str(booster_error)) from None
+        if name != "X":  # scikit-learn's words say "X": not the training X
+            words = str(error)
+            words = f"{name} {words[2:]}" if words.startswith("X has ") else f"{name}: {words}"
+            raise type(error)(words) from error
         raise

@@ -31,6 +31,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .. import losses as loss_catalogue
 from ..engine.predict import apply_link
+from ..losses.distribution_loss import as_distribution_loss
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
@@ -192,7 +193,8 @@ class _BoosterEstimator(BaseEstimator):
     ) -> dict[str, Any]:
         """``fit_params`` with every ``(X_eval, y_eval)`` of ``eval_set`` validated
         like the training data ``X`` (its categorical columns are the
-        evaluation sets'; ``prepare_targets`` turns ``y_eval`` into engine targets)."""
+        evaluation sets'; ``prepare_targets(y_eval, name)`` turns ``y_eval`` into
+        engine targets, naming it ``name`` in its errors)."""
         eval_set = fit_params.get("eval_set")
         if eval_set is None:
             return fit_params
@@ -206,7 +208,7 @@ class _BoosterEstimator(BaseEstimator):
             X_eval, y_eval = pair
             # (the Booster codes its categories)
             self._checked_X(X_eval, reset=False, columns=columns, name=f"eval_set[{index}] X")
-            prepared.append((X_eval, prepare_targets(y_eval)))
+            prepared.append((X_eval, prepare_targets(y_eval, f"eval_set[{index}] y")))
         return {**fit_params, "eval_set": prepared}
 
     def _fit_booster(
@@ -352,6 +354,9 @@ class Regressor(RegressorMixin, _BoosterEstimator):
     ``booster_`` is the whole model (feature names and category maps too):
     ``booster_.predict(X)`` is `predict`; ``save(path)`` writes it with the
     estimator, and `jaxboost.load` gives back the estimator.
+
+    With a distribution loss `predict` returns the parameters, as
+    ``Booster.predict``, and `score` is the R^2 of the predicted mean.
     """
 
     def _targets(self, y: np.ndarray) -> np.ndarray:
@@ -393,11 +398,14 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         self._fit_booster(X, targets, sample_weight, loss, n_outputs, fit_params)
         return self
 
-    def _eval_targets(self, y: Any) -> np.ndarray:
+    def _eval_targets(self, y: Any, name: str) -> np.ndarray:
         y = np.asarray(y)
         if y.ndim not in (1, 2):
-            raise ValueError(f"eval_set: expected y of shape (n,) or (n, n_targets), got {y.shape}")
-        return self._targets(y)
+            raise ValueError(f"{name}: expected shape (n,) or (n, n_targets), got {y.shape}")
+        try:
+            return self._targets(y)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name}: expected numeric targets ({error})") from None
 
     def _response(self, raw: np.ndarray) -> np.ndarray:
         link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
@@ -420,6 +428,30 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         """`predict` after each boosting round."""
         for raw in self._staged_raw(X, init_score):
             yield self._response(raw)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None) -> float:
+        """R^2 (`sklearn.metrics.r2_score`) of the predictions of ``X`` (plus
+        the rows' offsets ``init_score``, as in ``fit``) against ``y``.
+
+        For a distribution loss the prediction scored is each row's
+        predicted mean (``predict_distribution(X).mean``), not the
+        parameters `predict` returns; a ValueError where a distribution has
+        no finite mean (a Student-t of ``df <= 1``)."""
+        from sklearn.metrics import r2_score
+
+        check_is_fitted(self)
+        if as_distribution_loss(self.booster_.loss_) is None:
+            predicted = self.predict(X, init_score)
+        else:
+            predicted = np.asarray(self.predict_distribution(X, init_score).mean, np.float64)
+            bad = np.flatnonzero(~np.isfinite(predicted.reshape(len(predicted), -1)).all(1))
+            if bad.size:
+                raise ValueError(
+                    f"score: the predicted distribution has no finite mean on {bad.size} "
+                    f"rows of X, the first row {bad[0]}: R^2 needs one; score with "
+                    "scoring= a callable of predict_distribution(X) (its log_prob, say)"
+                )
+        return float(r2_score(y, predicted, sample_weight=sample_weight))
 
     def predict_distribution(self, X: Any, init_score: Any = None) -> Any:
         """`jaxboost.Booster.predict_distribution`: a numpyro distribution,
@@ -498,14 +530,18 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         # a link the model's own: booster_ and a saved file predict through it
         return classifier_loss(loss, n_outputs), n_outputs
 
-    def _encode(self, y: Any) -> np.ndarray:
-        """Labels -> their index in ``classes_``, as float32 engine targets."""
+    def _encode(self, y: Any, name: str = "y") -> np.ndarray:
+        """Labels -> their index in ``classes_``, as float32 engine targets
+        (``y`` named ``name`` in errors)."""
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         unseen = np.setdiff1d(y, self.classes_)
         if unseen.size:
-            raise ValueError(f"y: labels {unseen.tolist()} were not among the training classes")
+            shown = self.classes_[:10].tolist() + (["..."] if len(self.classes_) > 10 else [])
+            raise ValueError(
+                f"{name}: labels {unseen[:10].tolist()} were not among the training classes {shown}"
+            )
         return np.searchsorted(self.classes_, y).astype(np.float32)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Classifier:

@@ -45,7 +45,8 @@ def grouped_rows(
 
     Raises:
       ValueError: both given, sizes that are not positive whole numbers
-        summing to ``n_rows``, or ids that are not one number per row.
+        summing to ``n_rows``, or ids that are not one number or string
+        per row (strings group by equality, in sorted order).
     """
     group_name, qid_name = names
     if group is not None and qid is not None:
@@ -65,12 +66,28 @@ def grouped_rows(
             raise ValueError(
                 f"{qid_name}: expected one group id per row ({n_rows}), got shape {ids.shape}"
             )
-        if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.all(np.isfinite(ids))):
-            raise ValueError(f"{qid_name}: expected finite numbers, got dtype {ids.dtype}")
+        ids = _numeric_ids(ids, qid_name)
         order = np.argsort(ids, kind="stable")
         _, sizes = np.unique(ids[order], return_counts=True)
         return GroupedRows(order, sizes.astype(np.int64))
     return None
+
+
+def _numeric_ids(ids: np.ndarray, name: str) -> np.ndarray:
+    """Group ids as numbers: finite numbers as they are, strings (query
+    names) as their rank among the distinct ones; a ValueError naming
+    ``name`` for anything else (NaN, None, dates, mixed kinds)."""
+    if ids.dtype.kind in "US" or (
+        ids.dtype.kind == "O" and ids.size and all(isinstance(v, str) for v in ids.tolist())
+    ):
+        return np.unique(ids.astype(str), return_inverse=True)[1].reshape(-1)
+    if ids.dtype.kind not in "iuf" or (ids.dtype.kind == "f" and not np.all(np.isfinite(ids))):
+        raise ValueError(
+            f"{name}: expected one group id per row, finite numbers or strings, got dtype "
+            f"{ids.dtype} (missing or mixed ids?); give every row an id (numbers: "
+            "pd.factorize(ids)[0])"
+        )
+    return ids
 
 
 def _whole_numbers(values: Any, name: str) -> np.ndarray:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import inspect
 import json
@@ -369,7 +370,12 @@ def _encode_state(model: Any) -> dict:
                 raise ValueError(f"model: fitted attribute {name} is missing")
             continue
         value = getattr(model, name)
-        state[name] = None if value is None and not required else _CODECS[kind][0](value)
+        encode = _CODECS[kind][0]
+        if kind == "categories":  # (its errors name a frame's column by name)
+            encode = functools.partial(
+                categories_to_json, names=getattr(model, "feature_names_in_", None)
+            )
+        state[name] = None if value is None and not required else encode(value)
     return state
 
 

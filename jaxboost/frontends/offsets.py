@@ -202,9 +202,7 @@ def with_eval_offsets(
     return sets
 
 
-def with_offsets(
-    raw: np.ndarray, init_score: Any, n_outputs: int, loss: Any = None
-) -> np.ndarray:
+def with_offsets(raw: np.ndarray, init_score: Any, n_outputs: int, loss: Any = None) -> np.ndarray:
     """``raw (n_rows, K)`` scores plus ``init_score`` (``predict_raw``'s
     offsets, checked as `as_offsets`, ``loss`` naming the columns; None: ``raw``)."""
     offsets = as_offsets(init_score, raw.shape[0], n_outputs, loss=loss)

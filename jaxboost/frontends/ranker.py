@@ -34,7 +34,9 @@ class Ranker(_BoosterEstimator, BaseEstimator):
       default and meaning in ``help(Ranker)`` and the API reference)
 
     ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``; evaluation sets
-    take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.
+    take ``eval_group`` or ``eval_qid``, and ``eval_metric="ndcg@10"``.  A
+    model fitted with offsets (``init_score=``) takes them again in
+    ``predict``, ``staged_predict`` and ``score``.
 
     ``score(X, y, group=..., qid=...)`` is the mean NDCG over the queries (every
     row of each), so that scikit-learn's searches need no scorer: with
@@ -71,7 +73,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         if group is None and qid is None:
             raise ValueError("group, qid: Ranker needs the queries (group sizes or qid ids)")
         _, y = self._checked_X(X, reset=True, y=y, y_numeric=True)
-        fit_params = self._eval_fit_params(fit_params, lambda y: np.asarray(y, np.float32), X)
+        fit_params = self._eval_fit_params(fit_params, _eval_relevance, X)
         self._fit_booster(
             X,
             np.asarray(y, np.float32),
@@ -82,20 +84,28 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         )
         return self
 
-    def predict(self, X: Any, pred_contrib: bool = False) -> np.ndarray:
-        """``(n_rows,)`` float64 scores: within a query, higher ranks first.
+    def predict(self, X: Any, init_score: Any = None, pred_contrib: bool = False) -> np.ndarray:
+        """``(n_rows,)`` float64 scores: within a query, higher ranks first;
+        plus the rows' offsets ``init_score`` ``(n_rows,)``, as in ``fit``
+        (a model fitted with them ranks by offsets and trees together).
         ``pred_contrib=True`` (LightGBM's): their SHAP values instead,
         ``(n_rows, n_features + 1)``, the expected value last (docs/explain.md)."""
         if pred_contrib:
-            return self._contributions(X)
-        return self._raw(X)
+            return self._contributions(X, init_score)
+        return self._raw(X, init_score)
 
-    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+    def staged_predict(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
         """`predict` after each boosting round."""
-        yield from self._staged_raw(X)
+        yield from self._staged_raw(X, init_score)
 
     def score(
-        self, X: Any, y: Any, group: Any = None, qid: Any = None, sample_weight: Any = None
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        qid: Any = None,
+        sample_weight: Any = None,
+        init_score: Any = None,
     ) -> float:
         """Mean NDCG of `predict` over the queries, every row of each
         (LightGBM's ``ndcg`` without ``@k``: gain ``2^y - 1``, a query whose
@@ -103,10 +113,10 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         ``(n_rows,)`` (the same on every row of a query; default 1).
 
         ``X (n_rows, n_features)``, relevance labels ``y (n_rows,)`` (>= 0),
-        and the queries as ``group`` sizes or ``qid`` ids, as in `fit`.
-        Raises a ValueError naming the argument for missing queries or bad
-        labels or weights."""
-        raw = self.predict(X)
+        the queries as ``group`` sizes or ``qid`` ids, and the rows' offsets
+        ``init_score``, as in `fit`.  Raises a ValueError naming the argument
+        for missing queries or bad labels or weights."""
+        raw = self.predict(X, init_score)
         labels = column_or_1d(np.asarray(y, np.float32))
         if labels.shape != raw.shape or not np.all(np.isfinite(labels)):
             raise ValueError(
@@ -130,6 +140,14 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         placement = place_groups(groups, 1, weight)
         order = placement.gather
         return float(_mean_ndcg(labels[order], raw[order, None], placement.buckets))
+
+
+def _eval_relevance(y: Any, name: str) -> np.ndarray:
+    """An evaluation set's relevance labels as float32 (named ``name``)."""
+    try:
+        return np.asarray(y, np.float32)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: expected numeric relevance labels ({error})") from None
 
 
 @jax.jit

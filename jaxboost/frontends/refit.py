@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # optax is imported when a refit runs: 0.3 s less at every im
     import optax
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
-from .computation_keys import keyed_loss
+from .computation_keys import keyed_loss, keyed_optimizer
 from .constraints import constrains_order, monotone_directions
 from .loss_checks import check_loss, check_target_domain
 from .validation import as_targets, as_weights
@@ -343,7 +343,13 @@ def refit_leaves(
     forest = jax.device_put(jax.tree.map(np.asarray, model.forest_), replicated)
     import optax
 
-    program = refit_program(loss, optax.with_extra_args_support(optimizer), int(steps), mesh)
+    # keyed on what its init and update compute (a schedule reading a global
+    # that has changed is a new program)
+    optimizer = keyed_optimizer(
+        optax.with_extra_args_support(optimizer),
+        jax.ShapeDtypeStruct(np.shape(model.forest_.leaf_value), jnp.float32),
+    )
+    program = refit_program(loss, optimizer, int(steps), mesh)
     leaf_value, objective = program(
         data,
         forest,

@@ -4,6 +4,7 @@ column, and what was expected."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +107,8 @@ def as_features(
     elif polars_frame:
         _check_polars_columns(X, name)
         to_array = _polars_to_numpy
+    else:
+        _check_object_columns(X, name)
     try:
         array = _as_float32(X, name, to_array, reject_infinite=finite)
     except Float32RangeError:
@@ -126,6 +129,46 @@ def as_features(
     if refuse_subnormal:
         _check_normal(array, name, feature_names(X))
     return array
+
+
+def text_among_numbers(values: np.ndarray) -> tuple[Any, Any] | None:
+    """``(a string, a number)`` of an object column ``values`` ``(n_rows,)``
+    that holds both (``1`` and ``"1"``, as a merge of a CSV read as text and
+    one read as numbers gives), or None; ``None`` and NaN are missing, not
+    numbers."""
+    if values.dtype != object:
+        return None
+    text = number = None
+    for value in values.tolist():
+        if isinstance(value, str):
+            text = value if text is None else text
+        elif value is not None and not (isinstance(value, float) and math.isnan(value)):
+            number = value if number is None else number
+        if text is not None and number is not None:
+            return text, number
+    return None
+
+
+def mixed_kinds_message(name: str, column: Any, text: Any, number: Any) -> str:
+    """The error for a column holding strings among numbers: which, and the fix."""
+    return (
+        f"{name}: column {column} holds strings among numbers ({text!r} and {number!r}); "
+        "make it one kind: numbers (pd.to_numeric(column); category codes named in "
+        "categorical_features) or, for categories, strings (column.astype(str)) named "
+        "in categorical_features"
+    )
+
+
+def _check_object_columns(X: Any, name: str) -> None:
+    """Raises a ValueError naming the first column of a 2-D numpy object
+    array that holds strings among numbers (float32 would read ``"1"`` as
+    1.0 without a word)."""
+    if not isinstance(X, np.ndarray) or X.dtype != object or X.ndim != 2:
+        return
+    for column in range(X.shape[1]):
+        mixed = text_among_numbers(X[:, column])
+        if mixed is not None:
+            raise ValueError(mixed_kinds_message(name, column, *mixed))
 
 
 def _unconvertible_column(X: Any) -> str:

@@ -15,7 +15,9 @@ rules expanded), the values of the jaxpr's constants (captured arrays, by
 their bytes), the catalogue metadata it declares, and the declared
 functions the programs call beside it (a distribution's ``fisher``,
 ``sampler`` and ``init``: `Part`), traced alike at their calls' shapes.
-It returns one `SameComputation` per key, whose calls go to the newest
+`same_parts` keys any other object the programs call into (an optax
+optimizer of `jaxboost.refit_leaves`) by the traces of its methods alike.
+`same_computation` returns one `SameComputation` per key, whose calls go to the newest
 function that was traced to that key: the caches' programs are then reused
 by every function that computes the same thing, and by no other.  Each fit
 traces its loss and metrics again (a few milliseconds), so a change
@@ -86,8 +88,9 @@ def is_library_function(fn: Any) -> bool:
 
 class Part(NamedTuple):
     """A function a loss declares that the programs call (a distribution's
-    ``fisher``), keyed by its value traced at ``arguments`` (the shapes and
-    dtypes of the programs' call)."""
+    ``fisher``; an optimizer's ``init`` and ``update``), keyed by its value
+    traced at ``arguments`` (pytrees of the shapes and dtypes of the
+    programs' call)."""
 
     name: str
     fn: Callable
@@ -180,6 +183,28 @@ def same_computation(
     return keyed
 
 
+def same_parts(obj: Any, parts: Sequence[Part]) -> SameComputation:
+    """``obj`` (an object whose methods the programs call, such as an optax
+    optimizer) keyed on what ``parts`` compute: each part's value traced
+    at its call's shapes, as a loss's declared functions are.
+
+    Returns the one `SameComputation` of that key, whose attributes are
+    now ``obj``'s.
+    """
+    obj = plain(obj)
+    kind = type(obj)
+    key = (
+        ("parts", kind.__module__, kind.__qualname__),
+        tuple((part.name, _part_digest(part)) for part in parts),
+    )
+    keyed = _BY_KEY.get(key)
+    if keyed is None:
+        keyed = SameComputation(obj, key)
+        _BY_KEY[key] = keyed
+    keyed.fn = obj
+    return keyed
+
+
 def _declared(fn: Callable) -> tuple:
     """The function's kind and declared catalogue metadata."""
     kind = type(fn)
@@ -260,9 +285,9 @@ def _jaxpr(fn: Callable, arguments: tuple, wide: bool = False) -> jax.extend.cor
     if not wide:
         with jax.enable_x64(False):
             return jax.make_jaxpr(fresh)(*arguments)
-    widened = tuple(
-        jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype)
-        for a in arguments
+    widened = jax.tree.map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype),
+        arguments,
     )
     with jax.enable_x64(True):
         return jax.make_jaxpr(fresh)(*widened)
