@@ -139,8 +139,10 @@ def _counts(n=64, seed=0):
         (
             "zero_inflated_poisson",
             lambda o: o,
-            r"\(0: gate, 1: rate\); .* 'rate' column \(1\), zeros in the others: "
-            r"np\.c_\[np\.zeros\(n_rows\), log_exposure\]$",
+            (
+                r"\(0: gate, 1: rate\); .* 'rate' column \(1\), zeros in the others: "
+                r"np\.c_\[np\.zeros\(n_rows\), log_exposure\]$"
+            ),
         ),
         # a loss with no rate or mean: the columns, and no exposure's column
         ("normal", lambda o: o, r"raw score \(0: loc, 1: scale\)$"),

@@ -82,9 +82,9 @@ from .continued import (
 from .distribution_defaults import (
     POINT_REG_LAMBDA,
     fit_with_holdout,
+    heavy_min_child_weight_message,
     holds_out,
     mean_positive_weight,
-    heavy_min_child_weight_message,
     resolved_min_child_weight,
     resolved_reg_lambda,
     small_hessian_message,

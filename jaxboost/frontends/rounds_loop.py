@@ -28,8 +28,8 @@ from ..engine.round_checks import (
     not_finite_error,
 )
 from ..engine.training import NumericSettings, ShardData, StaticSettings
-from ..runtime.distributed import first_process_value
 from ..losses.catalogue import is_catalogue_loss
+from ..runtime.distributed import first_process_value
 from ..runtime.precision import Float64Loss, loss_in, loss_scale
 from ..runtime.same_function import plain
 from ..runtime.user_warning import warn
