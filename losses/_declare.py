@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
@@ -402,3 +403,18 @@ def loss_factory(make: Callable[..., Loss]) -> Callable[..., Loss]:
         return loss
 
     return build
+
+
+def finite_number(factory: str, name: str, value: Any) -> float:
+    """A loss factory's parameter ``name`` as a float: a ValueError naming
+    ``factory`` and ``name`` where ``value`` is no finite real number (a
+    string, None, inf, NaN)."""
+    number = None
+    if not isinstance(value, (str, bytes)):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = None
+    if number is None or not math.isfinite(number):
+        raise ValueError(f"{factory}: {name} must be a finite number, got {value!r}")
+    return number

@@ -183,6 +183,13 @@ def from_optax(
       ValueError: for an optax function that is no loss of one sample
         (``kl_divergence``, ``ctc_loss``, ...), saying why.
     """
+    if isinstance(fn, functools.partial):  # (its keywords are options, as kwargs)
+        if fn.args:
+            raise ValueError(
+                f"fn: functools.partial of {fn.func.__name__} binds positional arguments; "
+                "pass losses.from_optax(fn, **options)"
+            )
+        fn, kwargs = fn.func, {**fn.keywords, **kwargs}
     _refuse_if_not_per_sample(fn, "fn")
     listed = _listed(fn)
     return _adapted(

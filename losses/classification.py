@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ._declare import Loss, declare, loss_factory
+from ._declare import Loss, declare, finite_number, loss_factory
 
 
 @declare(
@@ -84,6 +84,7 @@ def focal(gamma: float = 2.0) -> Loss:
       a declared loss ``loss(y, f)`` with ``y`` in ``{0, 1}`` and ``f`` the
       scalar log-odds. Link: sigmoid.
     """
+    gamma = finite_number("focal", "gamma", gamma)
     if not gamma >= 0:
         raise ValueError(f"focal: gamma must be >= 0, got {gamma!r}")
     gamma = float(gamma)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ._declare import Loss, declare, loss_factory
+from ._declare import Loss, declare, finite_number, loss_factory
 
 
 @declare(name="poisson", link="exp", target_domain="non_negative", convex=True, smooth=True)
@@ -53,6 +53,7 @@ def tweedie(power: float = 1.5) -> Loss:
       of the mean; gradient ``-y exp((1 - power) f) + exp((2 - power) f)``.
       Link: exp.
     """
+    power = finite_number("tweedie", "power", power)
     if not 1 < power < 2:
         raise ValueError(f"tweedie: power must be in (1, 2), got {power!r}")
     power = float(power)

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ._declare import Loss, declare, loss_factory
+from ._declare import Loss, declare, finite_number, loss_factory
 
 # LightGBM's lambdarank_truncation_level default: pairs with a row in the top 30
 LIGHTGBM_TRUNCATION = 30
@@ -106,6 +106,7 @@ def ranknet(sigma: float = 1.0) -> Loss:
       a declared group loss ``loss(y, f, mask)`` with ``y``, ``f``, ``mask``
       ``(m,)``; its ``row_derivatives`` are exact, in ``O(m^2)``.
     """
+    sigma = finite_number("ranknet", "sigma", sigma)
     if not sigma > 0:
         raise ValueError(f"ranknet: sigma must be > 0, got {sigma!r}")
     sigma = float(sigma)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ._declare import Loss, declare, loss_factory
+from ._declare import Loss, declare, finite_number, loss_factory
 
 
 @declare(name="squared_error", link="identity", convex=True, smooth=True)
@@ -53,6 +53,7 @@ def huber(delta: float = 1.0) -> Loss:
       a declared loss ``loss(y, f)`` on scalars; gradient ``clip(f - y, -delta,
       delta)``, hessian ``1`` inside the threshold and ``0`` outside.
     """
+    delta = finite_number("huber", "delta", delta)
     if not delta > 0:
         raise ValueError(f"huber: delta must be > 0, got {delta!r}")
     delta = float(delta)
@@ -89,6 +90,7 @@ def quantile(alpha: float) -> Loss:
       a declared loss ``loss(y, f)`` on scalars; gradient ``-alpha`` where
       ``y > f`` and ``1 - alpha`` where ``y < f``, hessian ``0``.
     """
+    alpha = finite_number("quantile", "alpha", alpha)
     if not 0 < alpha < 1:
         raise ValueError(f"quantile: alpha must be in (0, 1), got {alpha!r}")
     alpha = float(alpha)

@@ -363,6 +363,27 @@ def test_targets_whose_loss_has_no_finite_minimiser_are_refused_naming_y(loss, y
         jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y, sample_weight=weight)
 
 
+@pytest.mark.parametrize(
+    ("loss", "column", "message"),
+    [
+        ("poisson", _NO_EVENT, r"y\[:, 1\]: every target is 0 .* 'poisson'"),
+        ("binary_logloss", _NO_EVENT + 1, r"y\[:, 1\]: every target is 1 .* 'binary_logloss'"),
+    ],
+)
+def test_a_target_column_whose_loss_has_no_finite_minimiser_is_refused_naming_it(
+    loss, column, message
+):
+    # a Regressor sums the loss over y's columns: an all-zero Poisson column
+    # fitted an initial score of -26 (set by the search), with a warning
+    # blaming reg_lambda
+    import jaxboost as jb
+
+    X = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
+    Y = np.column_stack([_ONE_EVENT.clip(0, 1), column])
+    with pytest.raises(ValueError, match=message):
+        jb.Regressor(loss=loss, n_estimators=2, max_depth=2).fit(X, Y)
+
+
 @pytest.mark.parametrize(("loss", "link"), [("poisson", np.log), ("binary_logloss", None)])
 def test_a_single_event_starts_at_the_closed_form_minimiser(loss, link):
     # a fold with one event trains: its initial score is log(mean) or the log-odds

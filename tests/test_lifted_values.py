@@ -156,6 +156,19 @@ def _by_captured_array(c):
     return lambda y, f: _cauchy(y, f, _CAPTURED[0])
 
 
+_JITTED_C = 1.0
+
+
+@jax.jit
+def _jitted_cauchy(y, f):  # (JAX caches its trace, with the global it read then)
+    return _cauchy(y, f, _JITTED_C)
+
+
+def _by_jitted_global(c):
+    sys.modules[__name__]._JITTED_C = c
+    return lambda y, f: _jitted_cauchy(y, f)
+
+
 _FLOAT64 = {"loss_dtype": "float64"}  # (Float64Loss: the values' float64 trace)
 
 
@@ -167,6 +180,7 @@ _FLOAT64 = {"loss_dtype": "float64"}  # (Float64Loss: the values' float64 trace)
         (_by_global, {}),
         (_by_class_attribute, {}),
         (_by_captured_array, {}),
+        (_by_jitted_global, {}),
         (_by_partial, _FLOAT64),
         (_by_captured_array, _FLOAT64),
     ],

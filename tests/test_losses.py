@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -535,3 +537,28 @@ def test_a_three_argument_loss_not_declared_per_group_is_told_to_declare_it():
     # declared per group it trains (all rows one group), and a default makes it per sample
     jb.Booster(loss=losses.declare(group_squares, per="group"), n_estimators=2).fit(X, y)
     jb.Booster(loss=lambda y, f, scale=2.0: scale * (f - y) ** 2, n_estimators=2).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("factory", "name"),
+    [
+        (losses.huber, "delta"),
+        (losses.quantile, "alpha"),
+        (losses.focal, "gamma"),
+        (losses.tweedie, "power"),
+        (losses.ranknet, "sigma"),
+    ],
+)
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), "1", None])
+def test_a_factory_refuses_a_parameter_that_is_no_finite_number(factory, name, value):
+    # huber(inf) was accepted and the fit then blamed y; huber("1") a bare TypeError
+    with pytest.raises(ValueError, match=rf"{factory.__name__}: {name} must be a finite number"):
+        factory(value)
+
+
+def test_from_optax_takes_a_partial_binding_options_by_keyword():
+    # it raised AttributeError: 'functools.partial' object has no attribute '__name__'
+    bound = losses.from_optax(functools.partial(optax.losses.huber_loss, delta=2.0))
+    assert bound is losses.from_optax(optax.losses.huber_loss, delta=2.0)
+    with pytest.raises(ValueError, match="fn: functools.partial of huber_loss binds positional"):
+        losses.from_optax(functools.partial(optax.losses.huber_loss, 1.0))

@@ -208,6 +208,9 @@ def test_bad_monitoring_arguments_are_named():
         jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X, y)], eval_metric="nope")
     with pytest.raises(ValueError, match=r"eval_set\[0\] X: expected 4 features"):
         jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X[:, :2], y)])
+    # a y of shape (n, 1) was blamed on eval_metric 'loss', naming no set
+    with pytest.raises(ValueError, match=r"eval_set\[1\] y: .* got \(\d+, 1\); pass its y.ravel"):
+        jb.Booster(n_estimators=3).fit(X, y, eval_set=[(X, y), (X, y[:, None])])
 
 
 @pytest.mark.parametrize("metric", ["rmse", "mae", "logloss", "error", "auc"])

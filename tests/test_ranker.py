@@ -40,6 +40,23 @@ def test_the_ranker_is_the_booster_with_its_group_loss():
     assert not np.array_equal(weighted.predict(X), ranker.predict(X))
 
 
+def test_the_ranker_takes_the_row_constraints_a_group_loss_fit_reads():
+    # LGBMRanker's min_child_samples and constraints: Ranker refused them
+    # (TypeError) and fitted at min_child_samples=20 only
+    X, y, sizes = _queries()
+    settings = {
+        "min_child_samples": 40,
+        "monotone_constraints": [1, 0, 0, 0, 0],
+        "interaction_constraints": [[0, 1], [2, 3, 4]],
+    }
+    ranker = jb.Ranker(n_estimators=5, max_depth=3, **settings).fit(X, y, group=sizes)
+    booster = jb.Booster(loss=losses.lambdarank(), n_estimators=5, max_depth=3, **settings)
+    booster.fit(X, y, group=sizes)
+    np.testing.assert_array_equal(ranker.predict(X), booster.predict_raw(X))
+    default = jb.Ranker(n_estimators=5, max_depth=3).fit(X, y, group=sizes)
+    assert not np.array_equal(ranker.predict(X), default.predict(X))
+
+
 def test_a_ranker_fitted_with_offsets_predicts_and_scores_with_them():
     # predict, staged_predict and score without the offsets ranked by the trees alone
     X, y, sizes = _queries()

@@ -114,10 +114,12 @@ def _train_program_text(vector_row_options: bool, n_rows: int) -> str:
     )
     scalar = struct((), jnp.int32)
     hyper = NumericSettings(*(struct((), jnp.float32) for _ in NumericSettings._fields))
-    program = train_chunk_program.__wrapped__(cfg, make_mesh(jax.devices()[:1]))
+    # (the factory itself, under the caches of its values and its shapes)
+    program = train_chunk_program.__wrapped__.__wrapped__(cfg, make_mesh(jax.devices()[:1]))
     edges = struct((n_features, n_bins - 1), jnp.float32)
     raw = struct((n_rows, 3), jnp.float32)
-    lowered = program.lower(data, edges, raw, scalar, scalar, struct((), jnp.uint32), hyper)
+    # (no lifted values: the loss is the catalogue's, passed as it is)
+    lowered = program.lower((), data, edges, raw, scalar, scalar, struct((), jnp.uint32), hyper)
     return lowered.compile().as_text()
 
 
@@ -171,7 +173,8 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
 
     monkeypatch.setattr(training, "fast_compile_options", recorded)
     monkeypatch.setattr(round_programs, "fast_compile_options", recorded)
-    training.train_chunk_program.__wrapped__(settings[1], make_mesh(jax.devices()[:1]))
+    # (the factory itself, under the caches of its values and its shapes)
+    training.train_chunk_program.__wrapped__.__wrapped__(settings[1], make_mesh(jax.devices()[:1]))
     assert asked == ["cpu"], "the fused program of a large fit compiles with the older emitters"
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 4)).astype(np.float32)

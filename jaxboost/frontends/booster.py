@@ -435,7 +435,13 @@ class Booster:
         grouped = fit_groups(loss, arguments.group, arguments.qid, targets, given_weight, settings)
         eval_groups = eval_set_groups(arguments.eval_group, arguments.eval_qid, eval_set, loss)
         eval_sets = prepare_eval_sets(
-            eval_set, eval_sample_weight, features.shape[1], loss, eval_groups, feature_names(X)
+            eval_set,
+            eval_sample_weight,
+            features.shape[1],
+            loss,
+            eval_groups,
+            feature_names(X),
+            target_shape=targets.shape[1:],
         )
         if early_stopping_rounds is not None and not eval_sets:
             raise ValueError("early_stopping_rounds: needs at least one eval_set")

@@ -26,12 +26,15 @@ def prepare_eval_sets(
     loss: Callable,
     eval_groups=None,
     names: list[str] | None = None,
+    target_shape: tuple | None = None,
 ) -> list[EvalSet]:
     """``fit``'s ``eval_set`` (and ``eval_sample_weight``) checked against the
     training data's ``n_features``, column ``names`` (a DataFrame's, else
     None) and ``loss``, padded to bucket sizes and
     placed on the default device; ``eval_groups``: per set, its ``(group,
-    qid)`` (`jaxboost.frontends.grouping.eval_set_groups`), or None."""
+    qid)`` (`jaxboost.frontends.grouping.eval_set_groups`), or None;
+    ``target_shape``: the training targets' shape past the rows, which
+    each set's ``y`` must have (None: not checked)."""
     if eval_set is None:
         return []
     eval_set = list(eval_set)
@@ -51,6 +54,13 @@ def prepare_eval_sets(
         X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
         check_columns(feature_names(pair[0]), names, n_features, X.shape[1], f"eval_set[{index}] X")
         y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
+        if target_shape is not None and y.shape[1:] != tuple(target_shape):
+            expected = (X.shape[0], *target_shape)
+            ravel = "; pass its y.ravel()" if y.shape[1:] == (1,) and not target_shape else ""
+            raise ValueError(
+                f"eval_set[{index}] y: expected the training y's shape per row, {expected}, "
+                f"got {y.shape}{ravel}"
+            )
         check_target_domain(loss, y, f"eval_set[{index}] y")
         weight = as_weights(
             weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"

@@ -98,6 +98,16 @@ def unbounded_targets_problem(
     a fit gave predictions of 0.37 for all-zero counts, or warned of
     float32 where nothing was the user's to rescale.  LightGBM refuses a
     Poisson fit of zero counts ("sum of labels is zero")."""
+    base = getattr(loss, "base", None)  # an estimator's wrapper of a catalogue loss
+    if base is not None and base is not loss:
+        y = np.asarray(y)
+        if y.ndim == 2:  # summed over targets: each column is its own fit
+            problems = (
+                unbounded_targets_problem(base, y[:, k], weight, f"{name}[:, {k}]")
+                for k in range(y.shape[1])
+            )
+            return next((problem for problem in problems if problem is not None), None)
+        return unbounded_targets_problem(base, y, weight, name)
     loss_name = getattr(loss, "name", None)
     if loss_name is None or getattr(loss, "censored", False):
         return None

@@ -171,7 +171,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_bins", 255, "int", doc="""
         value bins per feature (at most 255; one more bin holds NaN).
         """),
-    Setting("split_criterion", "auto", "str", _one_of("auto", *SPLIT_CRITERIA), NOT_RANKER, doc="""
+    Setting("split_criterion", "auto", "str", _one_of("auto", *SPLIT_CRITERIA), doc="""
         ``"second_order"`` (Newton gain), ``"first_order"``
         (Friedman: least squares on the pseudo-residuals) or ``"auto"``: first
         order for losses whose hessian is zero almost everywhere, else second.
@@ -208,14 +208,14 @@ SETTINGS: tuple[Setting, ...] = (
         Gaussian likelihood's full hessian, whose Newton steps can
         overshoot); off otherwise, and for losses declared convex.
         """),
-    Setting("use_quantized_grad", False, "bool", front_ends=NOT_RANKER, doc="""
+    Setting("use_quantized_grad", False, "bool", doc="""
         quantise the split statistics (gradients and
         hessians) to a few integer levels each round, with unbiased stochastic
         rounding, and build the histograms from the integers (LightGBM 4's
         quantised training): faster histograms on CPU, splits chosen from
         slightly noisier sums.  Leaf values still use the exact gradients.
         """),
-    Setting("num_grad_quant_bins", 4, "int", front_ends=NOT_RANKER, doc="""
+    Setting("num_grad_quant_bins", 4, "int", doc="""
         the levels of ``use_quantized_grad``: gradients
         are rounded to integers in ``[-bins / 2, bins / 2]`` times a per-round
         scale, hessians to ``[0, bins]`` (``[-bins, bins]`` when negative).
@@ -261,7 +261,7 @@ SETTINGS: tuple[Setting, ...] = (
         ``n_estimators`` in all (scikit-learn's ``HistGradientBoosting``
         ``warm_start``; `jaxboost.Booster.fit`'s ``init_model``).
         """),
-    Setting("min_child_samples", "auto", "int | str", front_ends=NOT_RANKER, doc="""
+    Setting("min_child_samples", "auto", "int | str", doc="""
         least training rows of positive weight (of the
         round's subsample) in a child: a split leaving fewer is not taken
         (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
@@ -271,7 +271,7 @@ SETTINGS: tuple[Setting, ...] = (
         histograms carry no count (a number > 0 with it is an error).
         """),
     Setting("monotone_constraints", None, "list | dict | None", _of_value(monotone_directions),
-            NOT_RANKER, doc="""
+            doc="""
         per column ``-1`` (predictions non-increasing
         in it), ``0`` (free) or ``+1`` (non-decreasing): a list with one
         entry per column, or a dict by column name or index (others free);
@@ -281,14 +281,14 @@ SETTINGS: tuple[Setting, ...] = (
         the refitted leaves back in order.
         """),
     Setting("interaction_constraints", None, "list | None", _of_value(interaction_sets),
-            NOT_RANKER, doc="""
+            doc="""
         sets of columns (indices or names), such as
         ``[[0, 1], [2, 3, 4]]``: the columns split on along any path from
         the root to a leaf lie within one set; a column in no set is never
         split on (LightGBM's rule).
         """),
     Setting("monotone_constraints_method", "basic", "str", _one_of(*MONOTONE_METHODS),
-            NOT_RANKER, doc="""
+            doc="""
         how the leaves' bounds are found
         (LightGBM's names): ``"basic"`` bounds every node below a split by
         the midpoint of its children's values; ``"intermediate"`` bounds

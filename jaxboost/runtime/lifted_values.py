@@ -162,10 +162,12 @@ def structure_in(setting: Any) -> LossStructure | None:
 
 def _traced(fn: Callable, arguments: tuple, wide: bool) -> Any:
     """``fn``'s closed jaxpr at ``arguments``, traced anew (JAX caches the
-    trace of a function object, with the globals it read then)."""
+    trace of a function object, with the globals it read then: so does a
+    ``jax.jit`` inside ``fn``, whose body is traced here as plain code)."""
 
     def fresh(*args):
-        return fn(*args)
+        with jax.disable_jit():
+            return fn(*args)
 
     if wide:
         with jax.enable_x64(True):

@@ -277,10 +277,12 @@ def _value_and_gradient(fn: Callable) -> Callable:
 def _jaxpr(fn: Callable, arguments: tuple, wide: bool = False) -> jax.extend.core.ClosedJaxpr:
     """``fn``'s closed jaxpr at ``arguments`` (``wide``: in 64-bit mode, its
     float32 arguments made float64), traced anew: JAX caches the trace of a
-    function object, with the globals it read then."""
+    function object, with the globals it read then; so does a ``jax.jit``
+    inside ``fn``, whose body is traced here as plain code."""
 
     def fresh(*args):
-        return fn(*args)
+        with jax.disable_jit():
+            return fn(*args)
 
     if not wide:
         with jax.enable_x64(False):
