@@ -54,6 +54,8 @@ def prepare_eval_sets(
         X = as_features(pair[0], f"eval_set[{index}] X", finite=True)
         check_columns(feature_names(pair[0]), names, n_features, X.shape[1], f"eval_set[{index}] X")
         y = as_targets(pair[1], X.shape[0], f"eval_set[{index}] y")
+        check_target_domain(loss, y, f"eval_set[{index}] y")
+        # (after the loss's own rules, which name its columns)
         if target_shape is not None and y.shape[1:] != tuple(target_shape):
             expected = (X.shape[0], *target_shape)
             ravel = "; pass its y.ravel()" if y.shape[1:] == (1,) and not target_shape else ""
@@ -61,7 +63,6 @@ def prepare_eval_sets(
                 f"eval_set[{index}] y: expected the training y's shape per row, {expected}, "
                 f"got {y.shape}{ravel}"
             )
-        check_target_domain(loss, y, f"eval_set[{index}] y")
         weight = as_weights(
             weights[index] if weights else None, X.shape[0], f"eval_sample_weight[{index}]"
         )
