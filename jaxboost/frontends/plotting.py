@@ -18,7 +18,8 @@ from .distribution_predict import pit
 from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot``, or an ImportError naming the ``plot`` extra."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as error:
@@ -28,9 +29,10 @@ def _pyplot():
     return plt
 
 
-def _axes(ax):
+def axes_or_new(ax):
+    """``ax``, or a new figure's axes when None."""
     if ax is None:
-        _, ax = _pyplot().subplots()
+        _, ax = pyplot().subplots()
     return ax
 
 
@@ -64,13 +66,13 @@ def plot_importance(
     Only features with a non-zero importance are drawn, at most
     ``max_features`` of them (all when None).
     """
-    _pyplot()
+    pyplot()
     _check_fitted(model)
     importance = feature_importances(model.forest_, model.n_features_in_, importance_type)
     order = np.argsort(-importance, kind="stable")
     order = order[importance[order] > 0][:max_features]
     names = _feature_names(model)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     positions = np.arange(order.size)[::-1]
     ax.barh(positions, importance[order], align="center")
     ax.set_yticks(positions, [names[index] for index in order])
@@ -84,9 +86,9 @@ def plot_learning_curve(model: Any, ax=None):
     metric of ``model.evals_result_`` (``{set_name: {metric: [values]}}``) when
     the model has it.  Curves are aligned on their last round: a curve one
     value shorter than the training loss starts at round 1."""
-    _pyplot()
+    pyplot()
     _check_fitted(model)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     train_loss = np.asarray(model.train_loss_)
     ax.plot(np.arange(train_loss.size), train_loss, label="train loss")
     evals = getattr(model, "evals_result_", None) or {}
@@ -120,7 +122,7 @@ def plot_partial_dependence(
       features: one or two feature indices, or names when the model has
         ``feature_names_in_``.
     """
-    _pyplot()
+    pyplot()
     _check_fitted(model)
     indices = _feature_indices(model, features)
     if len(indices) not in (1, 2):
@@ -134,7 +136,7 @@ def plot_partial_dependence(
     # a categorical axis: the categories at 0, 1, ..., named by ticks
     shown = [np.arange(g.size) if i in categorical else g for i, g in zip(indices, grid)]
     names = [_feature_names(model)[index] for index in indices]
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     for axis, index, values in zip((ax.xaxis, ax.yaxis), indices, grid):
         if index in categorical:
             axis.set_ticks(np.arange(values.size), labels=[str(v) for v in values])
@@ -180,9 +182,9 @@ def plot_pit(
       random_state: the randomised PIT's seed (count families).
       init_score: the rows' offsets, as ``predict``'s (``log(exposure)``).
     """
-    _pyplot()
+    pyplot()
     values = pit(model.predict_distribution(X, init_score=init_score), y, random_state)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.hist(values, bins=bins, range=(0.0, 1.0), density=True, edgecolor="white")
     ax.axhline(1.0, color="black", linestyle="--", label="calibrated")
     ax.set_xlabel("PIT value F(y)")
@@ -211,7 +213,7 @@ def plot_calibration(
       levels: quantile levels in (0, 1) (default 0.05, 0.10, ..., 0.95).
       init_score: the rows' offsets, as ``predict``'s (``log(exposure)``).
     """
-    _pyplot()
+    pyplot()
     levels = np.linspace(0.05, 0.95, 19) if levels is None else np.asarray(levels, np.float64)
     predicted = model.predict_quantiles(X, levels, init_score=init_score)  # (n_rows, len(q))
     y = np.asarray(y, np.float64)
@@ -221,7 +223,7 @@ def plot_calibration(
             f"shape {y.shape}"
         )
     observed = np.mean(y[:, None] <= predicted, axis=0)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.plot([0, 1], [0, 1], color="black", linestyle="--", label="calibrated")
     ax.plot(levels, observed, marker="o", label="model")
     ax.set_xlabel("quantile level q")
