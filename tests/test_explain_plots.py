@@ -119,8 +119,10 @@ def test_the_dependence_plot_places_rows_by_value_and_categories_by_label(fitted
     codes = frame.region.cat.codes.to_numpy()  # (the labels' order is the fitted codes')
     np.testing.assert_array_equal(xy[:, 0], codes)
     np.testing.assert_array_equal(xy[:, 1], phi[:, 2])
-    with pytest.raises(ValueError, match="features: no column named 'c'"):
+    with pytest.raises(ValueError, match="feature: no column named 'c'"):
         plot_shap_dependence(model, frame, "c")
+    with pytest.raises(ValueError, match=r"feature: expected an index in \[0, 4\)"):
+        plot_shap_dependence(model, frame, 4)
 
 
 def test_the_tree_plot_draws_a_box_per_node_and_labelled_edges(fitted):

@@ -248,7 +248,7 @@ def node_places(table: NodeTable) -> NodePlaces:
         node = np.where(moving, above, node)
     on_tree = node == table.root[:, None]
     deepest = int(depth[on_tree].max(initial=0))
-    key = (sides << (deepest - depth)) * (deepest + 1) + depth  # (a parent before its children)
+    key = (sides << np.maximum(deepest - depth, 0)) * (deepest + 1) + depth  # (parent first)
     key = np.where(on_tree, key, np.iinfo(np.int64).max)
     walk = np.argsort(key, axis=1, kind="stable")
     order = np.empty_like(walk)

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from .categories import encode_categories
-from .inspection import feature_indices
 from .plotting import axes_or_new, pyplot
 from .tree_dump import check_tree_index, feature_names_of, fitted_booster, node_columns
 from .validation import as_features
@@ -35,6 +34,24 @@ def _output_index(booster: Any, output: int | None) -> int:
 
 def _output_title(booster: Any, output: int) -> str:
     return f" (output {output} of {booster.n_outputs_})" if booster.n_outputs_ > 1 else ""
+
+
+def _feature_index(booster: Any, feature: Any) -> int:
+    """``feature`` (a column index, or a name of the fitted frame's) as an index."""
+    fitted = getattr(booster, "feature_names_in_", None)
+    if isinstance(feature, str):
+        names = [] if fitted is None else [str(name) for name in fitted]
+        if feature not in names:
+            known = f"columns: {names}" if names else "the model was fitted without column names"
+            raise ValueError(f"feature: no column named {feature!r} ({known})")
+        return names.index(feature)
+    if isinstance(feature, bool) or not isinstance(feature, (int, np.integer)):
+        raise TypeError(f"feature: expected one column index or name, got {feature!r}")
+    if not 0 <= feature < booster.n_features_in_:
+        raise ValueError(
+            f"feature: expected an index in [0, {booster.n_features_in_}), got {feature}"
+        )
+    return int(feature)
 
 
 def _shap_and_features(booster: Any, X: Any, output: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,13 +166,7 @@ def plot_shap_dependence(
     booster = fitted_booster(model)
     output = _output_index(booster, output)
     names = feature_names_of(booster)
-    if isinstance(feature, (list, tuple, np.ndarray)):
-        raise TypeError(f"feature: expected one column index or name, got {feature!r}")
-    (index,) = feature_indices(feature, getattr(booster, "feature_names_in_", None))
-    if not 0 <= index < booster.n_features_in_:
-        raise ValueError(
-            f"feature: expected an index in [0, {booster.n_features_in_}), got {index}"
-        )
+    index = _feature_index(booster, feature)
     values, features = _shap_and_features(booster, X, output)
     x, y = features[:, index].astype(np.float64), values[:, index]
     missing = np.isnan(x)

@@ -192,8 +192,8 @@ def trees_to_dataframe(model: Any, output: int | None = None):
     ``value`` (a leaf's value, learning rate included; NaN at splits),
     ``weight`` (the training hessians' sum, XGBoost's cover; NaN in model
     files older than covers) and ``count`` (the training rows' sample
-    weights summed: the row count when unweighted); None or NaN where a
-    column does not apply.
+    weights summed: the row count when unweighted); missing (None or NaN)
+    where a column does not apply.
 
     Args:
       model: a fitted `jaxboost.Booster`, or an estimator (its ``booster_``).
