@@ -4,7 +4,8 @@ quantile calibration).
 
 matplotlib is optional (the ``plot`` extra); it is imported when a plot is
 drawn.  Every function draws on ``ax`` (a new figure's axes when None) and
-returns the axes.
+returns the axes; ``model`` is a fitted `jaxboost.Booster` or estimator
+(its ``booster_``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from .distribution_predict import pit
 from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
+from .tree_dump import fitted_booster
 
 
 def pyplot():
@@ -34,11 +36,6 @@ def axes_or_new(ax):
     if ax is None:
         _, ax = pyplot().subplots()
     return ax
-
-
-def _check_fitted(model: Any) -> None:
-    if not hasattr(model, "forest_"):
-        raise RuntimeError("the model is not fitted yet: call fit(X, y) first")
 
 
 def _feature_names(model: Any) -> list[str]:
@@ -67,7 +64,7 @@ def plot_importance(
     ``max_features`` of them (all when None).
     """
     pyplot()
-    _check_fitted(model)
+    model = fitted_booster(model)
     importance = feature_importances(model.forest_, model.n_features_in_, importance_type)
     order = np.argsort(-importance, kind="stable")
     order = order[importance[order] > 0][:max_features]
@@ -87,7 +84,7 @@ def plot_learning_curve(model: Any, ax=None):
     the model has it.  Curves are aligned on their last round: a curve one
     value shorter than the training loss starts at round 1."""
     pyplot()
-    _check_fitted(model)
+    model = fitted_booster(model)
     ax = axes_or_new(ax)
     train_loss = np.asarray(model.train_loss_)
     ax.plot(np.arange(train_loss.size), train_loss, label="train loss")
@@ -123,7 +120,7 @@ def plot_partial_dependence(
         ``feature_names_in_``.
     """
     pyplot()
-    _check_fitted(model)
+    model = fitted_booster(model)
     indices = _feature_indices(model, features)
     if len(indices) not in (1, 2):
         raise ValueError(f"features: expected 1 or 2 features, got {features!r}")
