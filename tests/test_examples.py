@@ -21,6 +21,7 @@ EXPECTED = {
     "asymmetric_loss.py": "business cost",
     "optax_refit.py": "L-BFGS refit",
     "early_stopping.py": "best_iteration_",
+    "explain.py": "features by mean |SHAP value| on held-out rows",
     "robust_outliers.py": "Tukey's biweight (c 150)   test MAE",
     "ranking_listnet.py": "ListNet (yours)         test NDCG@5",
     "survival.py": "held-out c-index",

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+import jaxboost  # (configures the CPU devices before JAX starts)
 from jaxboost import Booster, losses
 from jaxboost.frontends.inspection import feature_importances
 from jaxboost.frontends.plotting import (
@@ -121,6 +121,20 @@ def test_plot_partial_dependence_draws_a_line_per_output():
     fitted = Booster(loss=losses.softmax_cross_entropy, n_estimators=20, max_depth=1).fit(X, labels)
     ax = plot_partial_dependence(fitted, X, 1, grid_resolution=6)
     assert len(ax.get_lines()) == 3
+
+
+def test_an_estimator_is_plotted_as_its_booster(model):
+    pytest.importorskip("sklearn")
+    fitted, X = model
+    regressor = jaxboost.Regressor(n_estimators=20, max_depth=3).fit(X, fitted.predict(X))
+    booster = regressor.booster_
+    widths = [patch.get_width() for patch in plot_importance(regressor).patches]
+    assert widths == [patch.get_width() for patch in plot_importance(booster).patches]
+    np.testing.assert_array_equal(
+        plot_learning_curve(regressor).get_lines()[0].get_ydata(), booster.train_loss_
+    )
+    line = plot_partial_dependence(regressor, X, 0, grid_resolution=5).get_lines()[0]
+    np.testing.assert_array_equal(line.get_ydata(), booster.partial_dependence(X, 0, 5)[1][:, 0])
 
 
 def test_plotting_an_unfitted_model_fails_clearly():

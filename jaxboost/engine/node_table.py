@@ -40,6 +40,7 @@ class NodeTable(NamedTuple):
     weight: np.ndarray  # (T, N) float64 training sample weights
     value: np.ndarray  # (T, N, K) float32, the leaf values (0 at splits)
     root: np.ndarray  # (T,) int32
+    gain: np.ndarray  # (T, N) float32 the split's gain (0 at leaves)
 
 
 class TreePaths(NamedTuple):
@@ -109,6 +110,7 @@ def node_table(forest: Tree) -> NodeTable:
         weight=_heap_sums(np.asarray(forest.leaf_weight, np.float64)),
         value=value,
         root=root.astype(np.int32),
+        gain=np.where(splits, per_node(gain, 0), 0).astype(np.float32),
     )
 
 
@@ -156,11 +158,7 @@ def tree_paths(table: NodeTable) -> TreePaths:
     n_trees, n_nodes = table.left.shape
     trees = np.arange(n_trees)[:, None]
     is_split = table.left >= 0
-    parent = np.full((n_trees, n_nodes + 1), -1, np.int64)  # (column N: a sink for -1)
-    split_rows, split_nodes = np.nonzero(is_split)
-    parent[split_rows, table.left[is_split]] = split_nodes
-    parent[split_rows, table.right[is_split]] = split_nodes
-    parent = parent[:, :n_nodes]
+    parent = _parents(table)
     left_share, right_share = child_share(table)
 
     node = np.broadcast_to(np.arange(n_nodes), (n_trees, n_nodes))
@@ -200,4 +198,66 @@ def tree_paths(table: NodeTable) -> TreePaths:
         share=gather(steps_share, 1.0).astype(np.float64),
         feature=feature.astype(np.int32),
         value=np.where(valid[:, :, None], value, 0).astype(np.float32),
+    )
+
+
+def _parents(table: NodeTable) -> np.ndarray:
+    """``(T, N)`` int64: each node's split above it, -1 at the root and at
+    nodes no split links to."""
+    n_trees, n_nodes = table.left.shape
+    is_split = table.left >= 0
+    parent = np.full((n_trees, n_nodes + 1), -1, np.int64)  # (column N: a sink for -1)
+    split_rows, split_nodes = np.nonzero(is_split)
+    parent[split_rows, table.left[is_split]] = split_nodes
+    parent[split_rows, table.right[is_split]] = split_nodes
+    return parent[:, :n_nodes]
+
+
+class NodePlaces(NamedTuple):
+    """Where each node of a `NodeTable` sits in its tree, ``(T, N)`` int32
+    each; -1 everywhere at the nodes off the tree (those `node_table` links
+    past, and what only they lead to)."""
+
+    parent: np.ndarray  # the split above (-1 at the root)
+    depth: np.ndarray  # 0 at the root
+    order: np.ndarray  # rank in a depth-first walk from the root, left side first
+    leaf: np.ndarray  # a leaf's index in the forest's leaf_value (-1 at splits)
+
+
+def node_places(table: NodeTable) -> NodePlaces:
+    """The `NodePlaces` of a table's nodes.
+
+    Walks the parent links up from every node (as many steps as the trees
+    are deep), gathering the sides taken as the bits of a number, the
+    deepest last; the depth-first order sorts the nodes by that number
+    padded to the deepest node's depth, a node before its children."""
+    n_trees, n_nodes = table.left.shape
+    trees = np.arange(n_trees)[:, None]
+    parent = _parents(table)
+    node = np.broadcast_to(np.arange(n_nodes), (n_trees, n_nodes))
+    depth = np.zeros((n_trees, n_nodes), np.int64)
+    sides = np.zeros((n_trees, n_nodes), np.int64)  # the path's sides (1: right), deepest last
+    for _ in range(n_nodes):  # at most the tree's depth steps, stops early
+        above = parent[trees, node]
+        moving = above >= 0
+        if not moving.any():
+            break
+        right = moving & (table.right[trees, np.maximum(above, 0)] == node)
+        sides += right.astype(np.int64) << depth
+        depth += moving
+        node = np.where(moving, above, node)
+    on_tree = node == table.root[:, None]
+    deepest = int(depth[on_tree].max(initial=0))
+    key = (sides << np.maximum(deepest - depth, 0)) * (deepest + 1) + depth  # (parent first)
+    key = np.where(on_tree, key, np.iinfo(np.int64).max)
+    walk = np.argsort(key, axis=1, kind="stable")
+    order = np.empty_like(walk)
+    np.put_along_axis(order, walk, np.arange(n_nodes)[None, :], axis=1)
+    n_internal = (n_nodes - 1) // 2  # leaf j of leaf_value is node 2^D - 1 + j
+    is_leaf = on_tree & (table.left < 0)
+    return NodePlaces(
+        parent=np.where(on_tree, parent, -1).astype(np.int32),
+        depth=np.where(on_tree, depth, -1).astype(np.int32),
+        order=np.where(on_tree, order, -1).astype(np.int32),
+        leaf=np.where(is_leaf, np.arange(n_nodes) - n_internal, -1).astype(np.int32),
     )

@@ -4,7 +4,8 @@ quantile calibration).
 
 matplotlib is optional (the ``plot`` extra); it is imported when a plot is
 drawn.  Every function draws on ``ax`` (a new figure's axes when None) and
-returns the axes.
+returns the axes; ``model`` is a fitted `jaxboost.Booster` or estimator
+(its ``booster_``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import numpy as np
 
 from .distribution_predict import pit
 from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
+from .tree_dump import fitted_booster
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot``, or an ImportError naming the ``plot`` extra."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as error:
@@ -28,15 +31,11 @@ def _pyplot():
     return plt
 
 
-def _axes(ax):
+def axes_or_new(ax):
+    """``ax``, or a new figure's axes when None."""
     if ax is None:
-        _, ax = _pyplot().subplots()
+        _, ax = pyplot().subplots()
     return ax
-
-
-def _check_fitted(model: Any) -> None:
-    if not hasattr(model, "forest_"):
-        raise RuntimeError("the model is not fitted yet: call fit(X, y) first")
 
 
 def _feature_names(model: Any) -> list[str]:
@@ -64,13 +63,13 @@ def plot_importance(
     Only features with a non-zero importance are drawn, at most
     ``max_features`` of them (all when None).
     """
-    _pyplot()
-    _check_fitted(model)
+    pyplot()
+    model = fitted_booster(model)
     importance = feature_importances(model.forest_, model.n_features_in_, importance_type)
     order = np.argsort(-importance, kind="stable")
     order = order[importance[order] > 0][:max_features]
     names = _feature_names(model)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     positions = np.arange(order.size)[::-1]
     ax.barh(positions, importance[order], align="center")
     ax.set_yticks(positions, [names[index] for index in order])
@@ -84,9 +83,9 @@ def plot_learning_curve(model: Any, ax=None):
     metric of ``model.evals_result_`` (``{set_name: {metric: [values]}}``) when
     the model has it.  Curves are aligned on their last round: a curve one
     value shorter than the training loss starts at round 1."""
-    _pyplot()
-    _check_fitted(model)
-    ax = _axes(ax)
+    pyplot()
+    model = fitted_booster(model)
+    ax = axes_or_new(ax)
     train_loss = np.asarray(model.train_loss_)
     ax.plot(np.arange(train_loss.size), train_loss, label="train loss")
     evals = getattr(model, "evals_result_", None) or {}
@@ -120,8 +119,8 @@ def plot_partial_dependence(
       features: one or two feature indices, or names when the model has
         ``feature_names_in_``.
     """
-    _pyplot()
-    _check_fitted(model)
+    pyplot()
+    model = fitted_booster(model)
     indices = _feature_indices(model, features)
     if len(indices) not in (1, 2):
         raise ValueError(f"features: expected 1 or 2 features, got {features!r}")
@@ -134,7 +133,7 @@ def plot_partial_dependence(
     # a categorical axis: the categories at 0, 1, ..., named by ticks
     shown = [np.arange(g.size) if i in categorical else g for i, g in zip(indices, grid)]
     names = [_feature_names(model)[index] for index in indices]
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     for axis, index, values in zip((ax.xaxis, ax.yaxis), indices, grid):
         if index in categorical:
             axis.set_ticks(np.arange(values.size), labels=[str(v) for v in values])
@@ -180,9 +179,9 @@ def plot_pit(
       random_state: the randomised PIT's seed (count families).
       init_score: the rows' offsets, as ``predict``'s (``log(exposure)``).
     """
-    _pyplot()
+    pyplot()
     values = pit(model.predict_distribution(X, init_score=init_score), y, random_state)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.hist(values, bins=bins, range=(0.0, 1.0), density=True, edgecolor="white")
     ax.axhline(1.0, color="black", linestyle="--", label="calibrated")
     ax.set_xlabel("PIT value F(y)")
@@ -211,7 +210,7 @@ def plot_calibration(
       levels: quantile levels in (0, 1) (default 0.05, 0.10, ..., 0.95).
       init_score: the rows' offsets, as ``predict``'s (``log(exposure)``).
     """
-    _pyplot()
+    pyplot()
     levels = np.linspace(0.05, 0.95, 19) if levels is None else np.asarray(levels, np.float64)
     predicted = model.predict_quantiles(X, levels, init_score=init_score)  # (n_rows, len(q))
     y = np.asarray(y, np.float64)
@@ -221,7 +220,7 @@ def plot_calibration(
             f"shape {y.shape}"
         )
     observed = np.mean(y[:, None] <= predicted, axis=0)
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     ax.plot([0, 1], [0, 1], color="black", linestyle="--", label="calibrated")
     ax.plot(levels, observed, marker="o", label="model")
     ax.set_xlabel("quantile level q")
