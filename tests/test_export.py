@@ -139,7 +139,7 @@ def test_xgboost_sends_values_at_thresholds_as_jaxboost(tmp_path):
 
 
 def test_treelite_predicts_raw_scores(case, tmp_path):
-    name, model, X = case
+    _, model, X = case
     treelite = pytest.importorskip("treelite", reason="treelite is not installed")
     _, _, path = _xgboost_file(model, tmp_path)
     forest = treelite.frontend.load_xgboost_model(str(path))
@@ -148,7 +148,7 @@ def test_treelite_predicts_raw_scores(case, tmp_path):
 
 
 def test_shap_tree_explainer_gives_contributions(case, tmp_path):
-    name, model, X = case
+    _, model, X = case
     shap = pytest.importorskip("shap", reason="shap is not installed")
     xgb, booster, _ = _xgboost_file(model, tmp_path)
     explainer = shap.TreeExplainer(booster)
@@ -161,7 +161,7 @@ def test_shap_tree_explainer_gives_contributions(case, tmp_path):
 
 
 def test_onnxruntime_predicts_raw_scores(case, tmp_path):
-    name, model, X = case
+    _, model, X = case
     pytest.importorskip("onnx", reason="onnx is not installed")
     ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
     path = tmp_path / "model.onnx"
