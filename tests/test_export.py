@@ -42,13 +42,14 @@ CASES = {
         {"loss": "softmax_cross_entropy", "multi_strategy": "one_output_per_tree"},
         lambda y: np.digitize(y, [0.0, 1.5]).astype(np.float32),
     ),
+    "poisson": ({"loss": "poisson"}, lambda y: np.exp(y / 3).astype(np.float32)),
     "custom": ({"loss": _custom}, lambda y: y),
     "categorical_lossguide": (
         {"categorical_features": [4], "grow_policy": "lossguide", "max_leaves": 5},
         lambda y: y,
     ),
 }
-KNOWN = {"squared_error", "binary_logloss", "softmax", "softmax_per_class"}
+KNOWN = {"squared_error", "binary_logloss", "softmax", "softmax_per_class", "poisson"}
 _FITTED = {}
 
 
@@ -112,7 +113,7 @@ def test_xgboost_file_names_its_objective(case, tmp_path):
     learner = json.loads(path.read_text())["learner"]
     objective = learner["objective"]["name"]
     expected = {"binary_logloss": "binary:logistic", "softmax": "multi:softprob"}
-    expected["softmax_per_class"] = "multi:softprob"
+    expected.update(softmax_per_class="multi:softprob", poisson="count:poisson")
     assert objective == expected.get(name, "reg:squarederror")
     if name == "custom":  # a raw-margin export says so
         assert "raw scores" in booster.attr("jaxboost_objective")
@@ -181,3 +182,11 @@ def test_estimator_saves_the_formats(tmp_path):
     _close(booster.predict(xgb.DMatrix(X[:, :4])), model.predict_proba(X[:, :4])[:, 1])
     with pytest.raises(ValueError, match="format: expected 'jaxboost', 'xgboost' or 'onnx'"):
         model.save(tmp_path / "model.txt", format="lightgbm")
+
+
+def test_a_model_without_covers_is_refused(tmp_path):
+    X, y = _data()
+    model = jb.Booster(n_estimators=2, max_depth=2).fit(X[:, :4], y)
+    model.forest_ = model.forest_._replace(leaf_cover=None)  # as a format-4 file loads
+    with pytest.raises(ValueError, match="older than model format 5"):
+        model.save(tmp_path / "model.json", format="xgboost")
