@@ -44,6 +44,7 @@ CASES = {
     ),
     "poisson": ({"loss": "poisson"}, lambda y: np.exp(y / 3).astype(np.float32)),
     "custom": ({"loss": _custom}, lambda y: y),
+    "gaussian_nll": ({"loss": "gaussian_nll"}, lambda y: y),  # two raw outputs
     "categorical_lossguide": (
         {"categorical_features": [4], "grow_policy": "lossguide", "max_leaves": 5},
         lambda y: y,
@@ -122,21 +123,37 @@ def test_xgboost_file_names_its_objective(case, tmp_path):
     np.testing.assert_allclose(covers[0], table.cover[0, table.root[0]], rtol=1e-6)
 
 
+def _at_thresholds():
+    """A model on 4 numeric columns, and rows holding every split's
+    threshold and its float32 neighbours in every column (NaN in some)."""
+    if "thresholds" not in _FITTED:
+        X, y = _data()
+        model = jb.Booster(n_estimators=4, max_depth=3).fit(X[:, :4], y)
+        table = _table(model)
+        thresholds = table.threshold[table.left >= 0]
+        values = np.concatenate(
+            [thresholds, np.nextafter(thresholds, np.inf), np.nextafter(thresholds, -np.inf)]
+        )
+        rows = np.repeat(values[:, None], 4, axis=1).astype(np.float32)
+        rows[1::3, 1] = np.nan
+        _FITTED["thresholds"] = model, rows
+    return _FITTED["thresholds"]
+
+
 def test_xgboost_sends_values_at_thresholds_as_jaxboost(tmp_path):
-    """Rows holding every split's threshold and its float32 neighbours:
-    jaxboost sends x <= threshold left, XGBoost x < condition."""
-    X, y = _data()
-    model = jb.Booster(n_estimators=4, max_depth=3).fit(X[:, :4], y)
-    table = _table(model)
-    split = table.left >= 0
-    thresholds = table.threshold[split]
-    values = np.concatenate(
-        [thresholds, np.nextafter(thresholds, np.inf), np.nextafter(thresholds, -np.inf)]
-    )
-    rows = np.repeat(values[:, None], 4, axis=1).astype(np.float32)  # every feature at once
-    rows[1::3, 1] = np.nan
+    """jaxboost sends x <= threshold left, XGBoost x < condition."""
+    model, rows = _at_thresholds()
     xgb, booster, _ = _xgboost_file(model, tmp_path)
     _close(booster.predict(xgb.DMatrix(rows), output_margin=True), model.predict_raw(rows))
+
+
+def test_onnxruntime_sends_values_at_thresholds_as_jaxboost(tmp_path):
+    pytest.importorskip("onnx", reason="onnx is not installed")
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    model, rows = _at_thresholds()
+    model.save(tmp_path / "model.onnx", format="onnx")
+    session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
+    _close(session.run(None, {"X": rows})[0][:, 0], model.predict_raw(rows))
 
 
 def test_treelite_predicts_raw_scores(case, tmp_path):
