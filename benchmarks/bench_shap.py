@@ -5,8 +5,12 @@ Trains 100 trees of depth 6 for the log loss on ``--train-rows`` rows of
 rows with ``Booster.predict_contributions`` and ``--interaction-rows`` with
 ``predict_interactions``: each called once first (it compiles for the row
 bucket), then the best of ``--repeat`` calls.  Sanity check: each row's
-contributions sum to ``predict_raw``.  jaxboost alone: the comparison with
-XGBoost's ``pred_contribs`` on the same exported model waits for export.
+contributions sum to ``predict_raw``.  The same model exported
+(``save(path, format="xgboost")``) is explained by XGBoost's ``pred_contribs``
+and ``pred_interactions`` in the same run, alternating with jaxboost's
+calls, with as many threads as jaxboost has devices (one thread each);
+their values are checked equal and the table gives jaxboost / XGBoost
+time ratios.
 
     python benchmarks/bench_shap.py                       # 100k x 28 rows explained
     python benchmarks/bench_shap.py --rows 10000 --train-rows 20000 --rounds 10
@@ -15,8 +19,12 @@ XGBoost's ``pred_contribs`` on the same exported model waits for export.
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
+import jax
 import numpy as np
+import xgboost as xgb
 from _common import (
     best_of,
     compile_summary,
@@ -43,7 +51,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="data seed (explained rows: seed + 1)")
     args = parser.parse_args(argv)
 
-    print_header(argv, [])
+    print_header(argv, ["xgboost"])
     print(
         f"settings: {args.rounds} trees, depth 6, log loss, trained on {args.train_rows} rows; "
         f"{args.rows} x 28 rows explained, {args.interaction_rows} for interactions"
@@ -55,10 +63,22 @@ def main(argv=None) -> None:
         "jaxboost training (not the point here)",
         lambda: jaxboost_booster(losses.binary_logloss, args.rounds).fit(X_train, y_train),
     ).value
+    threads = len(model.devices or jax.local_devices())  # the native walk's threads
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.json")
+        model.save(path, format="xgboost")
+        exported = xgb.Booster(model_file=path)
+    exported.set_param({"nthread": threads})
+    print(f"threads: {threads} (jaxboost's CPU devices; XGBoost's nthread)")
+    rows_all, rows_pairs = xgb.DMatrix(X, nthread=threads), xgb.DMatrix(X_pairs, nthread=threads)
     calls = {
         "predict_contributions": lambda: model.predict_contributions(X),
+        "xgb pred_contribs": lambda: exported.predict(rows_all, pred_contribs=True),
         "predict_interactions": lambda: model.predict_interactions(X_pairs),
+        "xgb pred_interactions": lambda: exported.predict(rows_pairs, pred_interactions=True),
         "predict_raw": lambda: model.predict_raw(X),
+        # in place: predict() on one DMatrix returns its cached scores
+        "xgb predict margin": lambda: exported.inplace_predict(X, predict_type="margin"),
     }
     first = {
         name: timed_report(f"{name} first call (compiles)", call) for name, call in calls.items()
@@ -72,11 +92,23 @@ def main(argv=None) -> None:
         "sanity: max |row sum of contributions - predict_raw| "
         f"{np.max(np.abs(contributions.sum(axis=1) - raw)):.2e}"
     )
-    rows = {"predict_contributions": args.rows, "predict_interactions": args.interaction_rows}
-    rows["predict_raw"] = args.rows
+    for ours, theirs in [
+        ("predict_contributions", "xgb pred_contribs"),
+        ("predict_interactions", "xgb pred_interactions"),
+    ]:
+        mine, other = best[ours].value, best[theirs].value
+        scale = max(float(np.abs(other).max()), 1.0)
+        print(f"sanity: max |{ours} - {theirs}| / scale {np.abs(mine - other).max() / scale:.2e}")
+    rows = {name: args.interaction_rows if "interactions" in name else args.rows for name in calls}
+    partner = {name: "xgb " + name for name in calls}
+    partner.update(
+        predict_contributions="xgb pred_contribs",
+        predict_interactions="xgb pred_interactions",
+        predict_raw="xgb predict margin",
+    )
     print()
     print_table(
-        ["call", "rows", "best seconds", "rows/s", "microseconds per row and tree"],
+        ["call", "rows", "best seconds", "rows/s", "us per row and tree", "jaxboost / XGBoost"],
         [
             [
                 name,
@@ -84,6 +116,9 @@ def main(argv=None) -> None:
                 f"{timing.seconds:.3f}",
                 f"{rows[name] / timing.seconds:,.0f}",
                 f"{1e6 * timing.seconds / rows[name] / args.rounds:.3f}",
+                f"{timing.seconds / best[partner[name]].seconds:.2f}x"
+                if partner[name] in best
+                else "",
             ]
             for name, timing in best.items()
         ],

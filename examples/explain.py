@@ -5,8 +5,10 @@ patients: age in years, BMI, blood pressure in mm Hg, six blood serum
 measurements; sex as a category column) with a pseudo-Huber loss written
 inline, then prints the features ranked by mean |SHAP value| on held-out
 rows, checks that each row's values sum to its raw prediction, prints the
-first tree that splits on sex as text, and saves a SHAP summary (beeswarm)
-and a plot of that tree to ``examples/output/``.  Run: ``python examples/explain.py``.
+first tree that splits on sex as text, saves a SHAP summary (beeswarm)
+and a plot of that tree to ``examples/output/``, and exports the model to
+XGBoost's JSON and ONNX, which XGBoost and ONNX Runtime read with the
+same raw scores.  Run: ``python examples/explain.py``.
 """
 
 from pathlib import Path
@@ -35,7 +37,7 @@ def pseudo_huber(y, f):
 
 def main() -> None:
     data = load_diabetes(as_frame=True, scaled=False)
-    X = data.data.astype({"sex": "category"})  # the 1 / 2 codes as categories
+    X = data.data.astype({"sex": int}).astype({"sex": "category"})  # the 1 / 2 codes as categories
     X_train, X_test, y_train, y_test = train_test_split(
         X, data.target.to_numpy(), test_size=0.25, random_state=0
     )
@@ -69,7 +71,39 @@ def main() -> None:
     ax.figure.savefig(OUTPUT / "tree.png", dpi=120)
     print(f"plots saved to {OUTPUT / 'shap_summary.png'} and {OUTPUT / 'tree.png'}")
 
-    # export: see docs/explain.md
+    export(model, X_test)
+
+
+def export(model: jb.Booster, X_test) -> None:
+    """Save the model as XGBoost's JSON and as ONNX, and show that XGBoost
+    and ONNX Runtime (where installed: ``pip install jaxboost[explain]``)
+    give its raw scores and SHAP values."""
+    model.save(OUTPUT / "model.json", format="xgboost")
+    model.save(OUTPUT / "model.onnx", format="onnx")
+    print(f"exported to {OUTPUT / 'model.json'} (XGBoost) and {OUTPUT / 'model.onnx'} (ONNX)")
+    raw = model.predict_raw(X_test)
+    try:
+        import onnxruntime
+        import xgboost
+    except ImportError as missing:
+        print(f"  ({missing.name} is not installed: pip install jaxboost[explain] to compare)")
+        return
+    rows = xgboost.DMatrix(X_test, enable_categorical=True)
+    read = xgboost.Booster(model_file=OUTPUT / "model.json")
+    by_xgboost = read.predict(rows, output_margin=True)
+    contributions = read.predict(rows, pred_contribs=True)
+    # the ONNX graph reads float32 values; a category column's code is its
+    # label's position among the fitted labels (docs/explain.md, "Serve")
+    values = X_test.assign(sex=X_test["sex"].cat.codes).to_numpy(np.float32)
+    session = onnxruntime.InferenceSession(OUTPUT / "model.onnx")
+    by_onnx = session.run(None, {"X": values})[0][:, 0]
+    scale = np.abs(raw).max()
+    print(f"  XGBoost's raw scores: largest gap {np.abs(by_xgboost - raw).max() / scale:.1g} of the scale")
+    print(
+        "  XGBoost's pred_contribs: largest gap "
+        f"{np.abs(contributions - model.predict_contributions(X_test)).max() / scale:.1g}"
+    )
+    print(f"  ONNX Runtime's raw scores: largest gap {np.abs(by_onnx - raw).max() / scale:.1g}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ training hessians' sum over a node's rows (XGBoost's cover), ``weight``
 their sample weights'.  A node that does not split (every row left) never
 appears on a path: its parent links to its left child.
 
+Model files for other libraries (`jaxboost.frontends.export_xgboost`,
+`export_onnx`) number a tree's nodes `breadth_first`.
+
 A path (`tree_paths`) is one reachable leaf and the splits above it, each
 with the side the path takes and the share of its node's cover that side
 holds (`child_share`).
@@ -112,6 +115,21 @@ def node_table(forest: Tree) -> NodeTable:
         root=root.astype(np.int32),
         gain=np.where(splits, per_node(gain, 0), 0).astype(np.float32),
     )
+
+
+def breadth_first(table: NodeTable, tree: int) -> np.ndarray:
+    """``(n,)`` the nodes of tree ``tree`` a row can reach, breadth first
+    from the root, each split's two children side by side (left first), as
+    XGBoost numbers a tree's nodes."""
+    left, right = table.left[tree], table.right[tree]
+    level = table.root[tree : tree + 1]
+    levels = [level]
+    while True:
+        splits = level[left[level] >= 0]
+        if not splits.size:
+            return np.concatenate(levels).astype(np.int32)
+        level = np.stack([left[splits], right[splits]], axis=1).reshape(-1)
+        levels.append(level)
 
 
 def _heap_sums(leaf: np.ndarray) -> np.ndarray:

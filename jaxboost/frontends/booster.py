@@ -91,6 +91,7 @@ from .distribution_defaults import (
     small_weight_message,
 )
 from .eval_sets import prepare_eval_sets
+from .export import export_model
 from .grouping import (
     eval_set_groups,
     fit_groups,
@@ -925,10 +926,14 @@ class Booster:
         values = partial_dependence(self.forest_, self.init_score_, features, points)
         return grid, np.asarray(values)
 
-    def save(self, path) -> None:
-        """Write the model to a versioned JSON file (see `jaxboost.load`)."""
+    def save(self, path, format: str = "jaxboost") -> None:
+        """Write the model to a versioned JSON file (see `jaxboost.load`), or
+        with ``format="xgboost"`` / ``"onnx"`` a file XGBoost / ONNX Runtime
+        read (docs/explain.md, "Serve")."""
         self._check_fitted()
-        save_model(self, path)
+        if format == "jaxboost":
+            return save_model(self, path)
+        export_model(self, path, format)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "forest_"):

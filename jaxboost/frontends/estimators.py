@@ -37,6 +37,7 @@ from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
 from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
+from .export import export_model
 from .model_file import save_model
 from .settings import devices_for_jobs, progress_rounds
 from .settings_table import BOOSTER, CLASSIFIER, REGRESSOR, settings_of, takes_settings
@@ -289,13 +290,17 @@ class _BoosterEstimator(BaseEstimator):
         check_is_fitted(self)
         return np.asarray(self.booster_.feature_importances_)
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, format: str = "jaxboost") -> None:
         """Write the fitted estimator to a model file: its Booster's file
         (the trees, feature names and category maps) with the estimator's
         class, settings and labels; `jaxboost.load` gives back the
-        estimator, predicting exactly as this one (docs/sklearn.md)."""
+        estimator, predicting exactly as this one (docs/sklearn.md).
+        ``format="xgboost"`` / ``"onnx"``: its trees as a file XGBoost /
+        ONNX Runtime read (raw scores; docs/explain.md, "Serve")."""
         check_is_fitted(self)
-        save_model(self.booster_, path, estimator=estimator_section(self))
+        if format == "jaxboost":
+            return save_model(self.booster_, path, estimator=estimator_section(self))
+        export_model(self.booster_, path, format)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
