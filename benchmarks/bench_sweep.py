@@ -19,6 +19,12 @@ queries), a group loss too: ListNet with a temperature ``t`` (scores
 divided by ``t``), bound by ``functools.partial``, at the same settings,
 beside LightGBM's lambdarank.
 
+A scikit-learn ``GridSearchCV`` too: the quantile level as the nested
+setting ``loss__alpha`` of a ``Regressor(loss="quantile")``
+(docs/sklearn.md), four levels, 3-fold, so 13 fits with the refit; then the
+same search at four new levels, and LightGBM's (``objective="quantile"``,
+``alpha``) beside them.
+
 The first value of a loss compiles its programs (unless the persistent
 compilation cache holds them: the header says whether it is on); each later
 value runs them with its numbers (`jaxboost.runtime.lifted_values`).  The
@@ -143,6 +149,30 @@ def lightgbm_seconds(X, y, threads: int, group=None, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+def search_seconds(X, y, levels: list[float], threads: int) -> tuple[float, int, float]:
+    """Seconds of a 3-fold GridSearchCV of a quantile Regressor over
+    ``levels`` (as ``loss__alpha``), the programs it compiled, and
+    LightGBM's seconds for the same search."""
+    from sklearn.model_selection import GridSearchCV
+
+    before = _compiles[0]
+    start = time.perf_counter()
+    model = jb.Regressor(loss="quantile", **SETTINGS)
+    GridSearchCV(model, {"loss__alpha": levels}, cv=3).fit(X, y)
+    seconds = time.perf_counter() - start
+    compiled = _compiles[0] - before
+    peer = lgb.LGBMRegressor(
+        objective="quantile",
+        num_leaves=2 ** SETTINGS["max_depth"],
+        n_jobs=threads,
+        verbose=-1,
+        **SETTINGS,
+    )
+    start = time.perf_counter()
+    GridSearchCV(peer, {"alpha": levels}, cv=3).fit(X, y)
+    return seconds, compiled, time.perf_counter() - start
+
+
 def _row(name: str, seconds: list[float], compiled: int, again: float, peer: float) -> list[str]:
     later = statistics.median(seconds[1:])
     ratio = f"{later / peer:.1f}"
@@ -185,6 +215,11 @@ def main(argv=None) -> None:
         seconds, compiled, again = sweep(X, y, bind, values, **settings)
         results.append((name, seconds, compiled, again))
         print(name, [round(s, 3) for s in seconds], f"compiles after the first: {compiled}")
+    # the search: compiled at its first values (unless another fit did), then new ones
+    searched = [list(0.1 + 0.8 * rng.random(4)) for _ in range(2)]
+    searches = [search_seconds(X, y, values, args.threads) for values in searched]
+    for i, (seconds, compiled, peer) in enumerate(searches):
+        print(f"GridSearchCV {i + 1}: {seconds:.2f} s ({compiled} compiles), LightGBM {peer:.2f} s")
     lightgbm = lightgbm_seconds(X, y, args.threads)
     for name, seconds, compiled, again in results:
         rows.append(_row(name, seconds, compiled, again, lightgbm))
@@ -211,6 +246,13 @@ def main(argv=None) -> None:
             "x LightGBM",
         ],
         rows,
+    )
+    print_table(
+        ["GridSearchCV of loss__alpha (13 fits)", "s", "compiles", "LightGBM s", "x LightGBM"],
+        [
+            [f"{when} values", f"{seconds:.2f}", str(compiled), f"{peer:.2f}", f"{seconds / peer:.1f}"]
+            for when, (seconds, compiled, peer) in zip(("first", "new"), searches)
+        ],
     )
 
 

@@ -100,18 +100,24 @@ def is_catalogue_loss(loss: Any) -> bool:
         return False
 
 
-def resolve(loss: str | Callable) -> Callable:
+def resolve(loss: str | Callable, params: dict[str, Any] | None = None) -> Callable:
     """What ``fit`` trains on for a given ``loss`` argument.
 
     A name goes through `get`; a function of optax (or a
     ``functools.partial`` of one with keyword options) is adapted by
     ``from_optax``, since optax takes ``(predictions, targets)``; a declared
     loss or any other callable ``loss(y, f)`` is returned as it is.
+    ``params`` (the estimators' ``loss_params``) are a catalogue loss's
+    parameters by name, in place of its own: ``resolve("quantile",
+    {"alpha": 0.9})`` is ``quantile(0.9)``.
 
     Raises:
       TypeError: ``loss`` is neither a name nor callable.
-      ValueError: an unknown name, or an optax function that is no per-sample loss.
+      ValueError: an unknown name, an optax function that is no per-sample
+        loss, or ``params`` that the loss does not take.
     """
+    if params:
+        return _with_params(loss, params)
     if isinstance(loss, str):
         return get(loss)
     if not callable(loss):
@@ -119,3 +125,48 @@ def resolve(loss: str | Callable) -> Callable:
     if adapters.is_optax(loss) and not hasattr(loss, "link"):
         return adapters.adapt_optax(loss)
     return loss
+
+
+def parameters(loss: str | Callable) -> dict[str, Any] | None:
+    """The parameters of the catalogue loss ``loss`` (a name or a loss the
+    catalogue built) by name, with their values (a name's: its factory's
+    defaults, None where it has none), or None for a loss not from the catalogue."""
+    if isinstance(loss, str):
+        entry = CATALOGUE.get(ALIASES.get(loss, loss))
+        if entry is None or hasattr(entry, "link"):  # unknown, or a loss of no parameters
+            return None if entry is None else {}
+        return {
+            name: None if parameter.default is parameter.empty else parameter.default
+            for name, parameter in inspect.signature(entry).parameters.items()
+        }
+    if not is_catalogue_loss(loss):
+        return None
+    return {**(parameters(loss.name) or {}), **loss.params}
+
+
+def _with_params(loss: str | Callable, params: dict[str, Any]) -> Loss:
+    """The catalogue loss ``loss`` (a name or a catalogue loss) with ``params``
+    in place of its own; a ValueError naming ``loss_params`` otherwise."""
+    if not isinstance(params, dict) or not all(isinstance(key, str) for key in params):
+        raise ValueError(f"loss_params: expected a dict of parameter names, got {params!r}")
+    if isinstance(loss, str):
+        name, own = loss, {}
+    elif is_catalogue_loss(loss):
+        name, own = loss.name, loss.params
+    else:
+        raise ValueError(
+            f"loss_params: {sorted(params)} given for {loss!r}, which is not a catalogue loss; "
+            "only catalogue losses take their parameters by name (bind a function's numbers "
+            "with functools.partial instead)"
+        )
+    known = parameters(name)
+    unknown = sorted(set(params) - set(known or ()))
+    if known is not None and unknown:
+        raise ValueError(
+            f"loss_params: loss {name!r} takes {sorted(known) or 'no parameters'}, "
+            f"not {unknown}"
+        )
+    try:
+        return get(name, **{**own, **params})
+    except ValueError as error:
+        raise ValueError(f"loss_params: {error}") from None

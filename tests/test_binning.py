@@ -323,7 +323,16 @@ def test_native_binning_writes_tiles_of_rows():
 
 @pytest.mark.parametrize(
     ("distinct_values", "max_bins", "kept_bins"),
-    [(2, 255, 3), (3, 255, 3), (4, 255, 7), (17, 255, 31), (200, 255, 191), (90, 100, 95)],
+    [
+        (2, 255, 3),
+        (3, 255, 3),
+        (4, 255, 7),
+        (17, 255, 31),
+        (200, 255, 191),
+        (90, 100, 100),
+        (60, 100, 63),
+        (215, 255, 255),
+    ],
 )
 def test_trimmed_edges_keep_every_value_in_its_bin(distinct_values, max_bins, kept_bins):
     rng = np.random.default_rng(distinct_values)
@@ -333,8 +342,8 @@ def test_trimmed_edges_keep_every_value_in_its_bin(distinct_values, max_bins, ke
     edges, bins = _bin(X, max_bins)
     trimmed = trim_unused_bins(edges)
     # the smallest power of two of bins (the missing bin included; above 64 a
-    # multiple of 16) that holds every used bin, so that fits on slightly
-    # different data share programs
+    # multiple of 16; beyond three quarters of max_bins + 1 all) that holds
+    # every used bin, so that fits on slightly different data share programs
     assert trimmed.shape == (3, kept_bins)
     trimmed_bins = np.asarray(apply_bins(jnp.asarray(X), jnp.asarray(trimmed)))
     np.testing.assert_array_equal(trimmed_bins[~np.isnan(X.T)], bins[~np.isnan(X.T)])

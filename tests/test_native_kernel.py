@@ -1,6 +1,7 @@
-"""The native CPU histogram kernel is built on first use and chosen by
-default on CPU; without a working compiler, or switched off, fits fall back
-to the XLA kernel (with one warning when the build fails)."""
+"""The native CPU histogram kernel is chosen by default on CPU: the library
+built at install when it fits the installed jaxlib, else one built on first
+use; without a working compiler, or switched off, fits fall back to the XLA
+kernel (with one warning when the build fails)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,22 @@ import pytest
 from run_script import run_script
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+from jaxboost.kernels.native_build import fingerprint_path, library_name
 from jaxboost.kernels.native_library import SOURCES, build_library, is_intact, native_available
 from jaxboost.kernels.registry import kernels_for
 
 SCRIPT = Path(__file__).parent / "scripts" / "kernel_choice.py"
 
 
-def _fit(tmp_path: Path, name: str, **environment: str) -> dict:
+def _fit(tmp_path: Path, name: str, installed: Path | None = None, **environment: str) -> dict:
+    """The script's fit with cache ``name`` (fresh) and the libraries of
+    the folder ``installed`` (default none) standing for the installed ones."""
     cache = tmp_path / name
-    done = run_script(SCRIPT, {"JAXBOOST_CACHE_DIR": str(cache), **environment}, timeout=300)
+    if installed is None:
+        installed = tmp_path / f"{name}, nothing installed"
+        installed.mkdir()
+    folders = {"JAXBOOST_CACHE_DIR": str(cache), "KERNEL_CHOICE_INSTALLED": str(installed)}
+    done = run_script(SCRIPT, {**folders, **environment}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["cache"] = sorted(path.name for path in cache.glob("*")) if cache.exists() else []
@@ -71,6 +79,17 @@ def _truncated_copy(tmp_path: Path, source: str, name: str) -> Path:
     return library
 
 
+def _installed(folder: Path, jaxlib_version: str | None = None) -> Path:
+    """``folder`` holding a copy of this process's built library and its
+    record, as installing jaxboost leaves them; named for jaxlib
+    ``jaxlib_version`` when given (an install before jaxlib changed)."""
+    built = build_library()
+    library = folder / (library_name(jaxlib_version) if jaxlib_version else built.name)
+    shutil.copy(built, library)
+    shutil.copy(fingerprint_path(built), fingerprint_path(library))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def fits(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("kernels")
@@ -80,8 +99,18 @@ def fits(tmp_path_factory):
     compiler = _copying_compiler(tmp_path_factory.mktemp("compiler"))
     # and the two native fits likewise
     native_programs = {"JAXBOOST_COMPILATION_CACHE": str(tmp_path / "xla-native")}
+    # an install before jaxlib changed left a library that no longer fits
+    stale = _installed(tmp_path_factory.mktemp("installed-earlier"), jaxlib_version="0.4.1")
+    unused_compiler = _failing_compiler(tmp_path_factory.mktemp("unused-compiler"))
     results = {
-        "built": _fit(tmp_path, "built", CXX=str(compiler), **native_programs),
+        "built": _fit(tmp_path, "built", stale, CXX=str(compiler), **native_programs),
+        "installed": _fit(
+            tmp_path,
+            "installed",
+            _installed(tmp_path_factory.mktemp("installed")),
+            CXX=str(unused_compiler),
+            **native_programs,
+        ),
         "broken compiler": _fit(
             tmp_path, "broken", CXX=str(_failing_compiler(tmp_path)), **fallback_programs
         ),
@@ -99,11 +128,13 @@ def fits(tmp_path_factory):
     )
     results["broken compiler"]["folder"] = tmp_path
     results["built"]["folder"] = tmp_path / "built"
+    results["installed"]["compiler folder"] = unused_compiler.parent
     results["built"]["compiler calls"] = (compiler.parent / "calls.log").read_text().splitlines()
     return results
 
 
 def test_a_fresh_cache_builds_the_library_once(fits):
+    # (the library installed was built for another jaxlib)
     built = fits["built"]
     assert built["kernel"] == "native"
     assert built["warnings"] == []
@@ -115,6 +146,14 @@ def test_a_fresh_cache_builds_the_library_once(fits):
     # the sources compiled and linked once for the first fit, and once again
     # for the truncated library's rebuild
     assert built["compiler calls"] == ["called"] * 2 * (len(SOURCES) + 1)
+
+
+def test_the_library_built_at_install_is_loaded_without_the_compiler(fits):
+    installed = fits["installed"]
+    assert installed["kernel"] == "native"
+    assert installed["warnings"] == []
+    assert not any(name.endswith(".so") for name in installed["cache"])
+    assert not (installed["compiler folder"] / "calls.log").exists()
 
 
 def test_a_failed_build_warns_and_falls_back(fits):

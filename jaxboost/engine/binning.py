@@ -295,10 +295,11 @@ def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
 
     Keeps the first ``k`` value bins, with ``k + 1`` (the missing bin
     included) the smallest power of two up to 64, above it the smallest
-    multiple of 16, that holds every feature's used bins, at most
-    ``edges.shape[1] + 1``: fits whose data differ a little share the
-    compiled programs, and the histograms (every feature padded to ``k + 1``
-    bins) stay within a quarter of the bins used.  The bins cut off are empty for every feature,
+    multiple of 16, that holds every feature's used bins, and all
+    ``edges.shape[1] + 1`` beyond three quarters of them: fits whose data
+    differ a little (the folds of a cross-validation) share the compiled
+    programs, and the histograms (every feature padded to ``k + 1`` bins)
+    stay within a quarter of the bins used (a third, near the top).  The bins cut off are empty for every feature,
     so a tree grown on the trimmed edges is the one grown on the full ones
     (the same splits, as every empty bin's split equals the last used bin's
     and comes after it); only the missing bin's index moves, to ``k``.
@@ -314,6 +315,8 @@ def trim_unused_bins(edges: np.ndarray) -> np.ndarray:
     n_bins = 1 << max(used, 2).bit_length()  # a power of two > used
     if n_bins > 64:  # above 64, a multiple of 16 (at most 1/4 more than used)
         n_bins = -(-(used + 1) // 16) * 16
+    if 4 * n_bins > 3 * (max_bins + 1):  # near the top, all: samples of one data set bin alike
+        n_bins = max_bins + 1
     k = min(n_bins - 1, max_bins)
     last = np.full((edges.shape[0], 1), np.inf, np.float32)
     return np.ascontiguousarray(np.concatenate([edges[:, : k - 1], last], axis=1))

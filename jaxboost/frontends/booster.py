@@ -111,6 +111,7 @@ from .loss_checks import (
     check_target_spread,
     check_unbounded_targets,
 )
+from .loss_params import nested_params, pop_nested, set_nested
 from .model_fields import MODEL_FIELDS
 from .model_file import save_model
 from .monitor import Monitor
@@ -215,18 +216,22 @@ class Booster:
     """
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The settings by name, as scikit-learn's ``get_params`` (``deep``
-        changes nothing: no setting holds an estimator)."""
-        return {setting.name: getattr(self, setting.name) for setting in settings_of(BOOSTER)}
+        """The settings by name, as scikit-learn's ``get_params``; ``deep``
+        adds the catalogue loss's parameters ``loss__<name>`` (`loss_params`)."""
+        params = {setting.name: getattr(self, setting.name) for setting in settings_of(BOOSTER)}
+        return {**params, **nested_params(self)} if deep else params
 
     def set_params(self, **params: Any) -> Booster:
-        """Sets settings by name, as scikit-learn's ``set_params``; returns
-        ``self``.  An unknown name is a ValueError naming it."""
+        """Sets settings by name, as scikit-learn's ``set_params`` (and the
+        loss's parameters as ``loss__<name>``); returns ``self``.  An unknown
+        name is a ValueError naming it."""
+        nested = pop_nested(params)
         names = {setting.name for setting in settings_of(BOOSTER)}
         for name, value in params.items():
             if name not in names:
                 raise ValueError(f"{name}: not a setting of Booster; its settings: {sorted(names)}")
             setattr(self, name, value)
+        set_nested(self, nested)
         return self
 
     def __getstate__(self) -> dict[str, Any]:
@@ -428,7 +433,7 @@ class Booster:
         features = as_features(X, finite=True, refuse_subnormal=True)
         targets = as_targets(y, features.shape[0])
         weight = as_weights(sample_weight, features.shape[0])
-        loss = loss_catalogue.resolve(self.loss)
+        loss = loss_catalogue.resolve(self.loss, self.loss_params)
         check_target_domain(loss, targets)
         check_target_spread(loss, targets, weight)
         settings = {key: getattr(self, key) for key in ("leaf_method", "armijo", "n_outputs")}
@@ -549,7 +554,9 @@ class Booster:
         given = {k: v for k, v in arguments._asdict().items() if k not in data}
         given.update(callbacks=callbacks, verbose=verbose)
         hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
-        if holds_out(self.early_stopping, hessian, loss_catalogue.resolve(self.loss), given):
+        if holds_out(
+            self.early_stopping, hessian, loss_catalogue.resolve(self.loss, self.loss_params), given
+        ):
             # (errors name the user's rows, before the split renumbers them)
             _, targets, _, _, checked_loss, *_ = self._checked_inputs(arguments)
             n_outputs = self._n_outputs(checked_loss, targets)

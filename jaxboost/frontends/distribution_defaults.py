@@ -258,7 +258,7 @@ def _events_kept(
     without any is refused before)."""
     targets = np.asarray(_rows(y, np.arange(len(kept) + len(held))), np.float64)
     weight = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
-    loss = resolve(booster.loss)
+    loss = resolve(booster.loss, booster.loss_params)
     if unbounded_targets_problem(loss, targets[kept], weight[kept]) is None:
         return kept, held
     other = (targets[held] != targets[kept][weight[kept] > 0][0]) & (weight[held] > 0)

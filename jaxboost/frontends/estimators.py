@@ -38,6 +38,7 @@ from .categories import CategoryColumn, frame_category_columns
 from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
 from .export import export_model
+from .loss_params import nested_params, pop_nested, set_nested
 from .model_file import save_model
 from .settings import devices_for_jobs, progress_rounds
 from .settings_table import BOOSTER, CLASSIFIER, REGRESSOR, settings_of, takes_settings
@@ -129,6 +130,18 @@ def _one_names_warning() -> Iterator[None]:
 class _BoosterEstimator(BaseEstimator):
     """What Regressor and Classifier share: building, fitting and reading the Booster."""
 
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """scikit-learn's, and with ``deep`` the loss's parameters ``loss__<name>``."""
+        params = super().get_params(deep=False)
+        return {**params, **nested_params(self)} if deep else params
+
+    def set_params(self, **params: Any) -> _BoosterEstimator:
+        """scikit-learn's, and the loss's parameters ``loss__<name>`` (`loss_params`)."""
+        nested = pop_nested(params)
+        super().set_params(**params)
+        set_nested(self, nested)
+        return self
+
     def _engine_params(self) -> dict[str, Any]:
         """The estimator's settings that ``Booster`` takes, but the loss and
         the outputs, which the estimator resolves itself (the estimator-only
@@ -136,7 +149,7 @@ class _BoosterEstimator(BaseEstimator):
         params = {
             name: value
             for name, value in self.get_params(deep=False).items()
-            if name in _BOOSTER_SETTINGS and name not in ("loss", "n_outputs")
+            if name in _BOOSTER_SETTINGS and name not in ("loss", "loss_params", "n_outputs")
         }
         if isinstance(params.get("random_state"), np.random.RandomState):
             params["random_state"] = int(
@@ -371,7 +384,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         return y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y
 
     def _loss_and_outputs(self, y: np.ndarray) -> tuple[Callable, int | None]:
-        loss = loss_catalogue.resolve(self.loss)
+        loss = loss_catalogue.resolve(self.loss, self.loss_params)
         declared = getattr(loss, "n_outputs", None)
         if y.ndim == 1 or declared not in (None, 1) or self.n_outputs not in (None, y.shape[1]):
             return loss, self.n_outputs
@@ -498,8 +511,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         if isinstance(self.loss, str) and self.loss == "auto":
             binary = n_classes == 2
             loss = loss_catalogue.binary_logloss if binary else loss_catalogue.softmax_cross_entropy
+            loss = loss_catalogue.resolve(loss, self.loss_params)  # (they take none)
         else:
-            loss = loss_catalogue.resolve(self.loss)
+            loss = loss_catalogue.resolve(self.loss, self.loss_params)
         name = getattr(loss, "name", loss)
         link = getattr(loss, "link", None)  # None: undeclared, sigmoid or softmax below
         if link is not None and link not in _PROBABILITY_LINKS:

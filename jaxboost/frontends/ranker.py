@@ -63,7 +63,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         consecutive rows or ``qid`` ids (rows in any order), each query
         weighted by ``sample_weight`` ``(n_rows,)`` (the same on every row of
         a query); ``fit_params`` go to ``Booster.fit``.  Returns ``self``."""
-        loss = loss_catalogue.resolve(self.loss)
+        loss = loss_catalogue.resolve(self.loss, self.loss_params)
         if not is_group_loss(loss):
             name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
             raise ValueError(

@@ -33,6 +33,7 @@ from ..runtime.precision import LOSS_DTYPES
 from .categories import check_category_count, check_smoothing
 from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
 from .distribution_defaults import check_early_stopping
+from .loss_params import check_loss_params
 from .settings import (
     GROW_POLICIES,
     check_random_state,
@@ -352,6 +353,15 @@ SETTINGS: tuple[Setting, ...] = (
         XGBoost's and LightGBM's log level, for their users' code:
         without ``verbose``, 2 or more (their info and debug levels) prints
         progress every round, less nothing (warnings are Python warnings).
+        """),
+    Setting("loss_params", None, "dict | None", check_loss_params, doc="""
+        the catalogue loss's parameters by name, in place of its own:
+        ``loss="quantile", loss_params={"alpha": 0.9}`` fits
+        ``losses.quantile(0.9)``.  Each is also the nested setting
+        ``loss__<name>`` of ``get_params``/``set_params``, so scikit-learn's
+        searches take it (``{"loss__alpha": [0.1, 0.5, 0.9]}``); its values
+        are inputs of the compiled programs: a new value compiles nothing
+        (docs/sklearn.md).
         """),
 )
 # fmt: on

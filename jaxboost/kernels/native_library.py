@@ -1,29 +1,26 @@
-"""The native CPU kernels (C++ through XLA's FFI): building and loading them.
+"""The native CPU kernels (C++ through XLA's FFI): finding, building and loading them.
 
-``jaxboost/native/*.cc`` (histograms with subtraction, forest prediction,
-binning, the line search's leaf sums, routing rows, the categorical split
-search's sort, TreeSHAP values) are compiled on first use with the C++ compiler (``$CXX``, else
-``g++``, ``c++`` or ``clang++``) against the FFI headers that ship with
-jaxlib, into one shared library in ``$JAXBOOST_CACHE_DIR`` (default ``~/.cache/jaxboost``),
-once per source and jaxlib version, and registered as XLA custom-call
-targets for the CPU.  Beside each library a small file records its size and
-SHA-256, written after a successful build; a library that does not match it
-(truncated, damaged, or from a jaxboost that wrote none) is built again, never
-loaded: loading a truncated shared library kills the process (SIGBUS).  ``JAXBOOST_NATIVE=0`` turns them off; without a
-working compiler jaxboost warns once and uses its XLA kernels, which give the
-same models, slower.
+The kernels (histograms with subtraction, forest prediction, binning, the
+line search's leaf sums, routing rows, the categorical split search's sort,
+TreeSHAP values) are one shared library, compiled by `native_build` and
+registered as XLA custom-call targets for the CPU.  Installing jaxboost
+builds it into the package (``jaxboost/kernels/native/``, the source tree in
+an editable install), for the jaxlib installed then.  A process loads that
+library when it was built for these sources and the jaxlib installed now;
+otherwise (jaxlib changed since, or the install had no compiler) it builds
+one at first use with the machine's C++ compiler into ``$JAXBOOST_CACHE_DIR``
+(default ``~/.cache/jaxboost``), once per source and jaxlib version.  Either
+is loaded only when it matches the size and SHA-256 recorded at its build.
+``JAXBOOST_NATIVE=0`` turns the kernels off; without a library and a working
+compiler jaxboost warns once and uses its XLA kernels, which give the same
+models, slower.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import json
 import os
-import shutil
-import subprocess
-import tempfile
 import warnings
 from importlib.metadata import version
 from logging import getLogger
@@ -32,28 +29,24 @@ from pathlib import Path
 import jax
 
 from ..runtime.compilation_cache import cache_root
+from .native_build import (
+    NATIVE,
+    SOURCES,
+    NativeKernelUnavailable,
+    compile_and_link,
+    compile_library,
+    compiler,
+    is_intact,
+    library_name,
+)
 
-SOURCES = tuple(
-    Path(__file__).with_name("native") / name
-    for name in (
-        "histogram.cc",
-        "predict.cc",
-        "binning.cc",
-        "leaf_sums.cc",
-        "route.cc",
-        "category_order.cc",
-        "shap.cc",
-    )
-)
-# included by the sources: part of what a cached build was built from
-HEADERS = tuple(
-    Path(__file__).with_name("native") / name
-    for name in ("bin_tiles.h", "hist_layout.h", "leaf_lanes.h", "route_rows.h")
-)
+__all__ = ["SOURCES", "NativeKernelUnavailable", "build_library", "is_intact"]
+
+# where installing jaxboost puts the library
+INSTALLED_DIRECTORY = NATIVE
 _ENV_SWITCH = "JAXBOOST_NATIVE"
 # a first build says so in one line: logged, as there is nothing to act on
 _log = getLogger(__name__)
-_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
 _TARGETS = {
     "jaxboost_histogram_root": "JaxboostHistogramRoot",
     "jaxboost_histogram_children": "JaxboostHistogramChildren",
@@ -74,118 +67,36 @@ _TARGETS = {
 }
 
 
-class NativeKernelUnavailable(RuntimeError):
-    """The native kernel is switched off, or could not be built or loaded."""
-
-
 def _cache_directory() -> Path:
     return cache_root()
 
 
-def _compiler() -> str:
-    for candidate in (os.environ.get("CXX", "").strip(), "g++", "c++", "clang++"):
-        if candidate and shutil.which(candidate):
-            return candidate
-    raise NativeKernelUnavailable("no C++ compiler found (set CXX, or install g++)")
-
-
-def _fingerprint(library: str | os.PathLike) -> dict:
-    """``{"bytes": size, "sha256": hex digest}`` of the file ``library``."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(library, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return {"bytes": size, "sha256": digest.hexdigest()}
-
-
-def _fingerprint_path(library: Path) -> Path:
-    return library.with_name(library.name + ".sha256.json")
-
-
-def _write_fingerprint(library: Path, fingerprint: dict) -> None:
-    """Record ``fingerprint`` beside ``library``, atomically (temp file, rename)."""
-    handle, partial = tempfile.mkstemp(suffix=".json", dir=library.parent)
-    with os.fdopen(handle, "w") as file:
-        json.dump(fingerprint, file)
-    os.replace(partial, _fingerprint_path(library))
-
-
-def is_intact(library: Path) -> bool:
-    """True when ``library`` exists and has the size and SHA-256 recorded
-    beside it at build time (a size check first: truncation is the common
-    damage, and costs no read)."""
-    try:
-        recorded = json.loads(_fingerprint_path(library).read_text())
-        if not isinstance(recorded, dict) or library.stat().st_size != recorded.get("bytes"):
-            return False
-        return _fingerprint(library) == recorded
-    except (OSError, ValueError):  # missing, unreadable or not JSON: not known to be intact
-        return False
+def installed_library() -> Path | None:
+    """The library installing jaxboost built, when it fits these sources and
+    the installed jaxlib and is intact; else None."""
+    library = INSTALLED_DIRECTORY / library_name(version("jaxlib"))
+    return library if is_intact(library) else None
 
 
 def build_library() -> Path:
-    """Compile the kernels unless an intact build of these sources for this
-    jaxlib is cached; returns the shared library's path."""
-    include = jax.ffi.include_dir()
-    key = hashlib.sha256()
-    for source in SOURCES + HEADERS:
-        key.update(source.read_bytes())
-    key.update(" ".join((jax.__version__, version("jaxlib"), *_FLAGS)).encode())
-    library = _cache_directory() / f"kernels-{key.hexdigest()[:16]}.so"
+    """The shared library's path: the installed one when it fits, else an
+    intact build of these sources for this jaxlib in the cache, compiled
+    there first when there is none."""
+    installed = installed_library()
+    if installed is not None:
+        return installed
+    jaxlib_version = version("jaxlib")
+    library = _cache_directory() / library_name(jaxlib_version)
     if is_intact(library):
         return library
-    compiler = _compiler()
+    cxx = compiler()
     _log.warning(
         "jaxboost: building the native CPU kernels in %s, once per jaxboost and jaxlib "
-        "version (tens of seconds)",
+        "version: none was built at install for jaxlib %s (about 20 s)",
         library.parent,
+        jaxlib_version,
     )
-    library.parent.mkdir(parents=True, exist_ok=True)
-    # build beside the target and rename: concurrent builds (test workers)
-    # never see a half-written library
-    handle, partial = tempfile.mkstemp(suffix=".so", dir=library.parent)
-    os.close(handle)
-    try:
-        with tempfile.TemporaryDirectory(dir=library.parent) as objects:
-            _compile_and_link(compiler, include, Path(objects), partial)
-        fingerprint = _fingerprint(partial)
-    except NativeKernelUnavailable:
-        os.unlink(partial)
-        raise
-    os.replace(partial, library)  # over a damaged library: a new file, safe for its users
-    _write_fingerprint(library, fingerprint)
-    return library
-
-
-def _compile_and_link(compiler: str, include: str, objects: Path, library: str) -> None:
-    """Compile every source to an object in ``objects``, all at once (one
-    compiler process each: the cores share them), then link them into
-    ``library``."""
-    compile_flags = [flag for flag in _FLAGS if flag != "-shared"]
-    jobs = []
-    for source in SOURCES:
-        target = objects / f"{source.stem}.o"
-        command = [compiler, *compile_flags, "-I", include, "-c", str(source), "-o", str(target)]
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        jobs.append((target, process))
-    errors = []
-    for _, process in jobs:
-        _, stderr = process.communicate()
-        if process.returncode != 0:
-            errors.append(stderr)
-    if not errors:
-        command = [compiler, *_FLAGS, *(str(target) for target, _ in jobs), "-o", library]
-        linked = subprocess.run(command, capture_output=True, text=True, check=False)
-        if linked.returncode != 0:
-            errors.append(linked.stderr)
-    if errors:
-        raise NativeKernelUnavailable(
-            f"{compiler} failed to build jaxboost's native kernels:\n{errors[0][-2000:]}"
-        )
+    return compile_library(library, jax.ffi.include_dir(), cxx, compile_and_link)
 
 
 # the loaded library (ctypes), for the kernels called from the host

@@ -1,16 +1,22 @@
 """Fit a small model twice on the CPU, one with line-search leaves and one with
 quantised statistics; print the
 histogram kernel a fit picks, the warnings raised, and the predictions (one
-line, for the test to parse)."""
+line, for the test to parse).  ``KERNEL_CHOICE_INSTALLED`` names the folder
+that stands for the package's installed libraries."""
 
 import json
+import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 import jaxboost as jb
 from jaxboost import losses
+from jaxboost.kernels import native_library
 from jaxboost.kernels.registry import kernels_for
+
+native_library.INSTALLED_DIRECTORY = Path(os.environ["KERNEL_CHOICE_INSTALLED"])
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(600, 5)).astype(np.float32)
