@@ -173,6 +173,17 @@ def test_trees_hold_at_most_max_leaves_and_predict_as_their_walks(fitted):
     np.testing.assert_allclose(fitted.predict_raw(X), expected, rtol=1e-5, atol=1e-5)
 
 
+def test_max_leaves_alone_grows_leafwise_as_lightgbms_num_leaves(fitted):
+    settings = {key: value for key, value in _LOSSGUIDE.items() if key != "grow_policy"}
+    alone = jb.Booster(n_estimators=6, max_leaves=6, **settings)
+    assert alone.grow_policy == "auto"
+    alone.fit(X, Y)
+    for field, left, right in zip(alone.forest_._fields, alone.forest_, fitted.forest_):
+        if left is not None:
+            np.testing.assert_array_equal(np.asarray(left), np.asarray(right), err_msg=field)
+    assert _leaf_count(alone.forest_).max() == 6
+
+
 def test_leaf_values_are_the_newton_values_of_the_rows_routed_there():
     model = jb.Booster(
         loss=_half_square,
@@ -275,7 +286,7 @@ def test_estimators_take_the_policy():
     [
         ({"grow_policy": "leafwise"}, "grow_policy: expected one of"),
         (
-            {"max_leaves": 8},
+            {"grow_policy": "depthwise", "max_leaves": 8},
             'max_leaves: 8 bounds leaf-wise trees only; set grow_policy="lossguide"',
         ),
         ({"grow_policy": "lossguide", "max_leaves": 1}, "max_leaves: expected a whole number >= 2"),
