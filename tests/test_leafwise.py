@@ -430,6 +430,46 @@ def test_importances_count_the_kept_splits_only(fitted):
     assert splits.sum() == 6 * 5  # 6 trees of 6 leaves: pruned nodes are not counted
 
 
+@pytest.mark.parametrize("max_leaves", [5, 20])
+def test_best_first_on_the_held_nodes_table_chooses_as_on_the_heap(max_leaves):
+    # best_first_table walks the held nodes by explicit children; the heap
+    # walk (best_first_splits) over the same gains, 0 where a node was not
+    # held, is the reference, ties (equal gains) included
+    from jaxboost.engine.leafwise import (
+        HeldNodes,
+        best_first_splits,
+        best_first_table,
+        heap_chosen,
+    )
+
+    max_depth, rng = 6, np.random.default_rng(max_leaves)
+    table = jax.jit(lambda held: heap_chosen(held, best_first_table(held, max_leaves)))
+    heap = jax.jit(lambda gain: best_first_splits(gain, max_leaves))
+    for trial in range(6):
+        gain = np.round(rng.exponential(size=2**max_depth - 1), 1 if trial % 2 else 6)
+        gain = (gain * (rng.random(gain.size) < 0.8)).astype(np.float32)
+        gain[0] = 1.0  # the root splits
+        held, heap_gain = [], np.zeros_like(gain)
+        for depth in range(max_depth):
+            level = gain[2**depth - 1 : 2 ** (depth + 1) - 1]
+            if depth < 3:  # every node, in order
+                nodes = np.arange(2**depth)
+                held.append(HeldNodes(jnp.asarray(nodes), jnp.ones(2**depth, bool), level))
+            else:  # some sibling pairs, then padding (valid False)
+                pairs = np.sort(rng.choice(2 ** (depth - 1), size=3, replace=False))
+                nodes = np.stack([2 * pairs, 2 * pairs + 1], axis=1).reshape(-1)
+                padded = np.r_[nodes, [2**depth - 1, 2**depth - 1]].astype(np.int32)
+                valid = np.r_[np.ones(nodes.size, bool), False, False]
+                place = np.full(2**depth, padded.size, np.int32)
+                place[nodes] = np.arange(nodes.size)
+                held_gain = np.r_[level[nodes], 9.0, 9.0].astype(np.float32)  # padding: ignored
+                held.append(HeldNodes(jnp.asarray(padded), jnp.asarray(valid), held_gain, place))
+            heap_gain[2**depth - 1 + nodes] = level[nodes]
+        chosen, expected = table(held), heap(jnp.asarray(heap_gain))
+        assert 0 < int(np.sum(chosen)) <= max_leaves - 1
+        np.testing.assert_array_equal(np.asarray(chosen), np.asarray(expected))
+
+
 @pytest.mark.parametrize("max_leaves", [3, 6, 9, 20, 31, 255])
 def test_live_capacity_holds_every_node_best_first_growth_can_split(max_leaves):
     # live_slots keeps the first live_capacity / 2 split parents of a level:
