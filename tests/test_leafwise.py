@@ -4,6 +4,7 @@ the depth-wise model at a full budget, and everything that reads the heap
 (prediction, ``apply``, files, constraints, group and vector losses)."""
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -440,6 +441,7 @@ def test_best_first_on_the_held_nodes_table_chooses_as_on_the_heap(max_leaves):
         best_first_splits,
         best_first_table,
         heap_chosen,
+        with_children,
     )
 
     max_depth, rng = 6, np.random.default_rng(max_leaves)
@@ -468,6 +470,9 @@ def test_best_first_on_the_held_nodes_table_chooses_as_on_the_heap(max_leaves):
         chosen, expected = table(held), heap(jnp.asarray(heap_gain))
         assert 0 < int(np.sum(chosen)) <= max_leaves - 1
         np.testing.assert_array_equal(np.asarray(chosen), np.asarray(expected))
+        # the children's places found once, as grow_tree does
+        linked = [with_children(upper, lower) for upper, lower in itertools.pairwise(held)]
+        np.testing.assert_array_equal(np.asarray(table(linked + held[-1:])), np.asarray(expected))
 
 
 @pytest.mark.parametrize("max_leaves", [3, 6, 9, 20, 31, 255])

@@ -82,6 +82,22 @@ class HeldNodes(NamedTuple):
     # (2^depth,) int32 each node's place in node, n_held where it has none;
     # None: every node of the level, in order
     held_of_node: jax.Array | None = None
+    # (n_held, 2) int32 the place of each node's children among the next
+    # level's held nodes (`with_children`), or None: found when needed
+    child_place: jax.Array | None = None
+
+
+def _child_place(level: HeldNodes, below: HeldNodes) -> jax.Array:
+    """``(n_held, 2)`` int32 place of each of ``level``'s nodes' children
+    among ``below``'s held nodes, ``below``'s count where not held."""
+    child = 2 * level.node[:, None] + jnp.arange(2, dtype=jnp.int32)
+    return child if below.held_of_node is None else below.held_of_node[child]
+
+
+def with_children(level: HeldNodes, below: HeldNodes) -> HeldNodes:
+    """``level`` with its children's places in the next level, ``below``
+    (found once, not at every later level's `best_first_table`)."""
+    return level._replace(child_place=_child_place(level, below))
 
 
 def _children(held: list[HeldNodes], n_entries: int) -> jax.Array:
@@ -91,14 +107,14 @@ def _children(held: list[HeldNodes], n_entries: int) -> jax.Array:
     children, first = [], 0
     for depth, level in enumerate(held):
         below_first = first + level.node.shape[0]
-        child = 2 * level.node[:, None] + jnp.arange(2, dtype=jnp.int32)
         if depth + 1 == len(held):
-            index = jnp.full(child.shape, n_entries, jnp.int32)
+            index = jnp.full((level.node.shape[0], 2), n_entries, jnp.int32)
         else:
             below = held[depth + 1]
-            n_below = below.node.shape[0]
-            place = child if below.held_of_node is None else below.held_of_node[child]
-            index = jnp.where(place < n_below, below_first + place, n_entries)
+            place = level.child_place
+            if place is None:
+                place = _child_place(level, below)
+            index = jnp.where(place < below.node.shape[0], below_first + place, n_entries)
         children.append(jnp.where(level.valid[:, None], index, n_entries))
         first = below_first
     return jnp.concatenate(children)

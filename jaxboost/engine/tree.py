@@ -38,6 +38,7 @@ from .leafwise import (
     live_capacity,
     live_slots,
     spread_choice,
+    with_children,
 )
 from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
@@ -373,6 +374,8 @@ def grow_tree(
             lower, upper = search_bounds(constraints.monotone, boxes)
             bounds = bounds._replace(lower=lower, upper=upper)
         choice, level_held = _level_choice(search, hist, bounds, live_level, n_nodes)
+        if params.max_leaves and held:
+            held[-1] = with_children(held[-1], level_held)
         held.append(level_held)
         if constraints is not None:
             level_bounds.append(bounds)
