@@ -4,6 +4,7 @@ the depth-wise model at a full budget, and everything that reads the heap
 (prediction, ``apply``, files, constraints, group and vector losses)."""
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -173,6 +174,17 @@ def test_trees_hold_at_most_max_leaves_and_predict_as_their_walks(fitted):
     np.testing.assert_allclose(fitted.predict_raw(X), expected, rtol=1e-5, atol=1e-5)
 
 
+def test_max_leaves_alone_grows_leafwise_as_lightgbms_num_leaves(fitted):
+    settings = {key: value for key, value in _LOSSGUIDE.items() if key != "grow_policy"}
+    alone = jb.Booster(n_estimators=6, max_leaves=6, **settings)
+    assert alone.grow_policy == "auto"
+    alone.fit(X, Y)
+    for field, left, right in zip(alone.forest_._fields, alone.forest_, fitted.forest_):
+        if left is not None:
+            np.testing.assert_array_equal(np.asarray(left), np.asarray(right), err_msg=field)
+    assert _leaf_count(alone.forest_).max() == 6
+
+
 def test_leaf_values_are_the_newton_values_of_the_rows_routed_there():
     model = jb.Booster(
         loss=_half_square,
@@ -275,7 +287,7 @@ def test_estimators_take_the_policy():
     [
         ({"grow_policy": "leafwise"}, "grow_policy: expected one of"),
         (
-            {"max_leaves": 8},
+            {"grow_policy": "depthwise", "max_leaves": 8},
             'max_leaves: 8 bounds leaf-wise trees only; set grow_policy="lossguide"',
         ),
         ({"grow_policy": "lossguide", "max_leaves": 1}, "max_leaves: expected a whole number >= 2"),
@@ -417,6 +429,50 @@ def test_importances_count_the_kept_splits_only(fitted):
     counts = np.bincount(features, minlength=X.shape[1]) / features.size
     np.testing.assert_allclose(fitted.feature_importance("split"), counts, rtol=1e-6)
     assert splits.sum() == 6 * 5  # 6 trees of 6 leaves: pruned nodes are not counted
+
+
+@pytest.mark.parametrize("max_leaves", [5, 20])
+def test_best_first_on_the_held_nodes_table_chooses_as_on_the_heap(max_leaves):
+    # best_first_table walks the held nodes by explicit children; the heap
+    # walk (best_first_splits) over the same gains, 0 where a node was not
+    # held, is the reference, ties (equal gains) included
+    from jaxboost.engine.leafwise import (
+        HeldNodes,
+        best_first_splits,
+        best_first_table,
+        heap_chosen,
+        with_children,
+    )
+
+    max_depth, rng = 6, np.random.default_rng(max_leaves)
+    table = jax.jit(lambda held: heap_chosen(held, best_first_table(held, max_leaves)))
+    heap = jax.jit(lambda gain: best_first_splits(gain, max_leaves))
+    for trial in range(6):
+        gain = np.round(rng.exponential(size=2**max_depth - 1), 1 if trial % 2 else 6)
+        gain = (gain * (rng.random(gain.size) < 0.8)).astype(np.float32)
+        gain[0] = 1.0  # the root splits
+        held, heap_gain = [], np.zeros_like(gain)
+        for depth in range(max_depth):
+            level = gain[2**depth - 1 : 2 ** (depth + 1) - 1]
+            if depth < 3:  # every node, in order
+                nodes = np.arange(2**depth)
+                held.append(HeldNodes(jnp.asarray(nodes), jnp.ones(2**depth, bool), level))
+            else:  # some sibling pairs, then padding (valid False)
+                pairs = np.sort(rng.choice(2 ** (depth - 1), size=3, replace=False))
+                nodes = np.stack([2 * pairs, 2 * pairs + 1], axis=1).reshape(-1)
+                padded = np.r_[nodes, [2**depth - 1, 2**depth - 1]].astype(np.int32)
+                valid = np.r_[np.ones(nodes.size, bool), False, False]
+                place = np.full(2**depth, padded.size, np.int32)
+                place[nodes] = np.arange(nodes.size)
+                held_gain = np.r_[level[nodes], 9.0, 9.0].astype(np.float32)  # padding: ignored
+                held.append(HeldNodes(jnp.asarray(padded), jnp.asarray(valid), held_gain, place))
+            heap_gain[2**depth - 1 + nodes] = level[nodes]
+        chosen, expected = table(held), heap(jnp.asarray(heap_gain))
+        assert 0 < int(np.sum(chosen)) <= max_leaves - 1
+        np.testing.assert_array_equal(np.asarray(chosen), np.asarray(expected))
+        # the children's places found once, as grow_tree does
+        linked = [with_children(upper, lower) for upper, lower in itertools.pairwise(held)]
+        np.testing.assert_array_equal(np.asarray(table(linked + held[-1:])), np.asarray(expected))
 
 
 @pytest.mark.parametrize("max_leaves", [3, 6, 9, 20, 31, 255])

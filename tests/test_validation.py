@@ -129,9 +129,32 @@ def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkey
     # edges (a sample of rows), before any row is binned.
     monkeypatch.setattr(jaxboost.frontends.placement, "memory_per_device", lambda devices: 2**30)
     monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _no_binning)
-    message = r"max_depth: 17 needs about 1\.5 GiB per device .* more than the 1\.0 GiB"
+    message = r"max_depth: 17 needs about 1\.5 GiB per device: .* more than the 1\.0 GiB"
     with pytest.raises(ValueError, match=message):
-        jb.Booster(n_estimators=1, max_depth=17).fit(X, y)
+        jb.Booster(n_estimators=1, max_depth=17, rounds_per_chunk=1).fit(X, y)
+
+
+def test_a_deep_leafwise_tree_is_weighed_by_its_live_nodes(monkeypatch):
+    X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
+    y = X[:, 0].copy()
+    import jaxboost.frontends.placement
+
+    # The depth-17 tree above, grown leaf-wise with 31 leaves: its levels
+    # hold histograms for at most 30 live nodes, so it fits in 1 GiB and the
+    # fit goes on to bin the rows.
+    monkeypatch.setattr(jaxboost.frontends.placement, "memory_per_device", lambda devices: 2**30)
+    monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _reached_binning)
+    booster = jb.Booster(n_estimators=1, max_depth=17, grow_policy="lossguide", max_leaves=31)
+    with pytest.raises(_BinningReached):
+        booster.fit(X, y)
+
+
+class _BinningReached(Exception):
+    pass
+
+
+def _reached_binning(*args, **kwargs):
+    raise _BinningReached
 
 
 def _no_binning(*args, **kwargs):
@@ -147,6 +170,32 @@ def test_histogram_memory_grows_with_depth_features_bins_and_outputs():
     check_histogram_memory(22, 4, 256, 1, None)  # memory unknown: not checked
     with pytest.raises(ValueError, match="128.0 GiB"):
         check_histogram_memory(22, 4, 256, 2, 64 * gib)
+
+
+def test_leafwise_histogram_memory_counts_the_live_nodes_and_the_trees():
+    from jaxboost.engine.leafwise import live_capacity
+
+    gib = 2**30
+    # 31 leaves: the widest level (by 12 bytes a node and 8 a node above) is
+    # depth 6 (28 live nodes, 30 above), whatever the depth below
+    assert [live_capacity(depth, 31) for depth in (5, 6)] == [30, 28]
+    assert max(live_capacity(depth, 31) for depth in range(7, 30)) == 28
+    per_node = 28 * 256 * 2 * 5  # features x bins x statistics of 5 outputs
+    histograms = per_node * (12 * 28 + 8 * 30)
+    check_histogram_memory(30, 28, 256, 5, histograms, max_leaves=31)
+    with pytest.raises(ValueError, match=r"28 nodes x 28 features x 256 bins.*max_leaves"):
+        check_histogram_memory(30, 28, 256, 5, histograms - 1, max_leaves=31)
+    # the depth-wise tree of depth 16 needs 2^15 nodes' worth: 35 GiB
+    with pytest.raises(ValueError, match="35.0 GiB"):
+        check_histogram_memory(16, 28, 256, 5, 34 * gib)
+    # the trees a program returns: 50 rounds of one tree of 2^16 leaves, 5 outputs
+    trees = 50 * 2**16 * (25 + 4 * 5)
+    leafwise = histograms + trees
+    check_histogram_memory(16, 28, 256, 5, leafwise, max_leaves=31, n_outputs=5, trees_per_chunk=50)
+    with pytest.raises(ValueError, match=r"for the 50 trees of 2\^16 leaves"):
+        check_histogram_memory(
+            16, 28, 256, 5, leafwise - 1, max_leaves=31, n_outputs=5, trees_per_chunk=50
+        )
 
 
 def test_memory_per_device_of_cpu_devices_shares_the_machine():

@@ -17,11 +17,16 @@ leaves, and the leaves' sums, are mapped through a table of ``2^D`` entries.
 Only nodes that can still be kept need histograms and a split search: a
 level's live nodes (`live_slots`, at most ``2 max_leaves``: `live_capacity`) are
 summed and searched, the others do not split.  So a level costs memory and
-search for ``2 max_leaves`` nodes at most, whatever its depth; the heap
-arrays of the tree (its ``2^D`` leaves) remain.
+search for ``2 max_leaves`` nodes at most, whatever its depth.  Best-first
+growth itself runs on a table of the nodes held so far (`HeldNodes`, the
+levels one after another, with explicit child indices: `best_first_table`),
+not on the ``2^D - 1`` heap nodes; the heap arrays of the tree (its ``2^D``
+leaves) and the row-to-leaf map remain.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -65,6 +70,96 @@ def best_first_splits(gain: jax.Array, max_leaves: int) -> jax.Array:
 
     _, chosen = lax.fori_loop(0, max_leaves - 1, split_best, (score, chosen))
     return chosen[:n_internal]
+
+
+class HeldNodes(NamedTuple):
+    """A level's nodes whose histograms were built and searched, in heap
+    order: every node of the level, or its live ones (`live_slots`)."""
+
+    node: jax.Array  # (n_held,) int32 node within the level (any on the padding)
+    valid: jax.Array  # (n_held,) bool, False on the padding
+    gain: jax.Array  # (n_held,) float32 split gain, > 0 where the node would split
+    # (2^depth,) int32 each node's place in node, n_held where it has none;
+    # None: every node of the level, in order
+    held_of_node: jax.Array | None = None
+    # (n_held, 2) int32 the place of each node's children among the next
+    # level's held nodes (`with_children`), or None: found when needed
+    child_place: jax.Array | None = None
+
+
+def _child_place(level: HeldNodes, below: HeldNodes) -> jax.Array:
+    """``(n_held, 2)`` int32 place of each of ``level``'s nodes' children
+    among ``below``'s held nodes, ``below``'s count where not held."""
+    child = 2 * level.node[:, None] + jnp.arange(2, dtype=jnp.int32)
+    return child if below.held_of_node is None else below.held_of_node[child]
+
+
+def with_children(level: HeldNodes, below: HeldNodes) -> HeldNodes:
+    """``level`` with its children's places in the next level, ``below``
+    (found once, not at every later level's `best_first_table`)."""
+    return level._replace(child_place=_child_place(level, below))
+
+
+def _children(held: list[HeldNodes], n_entries: int) -> jax.Array:
+    """``(n_entries, 2)`` int32 table index of each entry's children (the
+    levels' held nodes one after another), ``n_entries`` where a child was
+    not held or lies below the last level."""
+    children, first = [], 0
+    for depth, level in enumerate(held):
+        below_first = first + level.node.shape[0]
+        if depth + 1 == len(held):
+            index = jnp.full((level.node.shape[0], 2), n_entries, jnp.int32)
+        else:
+            below = held[depth + 1]
+            place = level.child_place
+            if place is None:
+                place = _child_place(level, below)
+            index = jnp.where(place < below.node.shape[0], below_first + place, n_entries)
+        children.append(jnp.where(level.valid[:, None], index, n_entries))
+        first = below_first
+    return jnp.concatenate(children)
+
+
+def best_first_table(held: list[HeldNodes], max_leaves: int) -> list[jax.Array]:
+    """Of each level's held nodes, ``(n_held,)`` bool: those best-first
+    growth of ``max_leaves`` leaves splits (`best_first_splits`, on a
+    table of the held nodes with explicit children instead of the heap: a
+    node never held never splits).  The table lists the levels in order and
+    each level's nodes in heap order, so its first of tied gains is the
+    heap's."""
+    gain = jnp.concatenate([jnp.where(level.valid, level.gain, 0.0) for level in held])
+    n_entries = gain.shape[0]
+    children = _children(held, n_entries)
+    # one entry past the table: where absent children point, never open
+    splits = jnp.concatenate([jnp.where(gain > 0, gain, -jnp.inf), jnp.full(1, -jnp.inf)])
+    score = jnp.full(splits.shape, -jnp.inf, gain.dtype).at[0].set(splits[0])
+    chosen = jnp.zeros(splits.shape, bool)
+
+    def split_best(_, state):
+        score, chosen = state
+        best = jnp.argmax(score)  # first of ties
+        take = score[best] > -jnp.inf
+        child = children[best]
+        opened = jnp.where(take, splits[child], -jnp.inf)
+        score = score.at[child].max(opened)
+        score = score.at[best].set(-jnp.inf).at[n_entries].set(-jnp.inf)
+        return score, chosen.at[best].set(chosen[best] | take)
+
+    _, chosen = lax.fori_loop(0, max_leaves - 1, split_best, (score, chosen))
+    parts, first = [], 0
+    for level in held:
+        parts.append(chosen[first : first + level.node.shape[0]] & level.valid)
+        first += level.node.shape[0]
+    return parts
+
+
+def heap_chosen(held: list[HeldNodes], chosen: list[jax.Array]) -> jax.Array:
+    """``(2^D - 1,)`` bool in heap order from `best_first_table`'s choice."""
+    parts = []
+    for depth, (level, kept) in enumerate(zip(held, chosen)):
+        target = jnp.where(level.valid, level.node, 2**depth)  # padding: dropped
+        parts.append(jnp.zeros(2**depth, bool).at[target].set(kept, mode="drop"))
+    return jnp.concatenate(parts)
 
 
 def stop_depth(chosen: jax.Array, max_depth: int) -> jax.Array:
@@ -134,6 +229,7 @@ def best_first_tree(
     node_bounds: NodeBounds | None,
     max_leaves: int,
     max_bins: int,
+    chosen: jax.Array | None = None,
 ):
     """``(structure, leaf_of_row, sums, leaf bounds)`` of the best-first tree
     of at most ``max_leaves`` leaves within the complete one.
@@ -145,9 +241,12 @@ def best_first_tree(
       node_bounds: `NodeBounds` of all ``2^(D+1) - 1`` nodes, or None.
       max_leaves: the budget of leaves.
       max_bins: value bins per feature (a non-split's ``threshold_bin`` is the last).
+      chosen: ``(2^D - 1,)`` bool, the nodes best-first growth splits
+        (`heap_chosen`), or None: found from the structure's gains.
     """
     max_depth = (structure.feature.shape[0] + 1).bit_length() - 1
-    chosen = best_first_splits(structure.split_gain, max_leaves)
+    if chosen is None:
+        chosen = best_first_splits(structure.split_gain, max_leaves)
     stop = stop_depth(chosen, max_depth)
     leaf_map = pruned_leaf(stop, max_depth)
     bounds = None if node_bounds is None else pruned_bounds(node_bounds, stop, max_depth)
@@ -196,17 +295,14 @@ def live_capacity(depth: int, max_leaves: int) -> int:
 
 
 def live_slots(
-    gain_above: jax.Array, depth: int, max_leaves: int, slot_above: jax.Array | None
+    held_above: list[HeldNodes], depth: int, max_leaves: int
 ) -> tuple[LiveSlots, jax.Array, jax.Array]:
-    """The level's live nodes from the gains of the levels above.
+    """The level's live nodes from the held nodes of the levels above.
 
     Args:
-      gain_above: ``(2^depth - 1,)`` float32 split gains of the levels above.
+      held_above: the `HeldNodes` of levels ``0 .. depth - 1``.
       depth: the level (>= 1); ``live_capacity(depth, max_leaves) < 2^depth``.
       max_leaves: the budget of leaves.
-      slot_above: ``(2^(depth - 1),)`` int32 slot of each node of the level
-        above in its histograms (its `LiveSlots.slot_of_node`), or None:
-        every node's own.
     Returns:
       ``(live, index, valid)``: the `jaxboost.kernels.interfaces.LiveSlots`
       of the ``live_capacity`` slots (pairs of siblings whose parent
@@ -214,16 +310,14 @@ def live_slots(
       node within the level ``(live_capacity,)`` int32 (the last node on the
       padding) and ``valid`` ``(live_capacity,)`` bool, False on the padding.
     """
-    chosen = best_first_splits(gain_above, max_leaves)
-    parent_kept = chosen[2 ** (depth - 1) - 1 :]  # the level above, (2^(depth - 1),)
+    parent_kept = best_first_table(held_above, max_leaves)[-1]  # the level above's
     n_pairs = live_capacity(depth, max_leaves) // 2
-    (parent,) = jnp.nonzero(parent_kept, size=n_pairs, fill_value=-1)
-    parent = parent.astype(jnp.int32)
-    held = parent >= 0
-    parent_slot = jnp.maximum(parent, 0)
-    if slot_above is not None:
-        parent_slot = slot_above[parent_slot]
-    live = LiveSlots(parent, jnp.where(held, parent_slot, 0))
+    # a kept parent's slot in the level above's histograms is its place there
+    (parent_slot,) = jnp.nonzero(parent_kept, size=n_pairs, fill_value=-1)
+    parent_slot = parent_slot.astype(jnp.int32)
+    held = parent_slot >= 0
+    parent = jnp.where(held, held_above[-1].node[jnp.maximum(parent_slot, 0)], -1)
+    live = LiveSlots(parent, jnp.maximum(parent_slot, 0))
     index = (2 * parent[:, None] + jnp.arange(2, dtype=jnp.int32)).reshape(-1)
     valid = jnp.repeat(held, 2)
     return live, jnp.where(valid, index, 2**depth - 1), valid

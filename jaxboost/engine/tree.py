@@ -30,7 +30,16 @@ from .constraints import (
     node_feature_mask,
     root_bounds,
 )
-from .leafwise import best_first_tree, live_capacity, live_slots, spread_choice
+from .leafwise import (
+    HeldNodes,
+    best_first_table,
+    best_first_tree,
+    heap_chosen,
+    live_capacity,
+    live_slots,
+    spread_choice,
+    with_children,
+)
 from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
@@ -229,29 +238,33 @@ def _children_boxes(boxes, choice):
     )
 
 
-def _live_level(levels, depth: int, max_leaves: int, slot_above):
+def _live_level(held: list, depth: int, max_leaves: int):
     """``(live, index, valid)`` of `jaxboost.engine.leafwise.live_slots` for
     a level of leaf-wise growth (``max_leaves``) with fewer live nodes than
-    nodes, else None (every node summed and searched)."""
+    nodes, else None (every node summed and searched); ``held``: the
+    `HeldNodes` of the levels above."""
     if not max_leaves or live_capacity(depth, max_leaves) >= 2**depth:
         return None
-    gain_above = jnp.concatenate([level.split_gain for level in levels])
-    return live_slots(gain_above, depth, max_leaves, slot_above)
+    return live_slots(held, depth, max_leaves)
 
 
 def _level_choice(search, hist, bounds, live_level, n_nodes: int):
-    """The `SplitChoice` of a level's ``n_nodes`` nodes from its histograms:
-    of every node, or of its live nodes only (``live_level``: `_live_level`;
-    the others do not split)."""
+    """``(choice, held)``: the `SplitChoice` of a level's ``n_nodes`` nodes
+    from its histograms, of every node or of its live nodes only
+    (``live_level``: `_live_level`; the others do not split), and the
+    level's `HeldNodes`."""
     if live_level is None:
-        return search(hist) if bounds is None else search(hist, bounds)
-    _, index, valid = live_level
+        choice = search(hist) if bounds is None else search(hist, bounds)
+        every = jnp.arange(n_nodes, dtype=jnp.int32)
+        return choice, HeldNodes(every, jnp.ones(n_nodes, bool), choice.gain)
+    live, index, valid = live_level
     if bounds is None:
         choice = search(hist)
     else:
         live_bounds = NodeBounds(*(None if part is None else part[index] for part in bounds))
         choice = search(hist, live_bounds)
-    return spread_choice(choice, index, valid, n_nodes)
+    held = HeldNodes(index, valid, choice.gain, live.slot_of_node(n_nodes))
+    return spread_choice(choice, index, valid, n_nodes), held
 
 
 def grow_tree(
@@ -335,10 +348,10 @@ def grow_tree(
     levels, level_bounds = [], []
     carry = None  # what the kernel keeps from the level above (native: its sums)
     split = None  # the level above's splits: the kernel routes the rows by them
-    slot_above = None  # leaf-wise: the level above's nodes' slots (None: every node)
+    held = []  # leaf-wise: each level's HeldNodes, the table best-first growth reads
     for depth in range(params.max_depth):
         n_nodes, n_bins = 2**depth, max_bins + 1
-        live_level = _live_level(levels, depth, params.max_leaves, slot_above)
+        live_level = _live_level(held, depth, params.max_leaves)
         live = None if live_level is None else live_level[0]
         if stats_scale is None:
             hist, carry, node_of_row = kernel.level(
@@ -357,11 +370,13 @@ def grow_tree(
                 slots,
                 live,
             )
-        slot_above = None if live is None else live.slot_of_node(n_nodes)
         if boxes is not None:
             lower, upper = search_bounds(constraints.monotone, boxes)
             bounds = bounds._replace(lower=lower, upper=upper)
-        choice = _level_choice(search, hist, bounds, live_level, n_nodes)
+        choice, level_held = _level_choice(search, hist, bounds, live_level, n_nodes)
+        if params.max_leaves and held:
+            held[-1] = with_children(held[-1], level_held)
+        held.append(level_held)
         if constraints is not None:
             level_bounds.append(bounds)
             bounds = children_bounds(
@@ -395,8 +410,9 @@ def grow_tree(
         node_bounds = None
         if constraints is not None and boxes is None:
             node_bounds = jax.tree.map(lambda *parts: jnp.concatenate(parts), *level_bounds, bounds)
+        chosen = heap_chosen(held, best_first_table(held, params.max_leaves))
         structure, leaf_of_row, sums, bounds = best_first_tree(
-            structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins
+            structure, leaf_of_row, sums, node_bounds, params.max_leaves, max_bins, chosen
         )
     if boxes is not None:  # the leaves' boxes: their values are ordered once computed
         bounds = leaf_boxes(structure, bins.shape[0], max_bins)

@@ -119,6 +119,8 @@ from .offsets import as_offsets, round_start, with_eval_offsets, with_offsets
 from .placement import FitInputs, PlacedRows, init_search_rows, place_rows
 from .rounds_loop import Safeguards, dtype_of, metric_in, run_rounds, scaled_settings
 from .settings import (
+    MONITORED_ROUNDS_PER_CHUNK,
+    UNMONITORED_ROUNDS_PER_CHUNK,
     choice,
     least_child_rows,
     tree_leaves,
@@ -141,14 +143,6 @@ from .validation import (
     column_count,
     feature_names,
 )
-
-# rounds per device program when something watches every round
-_MONITORED_CHUNK = 10
-
-# rounds per device program otherwise: the same for every n_estimators, so
-# changing it (a grid search) compiles nothing; the last chunk's unused rounds
-# are skipped inside the program
-_UNMONITORED_CHUNK = 50
 
 
 class _FitArguments(NamedTuple):
@@ -311,7 +305,7 @@ class Booster:
             armijo = leaf_method == "line_search" or hessian.negative
         chunk = self.rounds_per_chunk
         if chunk is None:
-            chunk = _MONITORED_CHUNK if monitored else _UNMONITORED_CHUNK
+            chunk = MONITORED_ROUNDS_PER_CHUNK if monitored else UNMONITORED_ROUNDS_PER_CHUNK
         cfg = StaticSettings(
             loss=loss,
             n_outputs=n_outputs,

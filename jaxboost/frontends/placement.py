@@ -54,7 +54,12 @@ from .continued import ContinuedFrom
 from .grouping import GroupedRows, GroupPlacement, place_groups
 from .monitor import EvalSet
 from .offsets import search_rows, start_scores
-from .settings import check_histogram_memory, draw_seed
+from .settings import (
+    UNMONITORED_ROUNDS_PER_CHUNK,
+    check_histogram_memory,
+    draw_seed,
+    tree_leaves,
+)
 
 
 class FitInputs(NamedTuple):
@@ -198,12 +203,17 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         columns = splittable_columns(edges, inputs.features)
     if columns is not None:
         features = features[:, columns]
+    one_per_tree = booster.multi_strategy == "one_output_per_tree"
+    rounds_per_chunk = booster.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
     check_histogram_memory(
         int(booster.max_depth),
         features.shape[1],
         edges.shape[1] + 1,
-        1 if booster.multi_strategy == "one_output_per_tree" else inputs.n_outputs,
+        1 if one_per_tree else inputs.n_outputs,
         memory_per_device(mesh.local_devices),
+        max_leaves=tree_leaves(booster.grow_policy, booster.max_leaves, int(booster.max_depth)),
+        n_outputs=inputs.n_outputs,
+        trees_per_chunk=int(rounds_per_chunk) * (inputs.n_outputs if one_per_tree else 1),
     )
     # fetched before the binning program is queued behind it
     init_score, init_loss, loss_dtype, loss_scale = finite_init_score(

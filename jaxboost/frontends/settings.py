@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..engine.leafwise import DEFAULT_MAX_LEAVES
+from ..engine.leafwise import DEFAULT_MAX_LEAVES, live_capacity
 from ..runtime.devices import default_training_devices
 
 
@@ -121,28 +121,85 @@ def draw_seed(random_state: Any) -> np.uint32:
     return np.uint32(int(random_state))
 
 
-def check_histogram_memory(
-    max_depth: int, n_features: int, n_bins: int, outputs_per_tree: int, memory: int | None
-) -> None:
-    """Raises a ValueError when the deepest level's histograms alone would
-    not fit in a device's ``memory`` bytes (None: unknown, not checked).
+# rounds per device program when something watches every round
+MONITORED_ROUNDS_PER_CHUNK = 10
 
-    Trees are complete binary trees in padded arrays, so the level above the
-    leaves has ``2^(max_depth - 1)`` nodes, each with a histogram of every
-    feature: about 16 bytes (the float64 sums, the float32 running sums, the
-    parent's share) per (feature, node, bin, statistic), 2 statistics per
-    output a tree fits.  Without this check a deep tree fails inside XLA's
-    allocator.
+# rounds per device program otherwise: the same for every n_estimators, so
+# changing it (a grid search) compiles nothing; the last chunk's unused rounds
+# are skipped inside the program (their trees are allocated all the same)
+UNMONITORED_ROUNDS_PER_CHUNK = 50
+
+# bytes a tree's heap arrays take per leaf (jaxboost.engine.tree.Tree): an
+# internal node's feature, threshold, threshold_bin, split_gain and
+# missing_left (17), a leaf's weight and cover (8), plus 4 per output
+_TREE_BYTES_PER_LEAF = 25
+
+
+def histogram_nodes(max_depth: int, max_leaves: int = 0) -> list[int]:
+    """The nodes whose histograms each level of a tree of ``max_depth``
+    holds: every node, ``2^depth``, or with ``max_leaves`` (leaf-wise growth)
+    the live ones only (`jaxboost.engine.leafwise.live_capacity`)."""
+    held = []
+    for depth in range(max_depth):
+        nodes = 2**depth
+        if max_leaves and depth > 0:
+            nodes = min(nodes, live_capacity(depth, max_leaves))
+        held.append(nodes)
+    return held
+
+
+def check_histogram_memory(
+    max_depth: int,
+    n_features: int,
+    n_bins: int,
+    outputs_per_tree: int,
+    memory: int | None,
+    *,
+    max_leaves: int = 0,
+    n_outputs: int = 1,
+    trees_per_chunk: int = 0,
+) -> None:
+    """Raises a ValueError when what a fit allocates per device for its
+    trees would not fit in a device's ``memory`` bytes (None: unknown, not
+    checked).
+
+    Two parts grow with ``max_depth``.  The histograms of a level's nodes
+    (every node; with ``max_leaves``, leaf-wise growth, only the live ones,
+    `histogram_nodes`): about 12 bytes (the float64 sums, the float32
+    running sums) per (feature, node, bin, statistic) of the level and 8
+    (the level above's sums, read by the subtraction) per one of the level
+    above, 2 statistics per output a tree fits; the widest level counts.
+    And the heap arrays of the trees a program returns
+    (``trees_per_chunk``, each ``2^max_depth`` leaves of ``n_outputs``
+    values: `jaxboost.engine.tree.Tree`).  Without this check a deep tree
+    fails inside XLA's allocator.
     """
     if memory is None:
         return
-    needed = 16 * n_features * 2 ** (max_depth - 1) * n_bins * 2 * outputs_per_tree
+    held = histogram_nodes(max_depth, max_leaves)
+    per_node = n_features * n_bins * 2 * outputs_per_tree
+    level_bytes = [
+        per_node * (12 * nodes + (8 * held[depth - 1] if depth else 0))
+        for depth, nodes in enumerate(held)
+    ]
+    histogram_bytes = max(level_bytes)
+    widest = held[level_bytes.index(histogram_bytes)]
+    tree_bytes = trees_per_chunk * 2**max_depth * (_TREE_BYTES_PER_LEAF + 4 * n_outputs)
+    needed = histogram_bytes + tree_bytes
     if needed > memory:
+        fewer = ", max_leaves" if max_leaves else ""
+        trees = ""
+        if tree_bytes:
+            trees = (
+                f" and {tree_bytes / 2**30:.1f} GiB for the {trees_per_chunk} trees of "
+                f"2^{max_depth} leaves a program of rounds returns"
+            )
         raise ValueError(
-            f"max_depth: {max_depth} needs about {needed / 2**30:.1f} GiB per device for the "
-            f"histograms of its deepest level (2^{max_depth - 1} nodes x {n_features} features "
-            f"x {n_bins} bins), more than the {memory / 2**30:.1f} GiB a device has; use a "
-            "smaller max_depth (or max_bins)"
+            f"max_depth: {max_depth} needs about {needed / 2**30:.1f} GiB per device: "
+            f"{histogram_bytes / 2**30:.1f} GiB for the histograms of its widest level "
+            f"({widest} nodes x {n_features} features x {n_bins} bins){trees}, more than "
+            f"the {memory / 2**30:.1f} GiB a device has; use a smaller max_depth{fewer}, "
+            "max_bins or rounds_per_chunk"
         )
 
 
@@ -150,15 +207,19 @@ GROW_POLICIES = ("depthwise", "lossguide")
 
 
 def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int) -> int:
-    """The leaves of a ``grow_policy="lossguide"`` tree (``max_leaves``, None:
+    """The leaves of a leaf-wise tree (``max_leaves``, None:
     `jaxboost.engine.leafwise.DEFAULT_MAX_LEAVES`), or 0 for depth-wise trees;
-    a ValueError names the setting out of range and the fix."""
-    choice("grow_policy", grow_policy, GROW_POLICIES)
+    ``grow_policy="auto"`` grows leaf-wise when ``max_leaves`` is given, as
+    LightGBM's ``num_leaves`` does.  A ValueError names the setting out of
+    range and the fix."""
+    choice("grow_policy", grow_policy, ("auto", *GROW_POLICIES))
+    if grow_policy == "auto":
+        grow_policy = "depthwise" if max_leaves is None else "lossguide"
     if grow_policy == "depthwise":
         if max_leaves is not None:
             raise ValueError(
                 f"max_leaves: {max_leaves!r} bounds leaf-wise trees only; set "
-                'grow_policy="lossguide" to grow them, or max_leaves=None'
+                'grow_policy="lossguide" (or "auto") to grow them, or max_leaves=None'
             )
         return 0
     if max_leaves is None:

@@ -327,17 +327,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cat_smooth", 10.0, "float", check_smoothing, doc="""
         added to each category's hessian sum in that order (10).
         """),
-    Setting("grow_policy", "depthwise", "str", _one_of(*GROW_POLICIES), doc="""
+    Setting("grow_policy", "auto", "str", _one_of("auto", *GROW_POLICIES), doc="""
         ``"depthwise"`` (every node of a level splits where it
-        gains: complete trees of ``max_depth``) or ``"lossguide"`` (the leaf
+        gains: complete trees of ``max_depth``), ``"lossguide"`` (the leaf
         of largest gain splits next, up to ``max_leaves`` leaves within
-        ``max_depth``: LightGBM's leaf-wise growth; docs/tabular.md).
+        ``max_depth``: LightGBM's leaf-wise growth; docs/tabular.md) or
+        ``"auto"`` (the default): ``"lossguide"`` when ``max_leaves`` is
+        given, as LightGBM's ``num_leaves``, else ``"depthwise"``.
         """),
     Setting("max_leaves", None, "int | None", doc="""
-        the leaves of a ``"lossguide"`` tree, at most
-        ``2^max_depth`` (LightGBM's ``num_leaves``, XGBoost's
-        ``max_leaves``); None: 31, LightGBM's default.  Depth-wise trees take
-        None.
+        the leaves of a leaf-wise tree, at most ``2^max_depth``
+        (LightGBM's ``num_leaves``, XGBoost's ``max_leaves``); given alone
+        it grows trees leaf-wise (``grow_policy="auto"``).  None: 31,
+        LightGBM's default, with ``grow_policy="lossguide"``; depth-wise
+        trees take None.
         """),
     Setting("n_jobs", None, "int | None", front_ends=ESTIMATORS, doc="""
         how many devices to train on (LightGBM's and XGBoost's
