@@ -10,6 +10,7 @@ from typing import Any
 
 from .booster import Booster
 from .estimator_file import read_estimator_section
+from .model import Model
 from .model_file import DEFAULT_MAX_BYTES, ModelFileError, read_model
 
 
@@ -66,9 +67,7 @@ def load_model(
         except ModelFileError as error:
             raise ModelFileError(f"model file {os.fspath(path)!r}: {error}") from None
     model = Booster(loss=loss, **params)
-    for name, value in state.items():
-        setattr(model, name, value)
-    model.loss_ = loss
+    model.model_ = Model(**state, loss_=loss)
     if section is None:
         return model
     from .estimators import loaded_estimator
