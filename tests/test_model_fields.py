@@ -104,3 +104,11 @@ def test_a_pickle_holding_the_fields_themselves_loads_into_a_model(model):
     np.testing.assert_array_equal(restored.predict(X), booster.predict(X))
     unpickled = pickle.loads(pickle.dumps(booster))
     np.testing.assert_array_equal(unpickled.predict(X), booster.predict(X))
+
+
+def test_a_model_saves_the_file_its_booster_saves(model, tmp_path):
+    booster, X, _ = model
+    booster.model_.save(tmp_path / "model.json", booster)
+    booster.save(tmp_path / "booster.json")
+    assert (tmp_path / "model.json").read_bytes() == (tmp_path / "booster.json").read_bytes()
+    np.testing.assert_array_equal(jb.load(tmp_path / "model.json").predict(X), booster.predict(X))

@@ -40,6 +40,10 @@ class Booster:
     """Gradient-boosted trees for any JAX loss ``loss(y, f) -> scalar`` of one
     sample, or ``loss(y, f, mask)`` of one group of rows.
 
+    After `fit`, ``model_`` holds the fitted `jaxboost.frontends.model.Model`;
+    the fitted attributes (``forest_``, ``init_score_``, ...: docs/algorithm.md)
+    read through to it.
+
     Args:
       (the settings of `jaxboost.frontends.settings_table`: each with its
       default and meaning in ``help(Booster)`` and the API reference)

@@ -25,9 +25,9 @@ def _estimator_classes() -> dict[str, type]:
 def _estimator_loss(loss: Any, section: Any, state: dict) -> Any:
     """The loss given to `load_model` as the file's estimator trains with
     it: a Classifier's callable without a link predicts through the sigmoid
-    (softmax) it was saved with (`jaxboost.frontends.estimators.classifier_loss`)."""
+    (softmax) it was saved with (`jaxboost.frontends.estimator_losses.classifier_loss`)."""
     if isinstance(section, dict) and section.get("class") == "Classifier":
-        from .estimators import classifier_loss
+        from .estimator_losses import classifier_loss
 
         return classifier_loss(loss, state["n_outputs_"])
     return loss
