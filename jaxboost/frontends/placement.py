@@ -125,18 +125,10 @@ def place_rows(settings, inputs: FitInputs) -> PlacedRows:
     the seed, and the initial score (computed on the devices while this
     process computes the bin edges)."""
     mesh = make_mesh(training_devices(settings, inputs.features.shape[0], inputs.groups))
-    features, targets, weight = inputs.features, inputs.targets, inputs.weight
     # offsets of the initial score's search: a continued model's scores, or fit's init_score
     offsets = inputs.offsets if inputs.continued is None else inputs.continued.start
-    placement, group_tables = None, None
-    if inputs.groups is None:
-        layout = row_layout(features.shape[0], mesh)
-    else:  # every group whole on one device
-        placement = place_groups(inputs.groups, mesh.size, weight)
-        layout = RowLayout(first_row=0, n_padded=placement.gather.shape[0])
-        features, targets = features[placement.gather], targets[placement.gather]
-        offsets = None if offsets is None else offsets[placement.gather]
-        weight = np.where(placement.present, weight[placement.gather], 0.0).astype(np.float32)
+    placement, layout, features, targets, offsets, weight = _placed_order(inputs, mesh, offsets)
+    group_tables = None
     # the uint32 the hashes take; one drawn (random_state None or a
     # generator) differs between processes: process 0's counts
     seed = np.uint32(first_process_value(draw_seed(settings.random_state)))
@@ -155,14 +147,8 @@ def place_rows(settings, inputs: FitInputs) -> PlacedRows:
         search_y = global_rows(mesh, search_targets, layout.n_padded)
     if placement is None and settings.loss_dtype != "float64":
         # the probe and rounds programs compile on other cores meanwhile
-        start_loss_programs(
-            settings,
-            inputs.loss,
-            inputs.n_outputs,
-            inputs.targets,
-            (y_rows, weight_rows),
-            layout.n_padded // mesh.local_mesh.size,
-        )
+        rows_per_shard = layout.n_padded // mesh.local_mesh.size
+        _compile_ahead(settings, inputs, (y_rows, weight_rows), rows_per_shard)
     first_dtype = "float64" if settings.loss_dtype == "float64" else "float32"
     pending_init = start_init_score(
         loss_in(search_loss, first_dtype),
@@ -221,6 +207,31 @@ def place_rows(settings, inputs: FitInputs) -> PlacedRows:
         columns,
         loss_scale,
         start,
+    )
+
+
+def _placed_order(inputs: FitInputs, mesh, offsets: np.ndarray | None) -> tuple:
+    """``(placement, layout, features, targets, offsets, weight)`` in the
+    order the rows are placed: their own (placement None), or a group
+    loss's, every group whole on one device (`place_groups`; padding rows
+    of weight 0)."""
+    features, targets, weight = inputs.features, inputs.targets, inputs.weight
+    if inputs.groups is None:
+        return None, row_layout(features.shape[0], mesh), features, targets, offsets, weight
+    placement = place_groups(inputs.groups, mesh.size, weight)
+    gather = placement.gather
+    layout = RowLayout(first_row=0, n_padded=gather.shape[0])
+    offsets = None if offsets is None else offsets[gather]
+    weight = np.where(placement.present, weight[gather], 0.0).astype(np.float32)
+    return placement, layout, features[gather], targets[gather], offsets, weight
+
+
+def _compile_ahead(settings, inputs: FitInputs, rows: tuple, rows_per_shard: int) -> None:
+    """Starts compiling the probe's or rounds' derivatives programs
+    (`jaxboost.frontends.compile_ahead`) on ``rows`` (targets and weights
+    on the devices)."""
+    start_loss_programs(
+        settings, inputs.loss, inputs.n_outputs, inputs.targets, rows, rows_per_shard
     )
 
 
