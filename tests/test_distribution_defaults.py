@@ -10,7 +10,7 @@ from sklearn.model_selection import KFold
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.frontends.distribution_defaults import HOLDOUT_FRACTION, holdout_rows
+from jaxboost.frontends.holdout import HOLDOUT_FRACTION, holdout_rows
 
 
 def _gaussian_nll(y, mean, sd):

@@ -14,6 +14,7 @@ from jaxboost.engine.fisher import (
     information_per_row,
     sampled_fisher,
 )
+from jaxboost.frontends.program_settings import hessian_setting
 
 
 def _scores(rng, n):
@@ -229,10 +230,10 @@ def test_hessian_settings_are_checked_and_auto_is_diag_without_a_declared_fisher
     with pytest.raises(ValueError, match="hessian: expected one of .*'fisher'"):
         jb.Booster(loss=losses.gaussian_nll, hessian="natural").fit(X, X[:, 0])
     booster = jb.Booster(loss="squared_error")
-    assert booster._hessian_for(losses.squared_error) == "diag"
-    assert booster._hessian_for(losses.gaussian_nll) == "fisher"
+    assert hessian_setting(booster, losses.squared_error) == "diag"
+    assert hessian_setting(booster, losses.gaussian_nll) == "fisher"
     with pytest.raises(ValueError, match="hessian='fisher': .* group loss"):
-        jb.Booster(hessian="fisher")._hessian_for(losses.lambdarank())
+        hessian_setting(jb.Booster(hessian="fisher"), losses.lambdarank())
 
 
 def test_jax_grad_of_the_declared_fisher_parts_is_defined():

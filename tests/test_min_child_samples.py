@@ -133,7 +133,7 @@ def test_rows_read_off_the_hessian_grow_the_trees_of_the_count_column(monkeypatc
     rows off the hessian sums, with no count column, and grow the very trees
     the count column grows; log loss and weights other than 0 and 1 keep
     the column."""
-    from jaxboost.frontends import booster
+    from jaxboost.frontends import program_settings
 
     rng, X, y = _data(seed=5)
     weight = np.where(rng.uniform(size=500) < 0.3, 0.0, 1.0).astype(np.float32)
@@ -143,21 +143,21 @@ def test_rows_read_off_the_hessian_grow_the_trees_of_the_count_column(monkeypatc
         routes.append(booster_rows(*args))
         return routes[-1]
 
-    booster_rows = booster.rows_from_hessian
-    monkeypatch.setattr(booster, "rows_from_hessian", spied)
+    booster_rows = program_settings.rows_from_hessian
+    monkeypatch.setattr(program_settings, "rows_from_hessian", spied)
     settings = {"n_estimators": 3, "max_depth": 3, "min_child_samples": 30, "subsample": 0.7}
     fitted = {}
     for loss in (losses.squared_error, losses.absolute_error):
         fitted[loss] = jb.Booster(loss, **settings).fit(X, y, weight)
         assert _smallest_leaf(fitted[loss], X, weight) >= 30
     assert routes == [True, True]
-    monkeypatch.setattr(booster, "rows_from_hessian", lambda *args: False)
+    monkeypatch.setattr(program_settings, "rows_from_hessian", lambda *args: False)
     for loss, model in fitted.items():
         column = jb.Booster(loss, **settings).fit(X, y, weight)
         for field in ("feature", "threshold_bin", "leaf_value"):
             expected = getattr(column.forest_, field)
             np.testing.assert_array_equal(getattr(model.forest_, field), expected)
-    monkeypatch.setattr(booster, "rows_from_hessian", spied)
+    monkeypatch.setattr(program_settings, "rows_from_hessian", spied)
     labels = (y > 0).astype(np.float32)
     jb.Booster(losses.binary_logloss, n_estimators=1, max_depth=2).fit(X, labels)
     jb.Booster(n_estimators=1, max_depth=2).fit(X, y, 2.0 * weight)

@@ -3,6 +3,8 @@ serves fit, the model file, loading and docs/algorithm.md: a field one of
 them forgets (``loss_dtype_`` was set by fit and missing from files) fails
 here."""
 
+import copy
+import pickle
 import re
 from pathlib import Path
 
@@ -26,7 +28,10 @@ def _data(seed=0, n_rows=120):
 
 
 def _fitted(model) -> set[str]:
-    return {name for name in vars(model) if name.endswith("_")}
+    """The fields ``model`` (a Booster) holds: its ``model_``'s, the only
+    fitted attribute it keeps itself."""
+    assert {name for name in vars(model) if name.endswith("_")} == {"model_"}
+    return set(model.model_.fields())
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +77,38 @@ def test_the_algorithm_page_lists_every_field():
     computed = {"feature_importances_", "trees_per_round_"}  # properties of the fields
     assert all(isinstance(getattr(jb.Booster, name), property) for name in computed)
     assert listed == NAMES | computed
+
+
+def test_a_boosters_fields_read_through_to_its_model_and_a_change_makes_a_new_model(model):
+    booster, X, _ = model
+    assert all(isinstance(getattr(jb.Booster, name), property) for name in NAMES)
+    for name, value in booster.model_.fields().items():
+        assert getattr(booster, name) is value
+    twin = copy.copy(booster)  # (shares the model until one of them changes it)
+    twin.feature_names_in_ = ["a", "b", "c"]
+    assert not hasattr(booster, "feature_names_in_") and booster.model_ is not twin.model_
+    del twin.feature_names_in_
+    assert not hasattr(twin, "feature_names_in_")
+    with pytest.raises(AttributeError, match="use replace"):
+        booster.model_.forest_ = None
+    np.testing.assert_array_equal(booster.model_.predict(X), booster.predict(X))
+
+
+def test_a_pickle_holding_the_fields_themselves_loads_into_a_model(model):
+    booster, X, _ = model
+    state = {**booster.__getstate__(), **booster.model_.fields()}
+    del state["model_"]  # (as an older jaxboost pickled a Booster)
+    restored = jb.Booster.__new__(jb.Booster)
+    restored.__setstate__(state)
+    assert set(restored.model_.fields()) == set(booster.model_.fields())
+    np.testing.assert_array_equal(restored.predict(X), booster.predict(X))
+    unpickled = pickle.loads(pickle.dumps(booster))
+    np.testing.assert_array_equal(unpickled.predict(X), booster.predict(X))
+
+
+def test_a_model_saves_the_file_its_booster_saves(model, tmp_path):
+    booster, X, _ = model
+    booster.model_.save(tmp_path / "model.json", booster)
+    booster.save(tmp_path / "booster.json")
+    assert (tmp_path / "model.json").read_bytes() == (tmp_path / "booster.json").read_bytes()
+    np.testing.assert_array_equal(jb.load(tmp_path / "model.json").predict(X), booster.predict(X))

@@ -14,7 +14,7 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.round_checks import first_event
 from jaxboost.engine.sampling import row_mask
-from jaxboost.frontends import booster as booster_module
+from jaxboost.frontends import program_settings as settings_module
 from jaxboost.frontends import rounds_loop
 
 
@@ -64,7 +64,7 @@ _PATHS = ["round_by_round", "fused"]
 
 def _take_path(monkeypatch, path):
     if path == "fused":
-        monkeypatch.setattr(booster_module, "FAST_COMPILE_ROWS", 0)
+        monkeypatch.setattr(settings_module, "FAST_COMPILE_ROWS", 0)
 
 
 # on the diabetes data's raw targets, a tree fitted to half the rows at

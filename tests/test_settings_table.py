@@ -9,6 +9,7 @@ from sklearn.base import clone
 
 import jaxboost as jb
 from jaxboost.frontends import settings_table
+from jaxboost.frontends.program_settings import check_all_settings
 from jaxboost.frontends.settings_table import (
     ALL,
     SETTINGS,
@@ -84,5 +85,5 @@ CHECKED = [s for s in SETTINGS if s.check is not None and "Booster" in s.front_e
 def test_every_checked_setting_is_refused_out_of_range_by_name(setting):
     model = jb.Booster(**{setting.name: "not a setting"})
     with pytest.raises((ValueError, TypeError), match=f"^{setting.name}"):
-        model._check_settings()
-    jb.Booster(**{setting.name: setting.default})._check_settings()
+        check_all_settings(model)
+    check_all_settings(jb.Booster(**{setting.name: setting.default}))

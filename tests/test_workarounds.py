@@ -22,6 +22,7 @@ from jaxboost.engine.training import (
 )
 from jaxboost.frontends.booster import Booster
 from jaxboost.frontends.hessian_probe import VECTOR_OPTIONS_ROWS
+from jaxboost.frontends.program_settings import program_config
 from jaxboost.runtime import workarounds as _workarounds
 from jaxboost.runtime.devices import make_mesh
 
@@ -134,8 +135,8 @@ def test_training_rounds_of_vector_outputs_take_the_options_on_many_rows():
     booster = Booster(loss="softmax_cross_entropy")
     probe = HessianProbe(informative=True, negative=False)
     asks = {
-        (n_outputs, rows): booster._config(
-            losses.softmax_cross_entropy, n_outputs, False, probe, "cpu", rows, 2 * rows
+        (n_outputs, rows): program_config(
+            booster, losses.softmax_cross_entropy, n_outputs, False, probe, "cpu", rows, 2 * rows
         )[0].vector_row_options
         for n_outputs in (1, 3)
         for rows in (VECTOR_OPTIONS_ROWS // 2, VECTOR_OPTIONS_ROWS)
@@ -154,14 +155,14 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
     emitters (where the jaxlib has them), the fused one too, and both paths
     fit the same model."""
     from jaxboost.engine import round_programs, training
-    from jaxboost.frontends import booster as booster_module
     from jaxboost.frontends import placement
+    from jaxboost.frontends import program_settings as settings_module
     from jaxboost.runtime.workarounds import FAST_COMPILE_ROWS, fast_compile_options
 
     assert fast_compile_options("gpu") == {}
     probe = HessianProbe(informative=True, negative=False)
     settings = [
-        Booster()._config(losses.squared_error, 1, False, probe, "cpu", rows // 2, rows)[0]
+        program_config(Booster(), losses.squared_error, 1, False, probe, "cpu", rows // 2, rows)[0]
         for rows in (FAST_COMPILE_ROWS, 2 * FAST_COMPILE_ROWS)
     ]
     assert [cfg.fast_compile for cfg in settings] == [True, False]
@@ -181,7 +182,7 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
     y = (np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + rng.normal(size=500)).astype(np.float32)
     loss = lambda y, f: jnp.logaddexp(f - y, y - f)
     fast = Booster(loss=loss, n_estimators=20, max_depth=3).fit(X, y)
-    monkeypatch.setattr(booster_module, "FAST_COMPILE_ROWS", 0)
+    monkeypatch.setattr(settings_module, "FAST_COMPILE_ROWS", 0)
     monkeypatch.setattr(placement, "FAST_COMPILE_ROWS", 0)  # (the initial score's too)
     default = Booster(loss=loss, n_estimators=20, max_depth=3).fit(X, y)
     np.testing.assert_array_equal(fast.predict_raw(X), default.predict_raw(X))

@@ -378,14 +378,14 @@ def encode_categories(
     return array
 
 
-def categorical_settings(booster: Any, tables: list[CategoryColumn]) -> CategoricalSettings:
-    """The engine's `CategoricalSettings` of a Booster's settings."""
+def categorical_settings(settings: Any, tables: list[CategoryColumn]) -> CategoricalSettings:
+    """The engine's `CategoricalSettings` of a fit's ``settings``."""
     return CategoricalSettings(
         columns=tuple(table.column for table in tables),
         n_categories=tuple(table.n_codes for table in tables),
-        max_cat_to_onehot=int(booster.max_cat_to_onehot),
-        max_cat_threshold=int(booster.max_cat_threshold),
-        cat_smooth=float(booster.cat_smooth),
+        max_cat_to_onehot=int(settings.max_cat_to_onehot),
+        max_cat_threshold=int(settings.max_cat_threshold),
+        cat_smooth=float(settings.cat_smooth),
     )
 
 

@@ -52,24 +52,24 @@ def _in_background(compile_one: Callable[[], Any]) -> concurrent.futures.Future:
 
 
 def start_loss_programs(
-    booster,
+    settings,
     loss: Callable,
     n_outputs: int,
     targets: np.ndarray,
     placed_rows: tuple[jax.Array, jax.Array],
     rows_per_shard: int,
 ) -> concurrent.futures.Future | None:
-    """Starts compiling the program a fit of ``booster``'s settings probes
+    """Starts compiling the program a fit of ``settings`` probes
     ``loss`` (as evaluated in float32) with, or will probably run its rounds'
     derivatives on: `jaxboost.frontends.hessian_probe.probe_fit`'s
     arguments.  Returns the compile's future (None: nothing to compile)."""
     y_rows, weight_rows = placed_rows
-    hessian = resolved_hessian(booster.hessian, loss)
+    hessian = resolved_hessian(settings.hessian, loss)
     if probes_on_rows(y_rows.shape[0], n_outputs, hessian):
-        if is_declared(loss) and not _probably_round_by_round(booster, loss, y_rows.shape[0]):
+        if is_declared(loss) and not _probably_round_by_round(settings, loss, y_rows.shape[0]):
             return None
-        settings = derivatives_settings(loss, n_outputs, hessian, rows_per_shard)
-        program = derivatives_program(settings, y_rows.sharding.mesh)
+        derivatives = derivatives_settings(loss, n_outputs, hessian, rows_per_shard)
+        program = derivatives_program(derivatives, y_rows.sharding.mesh)
         raw = jax.ShapeDtypeStruct(
             (y_rows.shape[0], n_outputs), np.float32, sharding=y_rows.sharding
         )
@@ -86,12 +86,12 @@ def start_loss_programs(
     )
 
 
-def _probably_round_by_round(booster, loss: Callable, n_rows: int) -> bool:
+def _probably_round_by_round(settings, loss: Callable, n_rows: int) -> bool:
     """Whether a fit of ``n_rows`` rows will probably take its rounds'
     derivatives from `derivatives_program`: Newton leaves (asked, or
     ``"auto"`` on a loss not declared flat), no Armijo safeguard asked, a
     small fit."""
-    newton = booster.leaf_method == "newton" or (
-        booster.leaf_method == "auto" and getattr(loss, "hessian_informative", None) is not False
+    newton = settings.leaf_method == "newton" or (
+        settings.leaf_method == "auto" and getattr(loss, "hessian_informative", None) is not False
     )
-    return newton and booster.armijo is not True and n_rows <= FAST_COMPILE_ROWS
+    return newton and settings.armijo is not True and n_rows <= FAST_COMPILE_ROWS

@@ -62,9 +62,9 @@ def check_feature_count(model: Any, n_features: int) -> None:
         )
 
 
-def check_compatible(model: Any, settings: dict, n_features: int, names, n_outputs: int) -> None:
-    """``model`` can take more rounds of the fit of ``settings`` (the
-    Booster's ``max_depth`` and ``multi_strategy``) on ``n_features``
+def check_compatible(model: Any, settings: Any, n_features: int, names, n_outputs: int) -> None:
+    """``model`` can take more rounds of the fit of ``settings`` (their
+    ``max_depth`` and ``multi_strategy`` attributes) on ``n_features``
     columns named ``names`` (or None) for ``n_outputs`` outputs; else a
     ValueError naming ``init_model`` and the fix."""
     check_feature_count(model, n_features)
@@ -80,17 +80,17 @@ def check_compatible(model: Any, settings: dict, n_features: int, names, n_outpu
             "n_outputs must give as many raw scores per row"
         )
     depth = tree_depth(model.forest_)
-    if int(settings["max_depth"]) != depth:
+    if int(settings.max_depth) != depth:
         raise ValueError(
-            f"init_model: its trees have depth {depth}, max_depth is {settings['max_depth']}: "
+            f"init_model: its trees have depth {depth}, max_depth is {settings.max_depth}: "
             f"set max_depth={depth} to continue it"
         )
     per_round = model.trees_per_round_
-    wanted = n_outputs if settings["multi_strategy"] == "one_output_per_tree" else 1
+    wanted = n_outputs if settings.multi_strategy == "one_output_per_tree" else 1
     if per_round != wanted:
         raise ValueError(
             f"init_model: grew {per_round} tree(s) per round, multi_strategy="
-            f"{settings['multi_strategy']!r} grows {wanted}: set the model's multi_strategy"
+            f"{settings.multi_strategy!r} grows {wanted}: set the model's multi_strategy"
         )
 
 

@@ -12,25 +12,20 @@ against 5.6 for a constant scale).  When the user sets neither, such a fit
   (`jaxboost.engine.fisher.information_per_row`): on a leaf of ``n`` rows the
   step shrinks by ``n / (n + 5)``, much on the small leaves where the scale
   overfits, little on the hundreds-of-rows leaves of large data;
-- holds out `HOLDOUT_FRACTION` of the rows, stops when their likelihood has
-  not improved for `PATIENCE` rounds (scikit-learn's
-  ``HistGradientBoosting*(early_stopping="auto")`` does the same above 10,000
-  rows), then fits all rows for the rounds the holdout chose: the number of
-  rounds adapts to the data's size and noise, on any target scale.
+- holds out a fifth of the rows, stops when their likelihood has not
+  improved for 10 rounds, then fits all rows for the rounds the holdout
+  chose (`jaxboost.frontends.holdout`, which `holds_out` sends a fit to):
+  the number of rounds adapts to the data's size and noise, on any target
+  scale.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
 
 from ..engine.fisher import resolved_hessian
-from ..losses.catalogue import resolve
-from .loss_checks import unbounded_targets_problem
-from .model_fields import MODEL_FIELDS
-from .settings import draw_seed
 
 # reg_lambda of a Fisher-scored fit left at None: a prior worth 5 rows
 DISTRIBUTION_PRIOR_ROWS = 5.0
@@ -45,11 +40,6 @@ POINT_PRIOR_ROWS = 100.0
 # min_child_weight left at None: 1e-3, scaled as reg_lambda's default is
 # (POINT_REG_LAMBDA to POINT_PRIOR_ROWS rows' hessian): a tenth of a row's
 POINT_MIN_CHILD_WEIGHT = 1e-3
-# the share of rows the automatic early stopping holds out, and its patience
-HOLDOUT_FRACTION = 0.2
-PATIENCE = 10
-# fewer rows than this: no holdout (too few to measure a likelihood on)
-HOLDOUT_MIN_ROWS = 20
 
 
 def resolved_reg_lambda(
@@ -190,96 +180,3 @@ def holds_out(setting: Any, hessian_setting: str, loss: Any, given: dict[str, An
             )
         return False
     return jax.process_count() == 1
-
-
-def holdout_rows(n_rows: int, seed: int) -> np.ndarray:
-    """``(n_rows,)`` bool: the `HOLDOUT_FRACTION` of rows held out (at least
-    one), drawn by ``seed``."""
-    n_held = max(1, round(HOLDOUT_FRACTION * n_rows))
-    held = np.zeros(n_rows, bool)
-    held[np.random.default_rng(seed).permutation(n_rows)[:n_held]] = True
-    return held
-
-
-def _rows(values: Any, rows: np.ndarray) -> Any:
-    """``values``' rows ``rows`` (a pandas or polars frame's by position, by
-    its own indexing: its names and column types stay); None stays None."""
-    if values is None:
-        return None
-    if hasattr(values, "iloc"):
-        return values.iloc[rows]
-    if type(values).__module__.split(".")[0] == "polars":
-        return values[rows]
-    return np.asarray(values)[rows]
-
-
-def fit_with_holdout(booster: Any, X: Any, y: Any, sample_weight: Any, given: dict) -> Any:
-    """Fits ``booster`` (in place) for the rounds the held-out rows choose:
-    a fit of the other rows watching the held-out ones' first metric (the
-    loss unless ``given["eval_metric"]``), stopped after `PATIENCE` rounds
-    without improvement; then a fit of all rows for its best round count.
-    ``best_iteration_`` and ``evals_result_`` are the holdout fit's."""
-    plain = {name: given.get(name) for name in ("init_score", "callbacks", "verbose")}
-    n_rows = int(np.shape(X)[0])
-    if n_rows < HOLDOUT_MIN_ROWS:
-        return _fit_plain(booster, booster.n_estimators, X, y, sample_weight, given)
-    held = holdout_rows(n_rows, int(draw_seed(booster.random_state)))
-    kept = np.flatnonzero(~held)
-    held = np.flatnonzero(held)
-    kept, held = _events_kept(booster, y, sample_weight, kept, held)
-    init_score = given.get("init_score")
-    probe = copy.copy(booster)
-    probe.early_stopping = False
-    probe.fit(
-        _rows(X, kept),
-        _rows(y, kept),
-        _rows(sample_weight, kept),
-        eval_set=[(_rows(X, held), _rows(y, held))],
-        eval_sample_weight=None if sample_weight is None else [_rows(sample_weight, held)],
-        eval_metric=given.get("eval_metric"),
-        early_stopping_rounds=PATIENCE,
-        init_score=_rows(init_score, kept),
-        eval_init_score=None if init_score is None else [_rows(init_score, held)],
-    )
-    rounds = probe.best_iteration_ or probe.n_estimators_
-    _fit_plain(booster, max(1, int(rounds)), X, y, sample_weight, plain)
-    booster.best_iteration_ = probe.best_iteration_
-    booster.evals_result_ = probe.evals_result_
-    return booster
-
-
-def _events_kept(
-    booster: Any, y: Any, sample_weight: Any, kept: np.ndarray, held: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(kept, held)`` rows, with one held-out row traded for a kept one
-    where the kept rows' targets leave the loss without a finite minimiser
-    (`jaxboost.frontends.loss_checks.unbounded_targets_problem`: the few
-    counts above 0 all held out, the fit part all 0; a fit of all rows
-    without any is refused before)."""
-    targets = np.asarray(_rows(y, np.arange(len(kept) + len(held))), np.float64)
-    weight = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
-    loss = resolve(booster.loss, booster.loss_params)
-    if unbounded_targets_problem(loss, targets[kept], weight[kept]) is None:
-        return kept, held
-    other = (targets[held] != targets[kept][weight[kept] > 0][0]) & (weight[held] > 0)
-    if not np.any(other):
-        return kept, held
-    trade = int(np.argmax(other))
-    kept, held = kept.copy(), held.copy()
-    kept[0], held[trade] = held[trade], kept[0]
-    return np.sort(kept), np.sort(held)
-
-
-def _fit_plain(booster: Any, n_estimators: int, X, y, sample_weight, given: dict) -> Any:
-    """``booster`` fitted on all rows for ``n_estimators`` rounds, without a
-    holdout, with fit's other arguments ``given``; its settings stay as they
-    were."""
-    final = copy.copy(booster)
-    final.early_stopping = False
-    final.n_estimators = n_estimators
-    final.fit(X, y, sample_weight, **{k: v for k, v in given.items() if v is not None})
-    for field in MODEL_FIELDS:  # (none kept stale from an earlier fit)
-        booster.__dict__.pop(field.name, None)
-    fitted = {name: value for name, value in vars(final).items() if name.endswith("_")}
-    booster.__dict__.update(fitted)
-    return booster

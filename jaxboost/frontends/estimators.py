@@ -37,6 +37,7 @@ from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
 from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
+from .estimator_losses import SumOverTargets, WithLink, classifier_loss, link_function
 from .export import export_model
 from .loss_params import nested_params, pop_nested, set_nested
 from .model_file import save_model
@@ -50,60 +51,8 @@ _BOOSTER_SETTINGS = frozenset(setting.name for setting in settings_of(BOOSTER))
 _PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
 
 
-def _link_function(link: str | Callable) -> Callable:
-    """A link name (see ``losses.links``) or a callable -> the callable."""
-    return link if callable(link) else loss_catalogue.links.get(link)
-
-
-class _SumOverTargets:
-    """``loss(y, f) = sum_k base(y_k, f_k)``: an elementwise loss made multi-target.
-
-    A class rather than a closure so that a fitted estimator pickles.
-    """
-
-    def __init__(self, base: Callable):
-        self.base = base
-        self.name = getattr(base, "name", getattr(base, "__name__", "loss"))
-        self.link = getattr(base, "link", "identity")
-        self.target_domain = getattr(base, "target_domain", "any")
-        # undeclared (None): the engine probes the hessian, as for ``base``
-        self.hessian_informative = getattr(base, "hessian_informative", None)
-        self.convex = getattr(base, "convex", False)
-        self.smooth = getattr(base, "smooth", False)
-
-    def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
-        return jnp.sum(self.base(y, f))
-
-
-class _WithLink:
-    """``base`` declaring the ``link`` a Classifier predicts through (a
-    callable without one: sigmoid or softmax), so that ``booster_`` and a
-    saved file predict the same probabilities; the rest is ``base``'s.
-    A class rather than a closure so that a fitted estimator pickles."""
-
-    def __init__(self, base: Callable, link: str):
-        self.base = base
-        self.link = link
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "base":  # (copy and pickle probe these)
-            raise AttributeError(name)
-        return getattr(self.base, name)
-
-    def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
-        return self.base(y, f)
-
-
-def classifier_loss(loss: Any, n_outputs: int) -> Any:
-    """A Classifier's ``loss`` (a name or callable) of ``n_outputs`` as it
-    trains: a callable declaring no link predicts through the sigmoid (one
-    output) or the softmax (`_WithLink`)."""
-    if isinstance(loss, str):
-        return loss
-    resolved = loss_catalogue.resolve(loss)
-    if getattr(resolved, "link", None) is None:
-        return _WithLink(resolved, "sigmoid" if n_outputs == 1 else "softmax")
-    return resolved
+# (the names pickles of fitted estimators of an older jaxboost hold)
+_SumOverTargets, _WithLink = SumOverTargets, WithLink
 
 
 def rounds_to_add(n_estimators: int, fitted: Booster) -> int:
@@ -346,7 +295,7 @@ def loaded_estimator(
     ``booster``'s), ``booster`` the file's Booster, ``state`` the estimator's
     own fitted attributes (`jaxboost.frontends.estimator_file`)."""
     loss = booster.loss_  # (the callable given, not the link added to it)
-    estimator = cls(**{"loss": loss.base if isinstance(loss, _WithLink) else loss, **settings})
+    estimator = cls(**{"loss": loss.base if isinstance(loss, WithLink) else loss, **settings})
     estimator._keep_booster(booster)
     estimator.n_features_in_ = int(booster.n_features_in_)
     if state["feature_names_in_"] is not None:
@@ -393,7 +342,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         n_targets = y.shape[1]
         vector = jax.ShapeDtypeStruct((n_targets,), jnp.float32)
         if declared == 1 or jax.eval_shape(loss, vector, vector).shape != ():
-            loss = _SumOverTargets(loss)
+            loss = SumOverTargets(loss)
         return loss, n_targets
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Regressor:
@@ -426,7 +375,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
             raise ValueError(f"{name}: expected numeric targets ({error})") from None
 
     def _response(self, raw: np.ndarray) -> np.ndarray:
-        link = _link_function(getattr(self.booster_.loss_, "link", "identity"))
+        link = link_function(getattr(self.booster_.loss_, "link", "identity"))
         return np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
 
     def predict(self, X: Any, init_score: Any = None, pred_contrib: bool = False) -> np.ndarray:
@@ -595,7 +544,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
 
     def _proba(self, raw: np.ndarray) -> np.ndarray:
         default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
-        link = _link_function(getattr(self.booster_.loss_, "link", default))
+        link = link_function(getattr(self.booster_.loss_, "link", default))
         proba = np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
         if proba.ndim == 1:
             proba = np.column_stack([1.0 - proba, proba])

@@ -10,6 +10,7 @@ from typing import Any
 
 from .booster import Booster
 from .estimator_file import read_estimator_section
+from .model import Model
 from .model_file import DEFAULT_MAX_BYTES, ModelFileError, read_model
 
 
@@ -24,9 +25,9 @@ def _estimator_classes() -> dict[str, type]:
 def _estimator_loss(loss: Any, section: Any, state: dict) -> Any:
     """The loss given to `load_model` as the file's estimator trains with
     it: a Classifier's callable without a link predicts through the sigmoid
-    (softmax) it was saved with (`jaxboost.frontends.estimators.classifier_loss`)."""
+    (softmax) it was saved with (`jaxboost.frontends.estimator_losses.classifier_loss`)."""
     if isinstance(section, dict) and section.get("class") == "Classifier":
-        from .estimators import classifier_loss
+        from .estimator_losses import classifier_loss
 
         return classifier_loss(loss, state["n_outputs_"])
     return loss
@@ -66,9 +67,7 @@ def load_model(
         except ModelFileError as error:
             raise ModelFileError(f"model file {os.fspath(path)!r}: {error}") from None
     model = Booster(loss=loss, **params)
-    for name, value in state.items():
-        setattr(model, name, value)
-    model.loss_ = loss
+    model.model_ = Model(**state, loss_=loss)
     if section is None:
         return model
     from .estimators import loaded_estimator

@@ -1,4 +1,6 @@
-"""The fitted model's fields, listed once: what ``Booster.fit`` sets, what a
+"""The fitted model's fields, listed once: the attributes of a
+`jaxboost.frontends.model.Model` (what `jaxboost.frontends.trainer.train`
+gives, and a Booster's fitted attributes read through to), what a
 model file's ``state`` holds (`jaxboost.frontends.model_file`), what
 `jaxboost.load` gives back and what docs/algorithm.md's "After ``fit``"
 table lists (tests/test_model_fields.py compares them).  A field added to

@@ -876,17 +876,21 @@ def _validate(document: Any, signature: dict) -> tuple[dict, dict, dict]:
     return params, info, state
 
 
-def save_model(model: Any, path: str | os.PathLike, estimator: dict | None = None) -> None:
-    """Write a fitted ``model`` to ``path`` as one UTF-8 JSON file (see the
-    module doc), with the ``estimator`` section of the estimator that holds
-    it, if one does."""
+def save_model(
+    model: Any, path: str | os.PathLike, estimator: dict | None = None, *, settings: Any = None
+) -> None:
+    """Write a fitted ``model`` (a Booster, or a
+    `jaxboost.frontends.model.Model` whose ``settings``, a holder of the
+    Booster's settings, are the file's ``params``) to ``path`` as one UTF-8
+    JSON file (see the module doc), with the ``estimator`` section of the
+    estimator that holds it, if one does."""
     if not hasattr(model, "forest_"):
         raise RuntimeError("this Booster is not fitted yet: call fit(X, y) first")
     state = _encode_state(model)
     document = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "params": encode_params(model),
+        "params": encode_params(model if settings is None else settings),
         "loss": _encode_loss(model.loss_),
         "state": state,
         "checksums": _encode_checksums(state),

@@ -1,9 +1,9 @@
 """A fit's rows on the devices: padded, sharded (a group loss's groups whole
 on one device), binned there, and the initial score computed with them.
 
-Functions of `jaxboost.frontends.booster.Booster`'s fit, which passes
-itself for its settings (``devices``, ``max_bins``, ``random_state``,
-``loss_dtype``, ``base_score``, ...).
+``settings``: the fit's settings record
+(`jaxboost.frontends.settings_table.settings_record`: ``devices``,
+``max_bins``, ``random_state``, ``loss_dtype``, ``base_score``, ...).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from .settings import (
     UNMONITORED_ROUNDS_PER_CHUNK,
     check_histogram_memory,
     draw_seed,
+    given_base_score,
     tree_leaves,
 )
 
@@ -105,10 +106,10 @@ class PlacedRows(NamedTuple):
         return self.edges if self.columns is None else self.edges[self.columns]
 
 
-def training_devices(booster, n_rows: int, groups: GroupedRows | None) -> list:
+def training_devices(settings, n_rows: int, groups: GroupedRows | None) -> list:
     """The devices a fit of ``n_rows`` rows (``groups``: a group loss's)
-    trains on: the Booster's ``devices``, else the default ones."""
-    devices = check_devices(booster.devices)
+    trains on: the ``devices`` setting, else the default ones."""
+    devices = check_devices(settings.devices)
     if devices is None:
         devices = default_training_devices(n_rows)
         if groups is not None:  # no more devices than the largest group fills
@@ -117,61 +118,44 @@ def training_devices(booster, n_rows: int, groups: GroupedRows | None) -> list:
     return devices
 
 
-def init_search_rows(booster, n_rows: int) -> int:
+def init_search_rows(settings, n_rows: int) -> int:
     """The rows of a per-sample fit of ``n_rows`` rows (this process's) that
     the initial score's program searches: every process's, each padded to
     `row_layout`'s count."""
-    mesh = make_mesh(training_devices(booster, n_rows, None))
+    mesh = make_mesh(training_devices(settings, n_rows, None))
     return row_layout(n_rows, mesh).n_padded * jax.process_count()
 
 
-def place_rows(booster, inputs: FitInputs) -> PlacedRows:
+def place_rows(settings, inputs: FitInputs) -> PlacedRows:
     """The rows sharded over the devices and binned there, the bin edges,
     the seed, and the initial score (computed on the devices while this
     process computes the bin edges)."""
-    mesh = make_mesh(training_devices(booster, inputs.features.shape[0], inputs.groups))
-    features, targets, weight = inputs.features, inputs.targets, inputs.weight
+    mesh = make_mesh(training_devices(settings, inputs.features.shape[0], inputs.groups))
     # offsets of the initial score's search: a continued model's scores, or fit's init_score
     offsets = inputs.offsets if inputs.continued is None else inputs.continued.start
-    placement, group_tables = None, None
-    if inputs.groups is None:
-        layout = row_layout(features.shape[0], mesh)
-    else:  # every group whole on one device
-        placement = place_groups(inputs.groups, mesh.size, weight)
-        layout = RowLayout(first_row=0, n_padded=placement.gather.shape[0])
-        features, targets = features[placement.gather], targets[placement.gather]
-        offsets = None if offsets is None else offsets[placement.gather]
-        weight = np.where(placement.present, weight[placement.gather], 0.0).astype(np.float32)
+    placement, layout, features, targets, offsets, weight = _placed_order(inputs, mesh, offsets)
+    group_tables = None
     # the uint32 the hashes take; one drawn (random_state None or a
     # generator) differs between processes: process 0's counts
-    seed = np.uint32(first_process_value(draw_seed(booster.random_state)))
+    seed = np.uint32(first_process_value(draw_seed(settings.random_state)))
     y_rows, weight_rows = target_rows(mesh, layout, targets, weight)
     if placement is not None:
         group_tables = tuple(
             GroupBucket(*(global_rows(mesh, table) for table in bucket))
             for bucket in placement.buckets
         )
-    given = booster._given_init_score(inputs.n_outputs)
+    given = given_base_score(settings.base_score, inputs.n_outputs)
     search_loss, search_y, search_targets = inputs.loss, y_rows, inputs.targets
     if offsets is not None:  # the loss at every row's score plus its offset
         if inputs.continued is not None:  # (the loss at the continued scores themselves)
             given = np.zeros(inputs.n_outputs, np.float32)
-        widths = None if inputs.groups is None else group_widths(inputs.groups.sizes)
-        search_loss, search_targets = search_rows(
-            inputs.loss, targets, offsets, inputs.n_outputs, widths=widths
-        )
+        search_loss, search_targets = _with_offsets(inputs, targets, offsets)
         search_y = global_rows(mesh, search_targets, layout.n_padded)
-    if placement is None and booster.loss_dtype != "float64":
+    if placement is None and settings.loss_dtype != "float64":
         # the probe and rounds programs compile on other cores meanwhile
-        start_loss_programs(
-            booster,
-            inputs.loss,
-            inputs.n_outputs,
-            inputs.targets,
-            (y_rows, weight_rows),
-            layout.n_padded // mesh.local_mesh.size,
-        )
-    first_dtype = "float64" if booster.loss_dtype == "float64" else "float32"
+        rows_per_shard = layout.n_padded // mesh.local_mesh.size
+        _compile_ahead(settings, inputs, (y_rows, weight_rows), rows_per_shard)
+    first_dtype = "float64" if settings.loss_dtype == "float64" else "float32"
     pending_init = start_init_score(
         loss_in(search_loss, first_dtype),
         inputs.n_outputs,
@@ -183,38 +167,10 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
     )
     if jax.process_count() > 1:  # the edges' gather runs collectives of its own
         pending_init = fetch(pending_init)
-    if inputs.continued is not None:  # the trees' thresholds are the model's edges
-        edges = inputs.continued.edges
-    else:
-        edges = fit_bin_edges(
-            inputs.features,
-            int(booster.max_bins),
-            seed=seed,
-            first_row=layout.first_row,
-            gather=gather,
-            weight=inputs.weight,
-        )
-        if inputs.categories:  # one bin per category code
-            edges = category_edges(edges, inputs.categories)
-        edges = trim_unused_bins(edges)
-    # constant columns have no split: trained without (the same trees)
-    columns = None
-    if jax.process_count() == 1:
-        columns = splittable_columns(edges, inputs.features)
+    edges = _bin_edges(settings, inputs, seed, layout.first_row)
+    columns = _trained_columns(settings, inputs, edges, mesh)
     if columns is not None:
         features = features[:, columns]
-    one_per_tree = booster.multi_strategy == "one_output_per_tree"
-    rounds_per_chunk = booster.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
-    check_histogram_memory(
-        int(booster.max_depth),
-        features.shape[1],
-        edges.shape[1] + 1,
-        1 if one_per_tree else inputs.n_outputs,
-        memory_per_device(mesh.local_devices),
-        max_leaves=tree_leaves(booster.grow_policy, booster.max_leaves, int(booster.max_depth)),
-        n_outputs=inputs.n_outputs,
-        trees_per_chunk=int(rounds_per_chunk) * (inputs.n_outputs if one_per_tree else 1),
-    )
     # fetched before the binning program is queued behind it
     init_score, init_loss, loss_dtype, loss_scale = finite_init_score(
         search_loss,
@@ -223,7 +179,7 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         search_y,
         weight_rows,
         given,
-        booster.loss_dtype,
+        settings.loss_dtype,
         pending_init,
         group_tables,
         rows=(search_targets if placement is None else inputs.targets, inputs.weight),
@@ -258,6 +214,80 @@ def place_rows(booster, inputs: FitInputs) -> PlacedRows:
         loss_scale,
         start,
     )
+
+
+def _placed_order(inputs: FitInputs, mesh, offsets: np.ndarray | None) -> tuple:
+    """``(placement, layout, features, targets, offsets, weight)`` in the
+    order the rows are placed: their own (placement None), or a group
+    loss's, every group whole on one device (`place_groups`; padding rows
+    of weight 0)."""
+    features, targets, weight = inputs.features, inputs.targets, inputs.weight
+    if inputs.groups is None:
+        return None, row_layout(features.shape[0], mesh), features, targets, offsets, weight
+    placement = place_groups(inputs.groups, mesh.size, weight)
+    gather = placement.gather
+    layout = RowLayout(first_row=0, n_padded=gather.shape[0])
+    offsets = None if offsets is None else offsets[gather]
+    weight = np.where(placement.present, weight[gather], 0.0).astype(np.float32)
+    return placement, layout, features[gather], targets[gather], offsets, weight
+
+
+def _compile_ahead(settings, inputs: FitInputs, rows: tuple, rows_per_shard: int) -> None:
+    """Starts compiling the probe's or rounds' derivatives programs
+    (`jaxboost.frontends.compile_ahead`) on ``rows`` (targets and weights
+    on the devices)."""
+    start_loss_programs(
+        settings, inputs.loss, inputs.n_outputs, inputs.targets, rows, rows_per_shard
+    )
+
+
+def _with_offsets(inputs: FitInputs, targets: np.ndarray, offsets: np.ndarray):
+    """``(loss, targets)`` whose loss at a score is ``inputs.loss`` at the
+    score plus each row's offset (`jaxboost.frontends.offsets.search_rows`)."""
+    widths = None if inputs.groups is None else group_widths(inputs.groups.sizes)
+    return search_rows(inputs.loss, targets, offsets, inputs.n_outputs, widths=widths)
+
+
+def _trained_columns(settings, inputs: FitInputs, edges: np.ndarray, mesh) -> np.ndarray | None:
+    """The columns trained on: those that can split (a constant column has
+    no split: the trees are the same without it; None: all), after
+    checking their histograms fit in the devices' memory."""
+    columns = None
+    if jax.process_count() == 1:
+        columns = splittable_columns(edges, inputs.features)
+    one_per_tree = settings.multi_strategy == "one_output_per_tree"
+    rounds_per_chunk = settings.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
+    check_histogram_memory(
+        int(settings.max_depth),
+        inputs.features.shape[1] if columns is None else len(columns),
+        edges.shape[1] + 1,
+        1 if one_per_tree else inputs.n_outputs,
+        memory_per_device(mesh.local_devices),
+        max_leaves=tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth)),
+        n_outputs=inputs.n_outputs,
+        trees_per_chunk=int(rounds_per_chunk) * (inputs.n_outputs if one_per_tree else 1),
+    )
+    return columns
+
+
+def _bin_edges(settings, inputs: FitInputs, seed: np.uint32, first_row: int) -> np.ndarray:
+    """The features' bin edges (`jaxboost.engine.binning`): a continued
+    fit's model's (its trees' thresholds are those edges), else fitted on
+    ``inputs.features`` (rows from ``first_row`` of all processes'), a
+    categorical column's one bin per code."""
+    if inputs.continued is not None:
+        return inputs.continued.edges
+    edges = fit_bin_edges(
+        inputs.features,
+        int(settings.max_bins),
+        seed=seed,
+        first_row=first_row,
+        gather=gather,
+        weight=inputs.weight,
+    )
+    if inputs.categories:  # one bin per category code
+        edges = category_edges(edges, inputs.categories)
+    return trim_unused_bins(edges)
 
 
 def target_rows(
@@ -350,7 +380,7 @@ def finite_init_score(
     loss, n_outputs, mesh, y, weight, given, setting: str, pending, groups=None, rows=None
 ):
     """The initial score, its training loss, the loss's dtype and scale:
-    ``"float32"``, or ``"float64"`` where ``setting`` (the Booster's
+    ``"float32"``, or ``"float64"`` where ``setting`` (the
     ``loss_dtype``) asks for it or, ``"auto"``, where the loss is finite at
     the initial score only in float64; there the loss is scaled by a power of
     two (`jaxboost.runtime.precision.Float64Loss`) where its values or

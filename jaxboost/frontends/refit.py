@@ -304,7 +304,7 @@ def refit_leaves(
       steps: optimizer steps (one jitted ``lax.scan`` over them).
       l2: penalty on the squared leaf values (of the leaves that can move).
     Returns:
-      a new fitted Booster (``copy.copy`` of ``model``) with new
+      a new fitted Booster (``model``'s settings, a new ``model_``) with new
       ``forest_.leaf_value`` ``(n_trees, 2^D, K)`` and ``refit_loss_``
       ``(steps + 1,)``: the objective before each step, then at the result.
     """
@@ -373,8 +373,10 @@ def refit_leaves(
     if constrains_order(getattr(model, "monotone_constraints", None)):
         # the refitted leaves put back in order along the constrained columns
         leaf_value = _monotone_leaves(model, leaf_value)
-    refitted = copy.copy(model)
-    refitted.forest_ = model.forest_._replace(leaf_value=np.asarray(leaf_value))
-    refitted.loss_ = user_loss
-    refitted.refit_loss_ = objective
+    refitted = copy.copy(model)  # (its settings; the model is a new one)
+    refitted.model_ = model.model_.replace(
+        forest_=model.forest_._replace(leaf_value=np.asarray(leaf_value)),
+        loss_=user_loss,
+        refit_loss_=objective,
+    )
     return refitted

@@ -292,3 +292,26 @@ def progress_rounds(verbose: Any, verbosity: Any) -> int:
             f"level: 2 or more prints progress every round), got {verbosity!r}"
         )
     return rounds or int(verbosity is not None and verbosity >= 2)
+
+
+def given_base_score(base_score: Any, n_outputs: int | None) -> np.ndarray | None:
+    """``base_score`` as ``(n_outputs,)`` float32 (None: not given), after
+    checking it is one finite number or one per output (``n_outputs``
+    None: not known yet, the count is not checked)."""
+    if base_score is None:
+        return None
+    score = None
+    try:
+        if np.ndim(base_score) <= 1:
+            score = np.asarray(base_score, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError):
+        pass
+    fits = score is not None and score.size >= 1 and bool(np.all(np.isfinite(score)))
+    if fits and n_outputs is not None:
+        fits = score.size in (1, n_outputs)
+    if not fits:
+        count = "" if n_outputs is None else f" ({n_outputs} here)"
+        raise ValueError(
+            f"base_score: expected a finite number or one per output{count}, got {base_score!r}"
+        )
+    return score if n_outputs is None else np.broadcast_to(score, (n_outputs,)).copy()

@@ -385,6 +385,20 @@ def check_settings(model: Any, front_end: str) -> None:
             setting.check(setting.name, getattr(model, setting.name))
 
 
+@functools.cache
+def _record_class(front_end: str) -> type:
+    names = [setting.name for setting in settings_of(front_end)]
+    return dataclasses.make_dataclass(f"{front_end}Settings", names, frozen=True, eq=False)
+
+
+def settings_record(model: Any, front_end: str = BOOSTER, **changes: Any) -> Any:
+    """``model``'s settings of ``front_end`` as one frozen record (each an
+    attribute of its name, ``changes`` replacing some): what one fit reads,
+    whatever ``set_params`` does to ``model`` meanwhile."""
+    values = {setting.name: getattr(model, setting.name) for setting in settings_of(front_end)}
+    return _record_class(front_end)(**{**values, **changes})
+
+
 _CHECKS = {setting.name: setting.check for setting in SETTINGS if setting.check is not None}
 
 

@@ -1,0 +1,66 @@
+"""`train` (jaxboost.frontends.trainer): settings and checked inputs in, a
+`Model` out, without going back to a front end; the holdout's two fits
+(jaxboost.frontends.holdout) are two calls of it."""
+
+import numpy as np
+import pytest
+
+import jaxboost as jb
+from jaxboost.frontends import fit_inputs as fit_inputs_module
+from jaxboost.frontends.fit_inputs import FitArguments, fit_inputs
+from jaxboost.frontends.model import Model
+from jaxboost.frontends.settings_table import settings_record
+from jaxboost.frontends.trainer import train
+
+SMALL = {"n_estimators": 3, "max_depth": 2, "max_bins": 16, "random_state": 0}
+
+
+def _data(seed=0, n_rows=120):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, 3)).astype(np.float32)
+    return X, (X[:, 0] + 0.1 * rng.normal(size=n_rows)).astype(np.float32)
+
+
+def test_train_gives_the_model_that_fit_keeps():
+    X, y = _data()
+    booster = jb.Booster(**SMALL)
+    settings = settings_record(booster)
+    inputs = fit_inputs(settings, FitArguments(X, y, None, None, None, None, None))
+    model = train(settings, inputs)
+    assert isinstance(model, Model) and not hasattr(booster, "forest_")
+    booster.fit(X, y)
+    assert set(model.fields()) == set(booster.model_.fields())
+    np.testing.assert_array_equal(model.forest_.leaf_value, booster.forest_.leaf_value)
+    np.testing.assert_array_equal(model.predict(X), booster.predict(X))
+
+
+def test_a_record_of_the_settings_is_frozen_for_the_fit():
+    booster = jb.Booster(**SMALL)
+    settings = settings_record(booster, n_estimators=5)
+    booster.set_params(max_depth=4)
+    assert (settings.n_estimators, settings.max_depth) == (5, 2)
+    with pytest.raises(AttributeError):
+        settings.max_depth = 3
+
+
+def test_a_holdout_fit_enters_fit_once_and_checks_all_rows_once(monkeypatch):
+    """The holdout's fits are trainer calls: ``Booster.fit`` runs once (it
+    ran three times, copies of the Booster re-entering it), all rows are
+    checked once and the kept rows once."""
+    X, y = _data(n_rows=60)
+    fits, checked = [], []
+    fit = jb.Booster.fit
+    check = fit_inputs_module.checked_inputs
+    monkeypatch.setattr(
+        jb.Booster, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k)
+    )
+
+    def counted(settings, arguments):
+        checked.append(len(arguments.y))
+        return check(settings, arguments)
+
+    monkeypatch.setattr(fit_inputs_module, "checked_inputs", counted)
+    booster = jb.Booster(loss="gaussian_nll", **{**SMALL, "n_estimators": 4}).fit(X, y)
+    assert len(fits) == 1
+    assert checked == [60, 48]  # all rows, then the kept ones (a fifth held out)
+    assert booster.evals_result_ and booster.n_estimators_ >= 1
