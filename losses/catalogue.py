@@ -163,8 +163,7 @@ def _with_params(loss: str | Callable, params: dict[str, Any]) -> Loss:
     unknown = sorted(set(params) - set(known or ()))
     if known is not None and unknown:
         raise ValueError(
-            f"loss_params: loss {name!r} takes {sorted(known) or 'no parameters'}, "
-            f"not {unknown}"
+            f"loss_params: loss {name!r} takes {sorted(known) or 'no parameters'}, not {unknown}"
         )
     try:
         return get(name, **{**own, **params})

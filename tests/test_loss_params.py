@@ -87,8 +87,11 @@ def test_a_search_over_a_loss_parameter_compiles_nothing_for_new_values():
 
 
 def test_loss_parameters_a_loss_does_not_take_are_refused_naming_them():
-    with pytest.raises(ValueError, match=r"loss__alpha: not a parameter of loss 'huber'.*"
-                       r"takes \['loss__delta'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"loss__alpha: not a parameter of loss 'huber'.*"
+        r"takes \['loss__delta'\]",
+    ):
         jb.Regressor(loss="huber").set_params(loss__alpha=0.5)
     with pytest.raises(ValueError, match="loss__d: not a parameter.*only catalogue losses"):
         jb.Booster(loss=lambda y, f: (f - y) ** 2).set_params(loss__d=1.0)
