@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from run_script import run_script
 
 import jaxboost as jb
 
@@ -238,3 +240,13 @@ def test_a_worker_that_dies_mid_fit_stops_the_fit_with_the_reason(client):
             model=jb.Booster(n_estimators=30, max_depth=2),
             callbacks=[end_worker_of_process_1],
         )
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dask_training.py"
+
+
+def test_the_example_fits_on_its_cluster_the_single_process_model():
+    result = run_script(EXAMPLE, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert "Regressor of 30 rounds; lazy prediction of 6000 rows" in result.stdout
+    assert "same splits True, raw scores within 1e-5 of their largest: True" in result.stdout
