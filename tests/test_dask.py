@@ -219,6 +219,15 @@ def test_a_gamma_distribution_is_the_single_process_model(client):
     np.testing.assert_array_equal(lazy.compute(), model.predict_raw(X))
 
 
+def test_bad_rows_on_one_worker_raise_the_local_fit_s_error_on_the_client(client):
+    X, y = _regression_rows(seed=7)
+    y[700] = np.nan  # in the second worker's partition
+    first, second = _workers(client)
+    dX, dy = _placed(client, [_cut(X), _cut(y)], [first, first, second])
+    with pytest.raises(ValueError, match=r"y: .*\[ValueError in process [01] on worker tcp://"):
+        jbd.fit(client, dX, dy, model=jb.Booster(n_estimators=2, max_depth=2))
+
+
 def test_a_worker_that_dies_mid_fit_stops_the_fit_with_the_reason(client):
     X, y = _regression_rows(seed=5)
     first, second = _workers(client)
