@@ -134,21 +134,42 @@ def test_log_loss_with_a_worker_holding_two_apart_partitions(client):
     np.testing.assert_allclose(lazy.compute(), local.predict_proba(X), rtol=1e-6)
 
 
-def test_a_group_loss_on_one_worker_trains_and_on_two_is_refused_before_starting(client):
-    # the second worker holds no partition: it takes no part
+def _query_rows():
+    """40 queries of 3 to 17 rows: features, relevance 0 to 3, query ids."""
     rng = np.random.default_rng(6)
-    X = rng.normal(size=(300, 3)).astype(np.float32)
-    relevance = np.clip(np.round(X[:, 0] + rng.normal(size=300)), 0, 3).astype(np.float32)
-    qid = np.repeat(np.arange(30), 10)
-    first, second = _workers(client)
-    pieces = [[part[:100], part[100:]] for part in (X, relevance, qid)]
-    dX, dy, dqid = _placed(client, pieces, [first, first])
-    model = jbd.DaskRanker(client=client, n_estimators=3, max_depth=2).fit(dX, dy, qid=dqid)
+    sizes = rng.integers(3, 18, 40)
+    qid = np.repeat(np.arange(40), sizes)
+    X = rng.normal(size=(qid.size, 3)).astype(np.float32)
+    relevance = np.clip(np.round(X[:, 0] + 0.5 * rng.normal(size=qid.size) + 1), 0, 3)
+    return X, relevance.astype(np.float32), qid
+
+
+def test_lambdarank_on_whole_queries_per_worker_is_the_single_process_model(client):
+    X, relevance, qid = _query_rows()
     single = jb.Ranker(n_estimators=3, max_depth=2).fit(X, relevance, qid=qid)
+    first, second = _workers(client)
+    # queries 0-9 | 10-22 on the first worker, 23-39 on the second (whole queries)
+    cuts = [0, int(np.searchsorted(qid, 10)), int(np.searchsorted(qid, 23)), qid.size]
+    pieces = [[part[a:b] for a, b in itertools.pairwise(cuts)] for part in (X, relevance, qid)]
+    dX, dy, dqid = _placed(client, pieces, [first, first, second])
+    model = jbd.DaskRanker(client=client, n_estimators=3, max_depth=2).fit(dX, dy, qid=dqid)
     _same_model(model.to_local().booster_, single.booster_, X)
+    # all on the first worker: the second, without partitions, takes no part
+    dX, dy, dqid = _placed(client, pieces, [first, first, first])
+    model = jbd.DaskRanker(client=client, n_estimators=3, max_depth=2).fit(dX, dy, qid=dqid)
+    _same_model(model.to_local().booster_, single.booster_, X)
+
+
+def test_a_query_split_between_workers_is_refused_before_starting(client):
+    X, relevance, qid = _query_rows()
+    first, second = _workers(client)
+    cut = int(np.searchsorted(qid, 20)) + 1  # query 20's first row on the first worker
+    pieces = [[part[:cut], part[cut:]] for part in (X, relevance, qid)]
     dX, dy, dqid = _placed(client, pieces, [first, second])
-    with pytest.raises(ValueError, match="loss: a group loss trains in one process for now"):
+    with pytest.raises(ValueError, match="qid: query 20 has rows on workers tcp://"):
         jbd.DaskRanker(client=client).fit(dX, dy, qid=dqid)
+    with pytest.raises(ValueError, match="qid: a group loss over 2 workers needs"):
+        jbd.DaskBooster(client=client, loss=jb.losses.lambdarank()).fit(dX, dy)
 
 
 def _frame(n_rows: int, seed: int) -> pd.DataFrame:

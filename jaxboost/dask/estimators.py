@@ -97,8 +97,7 @@ class DaskRegressor(_DaskModel):
 
 class DaskRanker(_DaskModel):
     """A `jaxboost.Ranker` fitted on a Dask cluster's rows (``qid=`` per
-    row).  Group losses train in one process for now: the rows must sit on
-    one worker (docs/dask.md)."""
+    row, each query whole on one worker: docs/dask.md)."""
 
     _local_name = "Ranker"
 

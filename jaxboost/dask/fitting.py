@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .launch import run
 from .partitions import aligned, persisted_parts, place
 
@@ -50,23 +52,44 @@ def _eval_parts(client, fit_params: dict) -> list | None:
     return sets
 
 
-def _check_group_loss(model: Any, n_processes: int) -> None:
-    """Group losses train in one process for now (`jax.distributed` refuses
-    them): refused here, naming the way out, before any process starts."""
+def _check_queries(client, placement, model: Any) -> None:
+    """A group loss over several workers needs each query whole on one
+    worker: refused here, naming a query and its workers, before any
+    process starts."""
     import jaxboost as jb
 
+    if len(placement.workers) == 1:
+        return
     loss = getattr(model, "loss", None)  # (None: a DaskClassifier's, per sample)
-    if (
-        n_processes > 1
-        and loss is not None
-        and getattr(jb.losses.resolve(loss), "per", "sample") == "group"
-    ):
+    if loss is None or getattr(jb.losses.resolve(loss), "per", "sample") != "group":
+        return
+    if "qid" not in placement.parts[0]:
         raise ValueError(
-            f"loss: a group loss trains in one process for now, and the rows sit on "
-            f"{n_processes} workers; persist them on one worker "
-            "(client.persist(X, workers=[address]), likewise y and qid) or use a "
-            "per-sample loss"
+            f"qid: a group loss over {len(placement.workers)} workers needs each row's query "
+            "id (a query whole on one worker); without it all rows are one group across "
+            "the workers. Give qid=, or persist the rows on one worker"
         )
+    ids = client.gather(
+        [
+            client.submit(_query_ids, parts["qid"], workers=[worker], pure=False)
+            for worker, parts in zip(placement.workers, placement.parts)
+        ]
+    )
+    owner = np.concatenate([np.full(len(found), i) for i, found in enumerate(ids)])
+    values, counts = np.unique(np.concatenate(ids), return_counts=True)
+    if np.any(counts > 1):
+        shared = values[counts > 1][0].item()
+        on = [placement.workers[i] for i in owner[np.concatenate(ids) == shared]]
+        raise ValueError(
+            f"qid: query {shared!r} has rows on workers {on[0]} and {on[1]} "
+            f"({int(np.sum(counts > 1))} queries are split); a group loss needs each query "
+            "whole on one worker: partition the rows by query first (e.g. "
+            "frame.shuffle('qid'))"
+        )
+
+
+def _query_ids(parts: list) -> np.ndarray:
+    return np.unique(np.concatenate([np.asarray(part).reshape(-1) for part in parts]))
 
 
 def fit(
@@ -123,7 +146,7 @@ def fit(
     rows = aligned({name: value for name, value in rows.items() if value is not None})
     eval_sets = _eval_parts(client, fit_params)
     placement = place(client, rows)
-    _check_group_loss(model, len(placement.workers))
+    _check_queries(client, placement, model)
     spec = {
         "model": cloudpickle.dumps(model),
         "fit_kwargs": cloudpickle.dumps(fit_params),
