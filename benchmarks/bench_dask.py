@@ -20,14 +20,28 @@ process of the machine on it) over a fit of ``--rounds`` rounds minus one
 of 1 round, divided by the rounds between, against the histograms one
 tree sums: ``28 features x 256 bins x 2 stats x 4 bytes`` per node.
 
+``--startup`` instead launches 2 processes by hand (no Dask), each with
+half the rows, and prints where a training process's time goes: ``import
+jaxboost``, ``jax.distributed.initialize``, a first 1-round fit (programs
+from the disk cache, binning, the edge sample's exchange) and then a fit of
+``--rounds`` rounds in the same process (programs in memory).
+
     python benchmarks/bench_dask.py                    # 2M rows, 100 rounds
     python benchmarks/bench_dask.py --rows 200000 --rounds 50
+    python benchmarks/bench_dask.py --rows 200000 --startup
 """
 
 from __future__ import annotations
 
-import argparse
 import time
+
+_STARTED = time.perf_counter()  # (``import jaxboost``, by _common, timed for --startup)
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
 
 import numpy as np
 from _common import (
@@ -39,7 +53,8 @@ from _common import (
     print_table,
     xgboost_params,
 )
-from sklearn.metrics import roc_auc_score
+
+IMPORT_SECONDS = time.perf_counter() - _STARTED
 
 N_FEATURES, N_BINS, DEPTH = 28, 256, 6
 
@@ -95,6 +110,50 @@ def raw_scores(library: str, model, X: np.ndarray) -> np.ndarray:
     return np.asarray(model.predict_raw(X))
 
 
+def startup_process(process_id: int, port: int, args) -> None:
+    """One of the ``--startup`` processes (``import jaxboost`` was timed by
+    the caller: the module imports it first)."""
+    import jaxboost as jb
+
+    start = time.perf_counter()
+    jb.distributed.initialize(f"127.0.0.1:{port}", 2, process_id, cpu_devices=1)
+    joined = time.perf_counter() - start
+    X, y, _ = make_data(args.rows, seed=0)
+    half = args.rows // 2
+    mine = slice(0, half) if process_id == 0 else slice(half, args.rows)
+    times = []
+    for rounds in (1, args.rounds):
+        start = time.perf_counter()
+        jaxboost_booster("binary_logloss", rounds).fit(X[mine], y[mine])
+        times.append(time.perf_counter() - start)
+    print(
+        f"process {process_id}: import {IMPORT_SECONDS:.1f} s, initialize {joined:.1f} s, "
+        f"first fit (1 round) {times[0]:.1f} s, then {args.rounds} rounds {times[1]:.1f} s",
+        flush=True,
+    )
+
+
+def startup(args) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, __file__, "--rows", str(args.rows), "--rounds", str(args.rounds)]
+    environment = {**os.environ, "JAXBOOST_CPU_DEVICES": "1"}
+    processes = [
+        subprocess.Popen(
+            [*command, "--startup-process", str(i), "--port", str(port)],
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for process in processes:
+        output = process.communicate(timeout=600)[0]
+        print("\n".join(line for line in output.splitlines() if line.startswith("process")))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000, help="training rows")
@@ -102,9 +161,20 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--startup", action="store_true", help="where the start-up goes")
+    parser.add_argument("--startup-process", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.startup_process is not None:
+        startup_process(args.startup_process, args.port, args)
+        return
+    if args.startup:
+        print_header(argv, [], show_devices=False)
+        startup(args)
+        return
     import dask.array as da
     from distributed import Client, LocalCluster
+    from sklearn.metrics import roc_auc_score
 
     print_header(argv, ["dask", "distributed", "xgboost", "lightgbm"], show_devices=False)
     X, y, _ = make_data(args.rows + args.test_rows, seed=0)
