@@ -262,7 +262,7 @@ def test_a_worker_that_dies_mid_fit_stops_the_fit_with_the_reason(client):
         if env.iteration == 1 and jax.process_index() == 1:
             os.kill(os.getppid(), signal.SIGKILL)  # the Dask worker running this process
 
-    with pytest.raises(RuntimeError, match="left the cluster during the fit|lost process 1"):
+    with pytest.raises(RuntimeError, match="worker tcp://.* left the cluster during the fit"):
         jbd.fit(
             client,
             dX,

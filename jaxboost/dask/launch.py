@@ -28,11 +28,15 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import CancelledError
 
 from .partitions import Placement
 
 _ERRORS = {"ValueError": ValueError, "TypeError": TypeError}
+# how long a process's "lost process" error waits for the scheduler to say
+# which worker left (its message names it)
+_LOST_GRACE_SECONDS = 10.0
 
 
 def free_port() -> int:
@@ -130,6 +134,7 @@ def run(
                 retries=0,
             )
         )
+    lost_grace_end = 0.0
     try:
         while True:
             try:
@@ -148,7 +153,14 @@ def run(
                 )
             failed = [future for future in futures if future.status == "error"]
             if failed:
-                raise failed[0].exception()
+                error = failed[0].exception()
+                # a peer's lost process: its worker may be leaving; the
+                # scheduler's word names the worker, so wait for it a little
+                if " lost " in str(error) and time.monotonic() < lost_grace_end:
+                    time.sleep(poll_seconds)
+                    continue
+                raise error
+            lost_grace_end = time.monotonic() + _LOST_GRACE_SECONDS
             cancelled = [future for future in futures if future.cancelled()]
             if cancelled:
                 worker = workers[futures.index(cancelled[0])]
