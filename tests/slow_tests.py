@@ -14,6 +14,7 @@ slower.
 SLOW_MODULES = frozenset(
     {
         "test_compilation_cache",
+        "test_dask",
         "test_devices_features",
         "test_distributed",
         "test_examples",

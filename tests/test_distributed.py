@@ -62,7 +62,14 @@ def _two_processes(case: str, *args: str, timeout: int = 120) -> list[dict]:
 
 # the cases that end "ok" on both processes, run in turn by one pair of
 # workers: each pair costs some 15 s to start, initialise and join
-_OK_CASES = ("gather-64bit", "constant-each", "watched-on-0", "above-sample", "categories")
+_OK_CASES = (
+    "gather-64bit",
+    "constant-each",
+    "watched-on-0",
+    "above-sample",
+    "categories",
+    "groups",
+)
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +188,30 @@ def test_processes_with_other_categorical_columns_stop_with_the_reason():
         assert worker["code"] == 3, worker
         message = "categorical_features: the processes have other categorical columns"
         assert message in worker["last"], worker
+
+
+def test_two_processes_of_whole_queries_train_the_single_process_ranking_model(ok_cases):
+    # each process places its own queries on its devices, in shapes agreed
+    # between them; rows numbered process by process, as one process's
+    for worker in ok_cases[0]["groups"]:
+        assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
+    checks = _checks_module()
+    X, relevance, qid = checks.query_rows()
+    single = checks.make_model("groups").fit(X, relevance, qid=qid)
+    models = ok_cases[1] / "groups"
+    for model in (jb.load(models / f"model_process{i}.json") for i in (0, 1)):
+        np.testing.assert_array_equal(model.bin_edges_, single.bin_edges_)
+        for field in ("feature", "threshold_bin"):
+            np.testing.assert_array_equal(
+                getattr(model.forest_, field), getattr(single.forest_, field), err_msg=field
+            )
+        np.testing.assert_allclose(
+            model.predict_raw(X), single.predict_raw(X), rtol=1e-5, atol=1e-5
+        )
+
+
+def test_a_group_loss_without_groups_is_refused_on_every_process():
+    # all rows one group would span the processes (Cox without strata)
+    for worker in _two_processes("groups-absent"):
+        assert worker["code"] == 3, worker
+        assert "group, qid: with several processes the group loss" in worker["last"]

@@ -28,7 +28,10 @@ EXPECTED = {
     "poisson_exposure.py": "mean Poisson deviance of the claim counts of held-out cells",
 }
 # examples a dedicated test runs and checks further
-RUN_BY_OTHER_TESTS = {"distributed_training.py": "test_distributed.py"}
+RUN_BY_OTHER_TESTS = {
+    "distributed_training.py": "test_distributed.py",
+    "dask_training.py": "test_dask.py",
+}
 
 
 def test_every_example_is_listed():

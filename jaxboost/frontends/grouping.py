@@ -11,6 +11,7 @@ row order).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -122,12 +123,21 @@ def group_width(size: int) -> int:
 
 
 def place_groups(
-    groups: GroupedRows, n_shards: int, row_weight: np.ndarray | None = None
+    groups: GroupedRows,
+    n_shards: int,
+    row_weight: np.ndarray | None = None,
+    agreed: GroupShapes | None = None,
+    first_row: int = 0,
 ) -> GroupPlacement:
     """Groups in order, cut into ``n_shards`` runs of whole groups of about
     equal rows, each run padded to the same shard size (a bucket size, so
     that nearby data sets share programs); every group weighs its first
-    row's ``row_weight`` (``(n_rows,)``, the input's rows; default 1)."""
+    row's ``row_weight`` (``(n_rows,)``, the input's rows; default 1).
+
+    With several processes each places its own groups on its own shards,
+    in the shapes ``agreed`` between them (`agreed_shapes`: every process's
+    programs take the same shapes), its rows numbered from ``first_row``
+    (the rows of the processes before it)."""
     sizes = groups.sizes
     ends = np.cumsum(sizes)
     n_rows = int(ends[-1])
@@ -144,27 +154,35 @@ def place_groups(
         group_weight = np.asarray(row_weight, np.float32)[groups.order[starts]]
     shard_rows = [int(sizes[cuts[s] : cuts[s + 1]].sum()) for s in range(n_shards)]
     n_padded = bucket_size(max(shard_rows) * n_shards, n_shards)
+    if agreed is not None:
+        n_padded = max(n_padded, agreed.rows_per_shard * n_shards)
     per_shard = n_padded // n_shards
     gather = np.zeros(n_padded, np.int64)
     present = np.zeros(n_padded, bool)
     row_number = np.zeros(n_padded, np.uint32)
+    offset = first_row
     for shard in range(n_shards):
         first_row = int(boundaries[cuts[shard]])
         place, count = shard * per_shard, shard_rows[shard]
         gather[place : place + count] = groups.order[first_row : first_row + count]
         present[place : place + count] = True
-        row_number[place : place + count] = np.arange(first_row, first_row + count)
+        row_number[place : place + count] = offset + np.arange(first_row, first_row + count)
     # every group's shard, its first row within the shard, and its width
     shard_of = np.searchsorted(cuts, np.arange(sizes.size), side="right") - 1
     local_start = starts - boundaries[cuts[shard_of]]
     width_of = np.left_shift(1, np.frexp(sizes - 1)[1]).astype(np.int64)  # group_width
     buckets = []
-    for width in np.unique(width_of):
+    widths = set(np.unique(width_of).tolist())
+    if agreed is not None:
+        widths |= set(agreed.slots)
+    for width in sorted(widths):
         chosen = np.flatnonzero(width_of == width)  # in order, so by shard
         shard = shard_of[chosen]
         # a group's slot: its place among its shard's groups of this width
         slot = np.arange(chosen.size) - np.searchsorted(shard, shard)
-        n_slots = int(slot.max()) + 1
+        n_slots = int(slot.max()) + 1 if chosen.size else 1
+        if agreed is not None:
+            n_slots = max(n_slots, agreed.slots.get(width, 1))
         offsets = np.arange(width)
         index = np.zeros((n_shards, n_slots, width), np.int32)
         mask = np.zeros((n_shards, n_slots, width), bool)
@@ -178,6 +196,39 @@ def place_groups(
             GroupBucket(index.reshape(-1, width), mask.reshape(-1, width), weight.reshape(-1))
         )
     return GroupPlacement(gather, present, row_number, tuple(buckets))
+
+
+class GroupShapes(NamedTuple):
+    """The shapes of a group placement: rows per shard, and per group width
+    the table slots per shard."""
+
+    rows_per_shard: int
+    slots: dict[int, int]  # width -> slots per shard
+
+
+_WIDTH_BITS = 32  # group widths are powers of two below 2**32 (uint32 row numbers)
+
+
+def placement_shapes(placement: GroupPlacement, n_shards: int) -> GroupShapes:
+    """The shapes of ``placement`` (of ``n_shards`` shards)."""
+    slots = {
+        int(bucket.index.shape[1]): int(bucket.index.shape[0]) // n_shards
+        for bucket in placement.buckets
+    }
+    return GroupShapes(placement.gather.shape[0] // n_shards, slots)
+
+
+def agreed_shapes(shapes: GroupShapes, gather_same_shape: Callable) -> GroupShapes:
+    """The shapes that hold every process's placement: the largest of each
+    (``gather_same_shape``: `jaxboost.runtime.distributed`'s, every
+    process's array)."""
+    sent = np.zeros(_WIDTH_BITS + 1, np.int64)
+    sent[0] = shapes.rows_per_shard
+    for width, n_slots in shapes.slots.items():
+        sent[width.bit_length()] = n_slots  # (width 2**k at k + 1)
+    largest = gather_same_shape(sent).max(axis=0)
+    slots = {1 << (bit - 1): int(n) for bit, n in enumerate(largest) if bit and n}
+    return GroupShapes(int(largest[0]), slots)
 
 
 def is_group_loss(loss: Any) -> bool:
@@ -223,8 +274,14 @@ def fit_groups(
         raise ValueError("armijo: needs a per-sample loss; leave it None for a group loss")
     if settings["n_outputs"] not in (None, 1):
         raise ValueError(f"n_outputs: a group loss scores one output, got {settings['n_outputs']}")
-    if jax.process_count() > 1:
-        raise ValueError("loss: group losses train in one process (jax.distributed) for now")
+    if jax.process_count() > 1 and groups is None:
+        name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+        raise ValueError(
+            f"group, qid: with several processes the group loss {name!r} needs each "
+            "process's groups (a group is whole in one process); without them all rows "
+            "would be one group across the processes (Cox without strata: train in one "
+            "process)"
+        )
     groups = in_row_order(groups if groups is not None else one_group(n_rows), loss, y)
     if sample_weight is not None:
         check_group_weights(groups, sample_weight)

@@ -40,6 +40,7 @@ from ..runtime.distributed import (
     fetch,
     first_process_value,
     gather,
+    gather_same_shape,
     global_rows,
     replicated,
     row_layout,
@@ -51,7 +52,13 @@ from .categories import category_edges
 from .compile_ahead import start_loss_programs
 from .computation_keys import group_widths
 from .continued import ContinuedFrom
-from .grouping import GroupedRows, GroupPlacement, place_groups
+from .grouping import (
+    GroupedRows,
+    GroupPlacement,
+    agreed_shapes,
+    place_groups,
+    placement_shapes,
+)
 from .monitor import EvalSet
 from .offsets import search_rows, start_scores
 from .settings import (
@@ -112,10 +119,29 @@ def training_devices(settings, n_rows: int, groups: GroupedRows | None) -> list:
     devices = check_devices(settings.devices)
     if devices is None:
         devices = default_training_devices(n_rows)
-        if groups is not None:  # no more devices than the largest group fills
+        if groups is not None and jax.process_count() == 1:
+            # no more devices than the largest group fills (with several
+            # processes: all, the same mesh on each)
             fills = n_rows // int(groups.sizes.max())
             devices = devices[: max(1, min(len(devices), fills))]
     return devices
+
+
+def group_placement(
+    groups: GroupedRows, mesh, weight: np.ndarray
+) -> tuple[GroupPlacement, RowLayout]:
+    """This process's groups placed whole on its devices, and where its rows
+    sit among all processes': with several, in the shapes that hold every
+    process's groups, rows numbered after the processes before it."""
+    n_shards = mesh.local_mesh.size
+    placement = place_groups(groups, n_shards, weight)
+    first_row = 0
+    if jax.process_count() > 1:
+        counts = gather(np.array([groups.order.shape[0]], np.int64))
+        first_row = int(np.sum(counts[: jax.process_index()]))
+        agreed = agreed_shapes(placement_shapes(placement, n_shards), gather_same_shape)
+        placement = place_groups(groups, n_shards, weight, agreed, first_row)
+    return placement, RowLayout(first_row=first_row, n_padded=placement.gather.shape[0])
 
 
 def init_search_rows(settings, n_rows: int) -> int:
@@ -224,9 +250,8 @@ def _placed_order(inputs: FitInputs, mesh, offsets: np.ndarray | None) -> tuple:
     features, targets, weight = inputs.features, inputs.targets, inputs.weight
     if inputs.groups is None:
         return None, row_layout(features.shape[0], mesh), features, targets, offsets, weight
-    placement = place_groups(inputs.groups, mesh.size, weight)
+    placement, layout = group_placement(inputs.groups, mesh, weight)
     gather = placement.gather
-    layout = RowLayout(first_row=0, n_padded=gather.shape[0])
     offsets = None if offsets is None else offsets[gather]
     weight = np.where(placement.present, weight[gather], 0.0).astype(np.float32)
     return placement, layout, features[gather], targets[gather], offsets, weight

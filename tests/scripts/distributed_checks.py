@@ -28,6 +28,10 @@ Cases:
                      with a category column; process 0 lacks one category,
                      process 1 another and lists them in reverse order).
   categories-differ  as ``categories``, but process 1's shops are numbers.
+  groups             a ranking loss: each process holds whole queries of
+                     `query_rows` (process 0 the first 23 of 40, ids in
+                     order), given by ``qid``.
+  groups-absent      as ``groups`` without ``qid``: all rows one group.
 """
 
 import argparse
@@ -76,7 +80,24 @@ def category_rows(process_id: int | None = None) -> tuple[object, np.ndarray]:
     return frame, y[keep]
 
 
-def make_model() -> jb.Booster:
+def query_rows(process_id: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``groups`` case's rows (all, or one process's): features,
+    relevance 0 to 3, and query ids; 40 queries of 3 to 17 rows."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(3, 18, 40)
+    qid = np.repeat(np.arange(40), sizes)
+    X = rng.normal(size=(qid.size, 3)).astype(np.float32)
+    relevance = np.clip(np.round(X[:, 0] + 0.5 * rng.normal(size=qid.size) + 1), 0, 3)
+    keep = slice(None)
+    if process_id is not None:
+        first = int(np.searchsorted(qid, 23))
+        keep = slice(0, first) if process_id == 0 else slice(first, None)
+    return X[keep], relevance[keep].astype(np.float32), qid[keep]
+
+
+def make_model(case: str = "") -> jb.Booster:
+    if case in ("groups", "groups-absent"):
+        return jb.Booster(loss=jb.losses.lambdarank(), n_estimators=3, max_depth=2)
     return jb.Booster(n_estimators=3, max_depth=2)
 
 
@@ -92,6 +113,8 @@ def watchers(case: str, process_id: int) -> dict:
         return {"eval_set": [(X[:50], y[:50])], "early_stopping_rounds": 2}
     if case == "peer-leaves" and process_id == 1:
         return {"callbacks": [leave]}
+    if case == "groups":
+        return {"qid": query_rows(process_id)[2]}
     return {}
 
 
@@ -114,6 +137,8 @@ def exchanged_64bit_values(process_id: int) -> dict:
 
 
 def rows(case: str, process_id: int) -> tuple[np.ndarray, np.ndarray]:
+    if case in ("groups", "groups-absent"):
+        return query_rows(process_id)[:2]
     if case in ("categories", "categories-differ"):
         X, y = category_rows(process_id)
         if case == "categories-differ" and process_id == 1:
@@ -158,7 +183,7 @@ def run_case(case: str, process_id: int, output: str | None) -> None:
         return
     X, y = rows(case, process_id)
     try:
-        model = make_model().fit(X, y, **watchers(case, process_id))
+        model = make_model(case).fit(X, y, **watchers(case, process_id))
     except (ValueError, TypeError) as error:
         print(f"error {type(error).__name__}: {error}", flush=True)
         sys.exit(3)
