@@ -318,7 +318,8 @@ def test_an_array_of_text_meets_the_boosters_answer(diabetes):
         jb.Regressor(**SETTINGS).fit(text.astype(str), y)
     # an evaluation set as an array: the frame's category columns are its categories
     with_frame = jb.Regressor(**SETTINGS).fit(X, y, eval_set=[(X, y)])
-    with_array = jb.Regressor(**SETTINGS).fit(X, y, eval_set=[(X.to_numpy(dtype=object), y)])
+    with pytest.warns(UserWarning, match="does not have .*feature names"):
+        with_array = jb.Regressor(**SETTINGS).fit(X, y, eval_set=[(X.to_numpy(dtype=object), y)])
     assert with_array.evals_result_ == with_frame.evals_result_
     numbers = X.drop(columns=["sex", "bmi_band"]).to_numpy()
     strings = numbers.astype(object)
