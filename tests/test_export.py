@@ -45,6 +45,9 @@ CASES = {
     "poisson": ({"loss": "poisson"}, lambda y: np.exp(y / 3).astype(np.float32)),
     "custom": ({"loss": _custom}, lambda y: y),
     "gaussian_nll": ({"loss": "gaussian_nll"}, lambda y: y),  # two raw outputs
+    # zero curvature: every cover 0 (quantile), some children's 0 (Huber)
+    "quantile": ({"loss": "quantile", "loss_params": {"alpha": 0.8}}, lambda y: y),
+    "huber": ({"loss": "huber"}, lambda y: 3 * y),
     "categorical_lossguide": (
         {"categorical_features": [4], "grow_policy": "lossguide", "max_leaves": 5},
         lambda y: y,
@@ -120,7 +123,9 @@ def test_xgboost_file_names_its_objective(case, tmp_path):
         assert "raw scores" in booster.attr("jaxboost_objective")
     covers = np.asarray(learner["gradient_booster"]["model"]["trees"][0]["sum_hessian"])
     table = _table(model)
-    np.testing.assert_allclose(covers[0], table.cover[0, table.root[0]], rtol=1e-6)
+    root = table.root[0]  # (every cover 0: the root's sample weight)
+    expected = table.cover[0, root] if table.cover[0, root] > 0 else table.weight[0, root]
+    np.testing.assert_allclose(covers[0], expected, rtol=1e-6)
 
 
 def _at_thresholds():
@@ -154,6 +159,21 @@ def test_onnxruntime_sends_values_at_thresholds_as_jaxboost(tmp_path):
     model.save(tmp_path / "model.onnx", format="onnx")
     session = ort.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
     _close(session.run(None, {"X": rows})[0][:, 0], model.predict_raw(rows))
+
+
+def test_a_split_on_missing_values_alone_is_exported(tmp_path):
+    """A split ``x <= inf`` (missing values right) is XGBoost's ``x < inf``."""
+    X, y = _data()
+    X = X[:, :4]
+    model = jb.Booster(n_estimators=4, max_depth=2).fit(X, y + 5.0 * np.isnan(X[:, 0]))
+    table = _table(model)
+    assert np.any(np.isposinf(table.threshold[table.left >= 0]))
+    xgb, booster, _ = _xgboost_file(model, tmp_path)
+    rows = _test_rows()[:, :4]
+    _close(booster.predict(xgb.DMatrix(rows), output_margin=True), model.predict_raw(rows))
+    _close(
+        booster.predict(xgb.DMatrix(rows), pred_contribs=True), model.predict_contributions(rows)
+    )
 
 
 def test_treelite_predicts_raw_scores(case, tmp_path):

@@ -143,10 +143,10 @@ def _heap_sums(leaf: np.ndarray) -> np.ndarray:
 def child_share(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
     """``(left share, right share)``, ``(T, N)`` each: the part of a split's
     cover each child holds, the weights of path-dependent TreeSHAP's
-    expectations.  Where a split's children's covers do not sum to a
-    positive number (a loss of zero or negative curvature there) the
-    children's sample weights stand in; where those are 0 too, one half
-    each.  Leaves: one half each (unused)."""
+    expectations.  Where a child's cover is not positive (a loss of zero
+    or negative curvature there: quantile, absolute error, Huber beyond
+    its delta) the children's sample weights stand in; where those sum to
+    0 too, one half each.  Leaves: one half each (unused)."""
     is_split = table.left >= 0
 
     def children(values):
@@ -160,6 +160,8 @@ def child_share(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
         left, right = children(values)
         total = left + right
         usable = is_split & np.isfinite(total) & (total > 0)
+        if values is table.cover:  # (a reader's TreeSHAP divides by each child's cover)
+            usable &= (left > 0) & (right > 0)
         safe = np.where(usable, total, 1.0)
         shares = [
             np.where(usable, left / safe, shares[0]),

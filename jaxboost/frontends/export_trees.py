@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ..engine.node_table import breadth_first, node_table
+from ..engine.node_table import breadth_first, child_share, node_table
 
 
 class ExportTree(NamedTuple):
@@ -117,6 +117,7 @@ def export_trees(model: Any) -> list[ExportTree]:
     n_outputs = int(booster.n_outputs_)
     per_output_trees = int(booster.trees_per_round_) > 1
     categories = _category_values(booster)
+    shares = child_share(table)
     trees = []
     for tree in range(table.left.shape[0]):
         nodes = breadth_first(table, tree)
@@ -142,7 +143,7 @@ def export_trees(model: Any) -> list[ExportTree]:
             "missing_left": table.missing_left[tree, nodes],
             "categorical": categorical,
             "right_values": right_values,
-            "cover": table.cover[tree, nodes],
+            "cover": _covers(table, tree, nodes, shares),
             "gain": table.gain[tree, nodes],
         }
         outputs = [tree % n_outputs] if per_output_trees else range(n_outputs)
@@ -151,6 +152,31 @@ def export_trees(model: Any) -> list[ExportTree]:
             mean = _means(common["left"], common["right"], common["cover"], value)
             trees.append(ExportTree(output=output, value=value, mean=mean, **common))
     return trees
+
+
+def _covers(table, tree: int, nodes: np.ndarray, shares: tuple) -> np.ndarray:
+    """``(len(nodes),)`` the covers written for ``tree``'s ``nodes`` (parents
+    before children): the training hessian sums where every split's
+    children's covers sum to a positive number; else, so that a reader's
+    TreeSHAP (child cover / parent cover) weighs each split as jaxboost's
+    does (`jaxboost.engine.node_table.child_share`: sample weights where
+    the covers cannot), the root's cover (or weight) times the shares
+    along each node's path (a loss of zero curvature: quantile, absolute
+    error, where every cover is 0)."""
+    left, right = table.left[tree], table.right[tree]
+    cover = table.cover[tree]
+    split = left[nodes] >= 0
+    children = np.concatenate([left[nodes][split], right[nodes][split]])
+    root = cover[nodes[0]]
+    if np.all(np.isfinite(cover[children]) & (cover[children] > 0)) and root > 0:
+        return cover[nodes]
+    written = np.zeros(cover.shape, np.float64)
+    weight = table.weight[tree, nodes[0]]
+    written[nodes[0]] = next((v for v in (root, weight) if np.isfinite(v) and v > 0), 1.0)
+    for node in nodes[split]:
+        written[left[node]] = written[node] * shares[0][tree, node]
+        written[right[node]] = written[node] * shares[1][tree, node]
+    return written[nodes]
 
 
 def _means(left, right, cover, value) -> np.ndarray:

@@ -52,11 +52,9 @@ def _tree(tree: ExportTree, index: int, n_features: int) -> dict:
     """One tree's JSON object."""
     split = tree.left >= 0
     # x <= threshold (jaxboost) is x < the next float32 up (XGBoost)
+    # (a split that only separates missing values, x <= inf, is x < inf:
+    # the same for every value but +inf itself, which XGBoost sends right)
     condition = np.nextafter(tree.threshold, np.float32(np.inf), dtype=np.float32)
-    if not np.all(np.isfinite(condition[split & ~tree.categorical])):
-        raise ValueError(
-            "model: a split's threshold is the largest float32; XGBoost cannot hold it"
-        )
     condition = np.where(split, np.where(tree.categorical, 0.0, condition), tree.value)
     nodes = np.flatnonzero(tree.categorical)
     listed = [np.sort(tree.right_values[node]).tolist() for node in nodes]
