@@ -156,6 +156,8 @@ def test_warm_start_adds_the_missing_rounds():
         ({}, "unfitted", "init_model: expected a fitted Booster"),
         ({}, "columns", "init_model: fitted on 4 features, X has 3"),
         ({"max_depth": 2}, "same", "init_model: its trees have depth 3.*set max_depth=3"),
+        # (a file of this fit would be refused at load: max_bins below its trees' bins)
+        ({"max_bins": 8}, "same", r"init_model: its trees use \d+ value bins, max_bins is 8"),
         (
             {"loss": losses.softmax_cross_entropy},
             "classes",

@@ -280,3 +280,18 @@ def test_the_example_fits_on_its_cluster_the_single_process_model():
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "Regressor of 30 rounds; lazy prediction of 6000 rows" in result.stdout
     assert "same splits True, raw scores within 1e-5 of their largest: True" in result.stdout
+
+
+def test_the_estimators_search_the_loss_s_parameters_as_the_local_ones():
+    """``loss__<name>`` in get_params/set_params (GridSearchCV's), into
+    ``loss_params``; clone keeps it; an unknown name is refused."""
+    from sklearn.base import clone
+
+    model = jbd.DaskRegressor(loss="quantile", loss_params={"alpha": 0.9}, n_estimators=5)
+    assert model.get_params()["loss__alpha"] == 0.9
+    model.set_params(loss__alpha=0.3, n_estimators=7)
+    assert model.get_params(deep=False)["loss_params"] == {"alpha": 0.3}
+    assert clone(model).get_params()["loss__alpha"] == 0.3
+    assert clone(model).get_params()["n_estimators"] == 7
+    with pytest.raises(ValueError, match="nonsense"):
+        model.set_params(nonsense=1)

@@ -112,3 +112,18 @@ def test_a_model_saves_the_file_its_booster_saves(model, tmp_path):
     booster.save(tmp_path / "booster.json")
     assert (tmp_path / "model.json").read_bytes() == (tmp_path / "booster.json").read_bytes()
     np.testing.assert_array_equal(jb.load(tmp_path / "model.json").predict(X), booster.predict(X))
+
+
+def test_settings_changed_after_fit_leave_the_file_describing_its_trees(tmp_path):
+    """set_params after fit changes the next fit, not the fitted model: the
+    file holds the settings the trees were grown with (a file of the new
+    ones was refused at load: max_depth 4 differs from the trees' 2)."""
+    X, y = _data()
+    model = jb.Booster(n_estimators=3, max_depth=2, max_bins=255).fit(X, y)
+    model.set_params(max_depth=4, n_estimators=2, max_bins=16, learning_rate=0.9)
+    model.save(tmp_path / "model.json")
+    loaded = jb.load(tmp_path / "model.json")
+    assert loaded.max_depth == 2 and loaded.n_estimators == 3 and loaded.max_bins == 255
+    assert loaded.learning_rate == 0.1
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert model.get_params()["max_depth"] == 4  # (the next fit's)

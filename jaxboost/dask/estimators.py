@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..frontends.loss_params import PREFIX
 from .fitting import current_client, fit
 from .prediction import predict
 
@@ -37,13 +38,25 @@ class _DaskModel:
         return getattr(jb, cls._local_name)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"client": self.client, **self._settings}
+        """The settings, the client and, with ``deep``, the catalogue loss's
+        parameters ``loss__<name>`` (`loss_params`), as the local model's."""
+        nested = {}
+        if deep:
+            local = self._unfitted().get_params(deep=True)
+            nested = {k: v for k, v in local.items() if k.startswith(PREFIX)}
+        return {"client": self.client, **self._settings, **nested}
 
     def set_params(self, **params: Any) -> _DaskModel:
+        """Sets settings by name (``loss__<name>``: into ``loss_params``), as
+        the local model's ``set_params`` checks them; returns ``self``."""
         if "client" in params:
             self.client = params.pop("client")
-        self._local_class()(**{**self._settings, **params})
-        self._settings.update(params)
+        local = self._unfitted().set_params(**params)
+        given = local.get_params(deep=False)
+        names = [name for name in params if not name.startswith(PREFIX)]
+        if len(names) < len(params):
+            names.append("loss_params")
+        self._settings.update({name: given[name] for name in names})
         return self
 
     def _unfitted(self) -> Any:

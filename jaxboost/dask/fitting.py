@@ -61,7 +61,8 @@ def _check_queries(client, placement, model: Any) -> None:
     if len(placement.workers) == 1:
         return
     loss = getattr(model, "loss", None)  # (None: a DaskClassifier's, per sample)
-    if loss is None or getattr(jb.losses.resolve(loss), "per", "sample") != "group":
+    params = getattr(model, "loss_params", None)
+    if loss is None or getattr(jb.losses.resolve(loss, params), "per", "sample") != "group":
         return
     if "qid" not in placement.parts[0]:
         raise ValueError(

@@ -180,11 +180,16 @@ class Booster:
         loss = loss_catalogue.resolve(self.loss, self.loss_params)
         if holds_out(self.early_stopping, hessian, loss, coded._asdict()):
             self.model_ = train_with_holdout(settings, arguments, coded, categories, **watching)
-            return self
-        inputs = fit_inputs(settings, coded)._replace(categories=categories)
-        self.model_ = train(
-            settings, inputs, early_stopping_rounds=early_stopping_rounds, **watching
-        )
+        else:
+            inputs = fit_inputs(settings, coded)._replace(categories=categories)
+            self.model_ = train(
+                settings, inputs, early_stopping_rounds=early_stopping_rounds, **watching
+            )
+        # what the model was fitted with, which save writes whatever
+        # set_params does after (a file's params must describe its trees)
+        self._fitted_settings = {
+            setting.name: getattr(settings, setting.name) for setting in settings_of(BOOSTER)
+        }
         return self
 
     def _holding(self, settings: Any, model: Model) -> Booster:
@@ -247,7 +252,9 @@ class Booster:
         read (docs/explain.md, "Serve")."""
         self._check_fitted()
         if format == "jaxboost":
-            return save_model(self, path)
+            fitted = dict(getattr(self, "_fitted_settings", {}))
+            fitted.pop("devices", None)  # (not saved)
+            return save_model(self, path, settings=settings_record(self, **fitted))
         export_model(self, path, format)
 
     def _features_for_predict(self, X: Any) -> np.ndarray:

@@ -64,7 +64,7 @@ def check_feature_count(model: Any, n_features: int) -> None:
 
 def check_compatible(model: Any, settings: Any, n_features: int, names, n_outputs: int) -> None:
     """``model`` can take more rounds of the fit of ``settings`` (their
-    ``max_depth`` and ``multi_strategy`` attributes) on ``n_features``
+    ``max_depth``, ``max_bins`` and ``multi_strategy`` attributes) on ``n_features``
     columns named ``names`` (or None) for ``n_outputs`` outputs; else a
     ValueError naming ``init_model`` and the fix."""
     check_feature_count(model, n_features)
@@ -84,6 +84,13 @@ def check_compatible(model: Any, settings: Any, n_features: int, names, n_output
         raise ValueError(
             f"init_model: its trees have depth {depth}, max_depth is {settings.max_depth}: "
             f"set max_depth={depth} to continue it"
+        )
+    value_bins = int(np.shape(model.bin_edges_)[1])
+    if int(settings.max_bins) < value_bins:  # (its file would say max_bins is too small)
+        raise ValueError(
+            f"init_model: its trees use {value_bins} value bins, max_bins is "
+            f"{settings.max_bins}: a continued fit bins rows by the model's edges; set "
+            f"max_bins={value_bins} (or more) to continue it"
         )
     per_round = model.trees_per_round_
     wanted = n_outputs if settings.multi_strategy == "one_output_per_tree" else 1
