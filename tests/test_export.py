@@ -227,3 +227,30 @@ def test_a_model_without_covers_is_refused(tmp_path):
     model.forest_ = model.forest_._replace(leaf_cover=None)  # as a format-4 file loads
     with pytest.raises(ValueError, match="older than model format 5"):
         model.save(tmp_path / "model.json", format="xgboost")
+
+
+def test_a_frames_string_categories_are_read_by_label(tmp_path):
+    """The file lists a label column's categories (XGBoost's ``cats``), so
+    XGBoost maps a frame's codes by label: a dtype holding a category the
+    fit never saw (codes shifted by one before) or in another order;
+    integer categories as XGBoost's int64 list."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    labels = np.array(["b", "c", "d", "e", "f", "g", "h"])[X[:, 4].astype(int)]
+    kinds = ["a", "b", "c", "d", "e", "f", "g", "h"]  # "a": in the dtype, never in fit
+    numbers = np.array([5, 15, 25])[X[:, 4].astype(int) % 3]  # integer categories
+    frame = pd.DataFrame(X[:, :4], columns=list("pqrs")).assign(
+        t=pd.Categorical(labels, categories=kinds), u=pd.Categorical(numbers, [5, 15, 25])
+    )
+    y = y + numbers / 10
+    model = jb.Booster(n_estimators=4, max_depth=3).fit(frame, y)
+    xgb, booster, _ = _xgboost_file(model, tmp_path)
+    rows = xgb.DMatrix(frame, enable_categorical=True)
+    _close(booster.predict(rows, output_margin=True), model.predict_raw(frame))
+    reordered = frame.assign(
+        t=frame["t"].cat.reorder_categories(kinds[::-1]),
+        u=frame["u"].cat.reorder_categories([25, 5, 15]),
+    )
+    rows = xgb.DMatrix(reordered, enable_categorical=True)
+    _close(booster.predict(rows, output_margin=True), model.predict_raw(frame))
+    _close(booster.predict(rows, pred_contribs=True), model.predict_contributions(frame))

@@ -84,6 +84,46 @@ def _tree(tree: ExportTree, index: int, n_features: int) -> dict:
     }
 
 
+# XGBoost's type code of an int64 category list in its ``cats`` section
+_INT64 = 15
+
+
+def _category_encoding(booster: Any, n_features: int) -> dict | None:
+    """XGBoost's ``cats`` section: each categorical column of labels
+    (strings or integers: a frame's categories, a text column) lists them in the order
+    whose positions the trees hold, so XGBoost maps a frame's own category
+    codes onto them by label (a dtype holding categories the fit never
+    saw, or in another order, reads as the fit did).  Columns of numbers
+    (their values are the trees' categories) and the others list none."""
+    encodings = [{"offsets": [], "values": []} for _ in range(n_features)]
+    segments, order = [0] * (n_features + 1), [[] for _ in range(n_features)]
+    for table in getattr(booster, "categories_", None) or []:
+        labels = np.asarray(table.values)
+        if labels.dtype.kind in "iuf":
+            continue
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in labels):
+            # a frame's categories of integers: XGBoost's int64 (type 15) list
+            numbers = [int(label) for label in labels]
+            encodings[table.column] = {"type": _INT64, "values": numbers}
+            order[table.column] = sorted(range(len(numbers)), key=numbers.__getitem__)
+        elif all(isinstance(label, str) for label in labels):
+            encoded = [label.encode("utf-8") for label in labels]
+            encodings[table.column] = {
+                "offsets": np.cumsum([0] + [len(label) for label in encoded]).tolist(),
+                "values": [byte for label in encoded for byte in label],
+            }
+            order[table.column] = sorted(range(len(encoded)), key=encoded.__getitem__)
+    if not any(order):
+        return None
+    for column in range(n_features):
+        segments[column + 1] = segments[column] + len(order[column])
+    return {
+        "enc": encodings,
+        "feature_segments": segments,
+        "sorted_idx": [index for column in order for index in column],
+    }
+
+
 def xgboost_model(model: Any) -> dict:
     """The XGBoost JSON model (a dict) of a fitted Booster or estimator."""
     booster = fitted_state(model)
@@ -107,12 +147,14 @@ def xgboost_model(model: Any) -> dict:
         types[table.column] = "c"
     names = getattr(booster, "feature_names_in_", None)
     trees_per_round = len(trees) // max(rounds_of(booster), 1)
+    cats = _category_encoding(booster, n_features)
     learner = {
         "attributes": {"jaxboost_objective": note},
         "feature_names": [] if names is None else [str(name) for name in names],
         "feature_types": types if tables else [],
         "gradient_booster": {
             "model": {
+                **({"cats": cats} if cats else {}),
                 "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(len(trees))},
                 "iteration_indptr": list(range(0, len(trees) + 1, max(trees_per_round, 1))),
                 "tree_info": [tree.output for tree in trees],
