@@ -254,3 +254,15 @@ def test_a_frames_string_categories_are_read_by_label(tmp_path):
     rows = xgb.DMatrix(reordered, enable_categorical=True)
     _close(booster.predict(rows, output_margin=True), model.predict_raw(frame))
     _close(booster.predict(rows, pred_contribs=True), model.predict_contributions(frame))
+
+
+def test_a_path_naming_another_kind_of_file_is_refused(tmp_path):
+    """save("m.onnx") wrote jaxboost's JSON; a .ubj name XGBoost cannot parse."""
+    model = _FITTED.get("squared_error") or jb.Booster(n_estimators=2, max_depth=2).fit(*_data())
+    with pytest.raises(ValueError, match="format='onnx'"):
+        model.save(tmp_path / "model.onnx")
+    with pytest.raises(ValueError, match="give a .json path"):
+        model.save(tmp_path / "model.ubj", format="xgboost")
+    regressor = jb.Regressor(n_estimators=2, max_depth=2).fit(*_data())
+    with pytest.raises(ValueError, match="format='onnx'"):
+        regressor.save(tmp_path / "model.onnx")

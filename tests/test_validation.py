@@ -290,7 +290,7 @@ def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure
     check_loss(first_target_only, np.zeros(20, np.float32), 1)
     check_loss(first_target_only, np.zeros(20, np.float32), 1)  # cached: passes again
     for _ in range(2):  # another target shape is checked afresh, and fails each time
-        with pytest.raises(ValueError, match="must return a scalar per sample"):
+        with pytest.raises(ValueError, match="must return a scalar per sample.*jb.Regressor"):
             check_loss(first_target_only, np.zeros((20, 3), np.float32), 1)
     with pytest.raises(ValueError, match="must return a float"):
         check_loss(lambda y, f: (f > y).astype(jnp.int32), np.zeros(20, np.float32), 1)

@@ -24,7 +24,7 @@ from ..runtime.distributed import stops_when_a_process_leaves
 from ..runtime.precision import in_float32
 from .distribution_defaults import holds_out
 from .distribution_predict import checked_levels
-from .export import export_model
+from .export import check_path, export_model
 from .fit_inputs import FitArguments, category_tables, coded_arguments, fit_inputs
 from .holdout import train_with_holdout
 from .loss_params import nested_params, pop_nested, set_nested
@@ -251,6 +251,7 @@ class Booster:
         with ``format="xgboost"`` / ``"onnx"`` a file XGBoost / ONNX Runtime
         read (docs/explain.md, "Serve")."""
         self._check_fitted()
+        check_path(path, format)
         if format == "jaxboost":
             fitted = dict(getattr(self, "_fitted_settings", {}))
             fitted.pop("devices", None)  # (not saved)

@@ -38,7 +38,7 @@ from .categories import CategoryColumn, frame_category_columns
 from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
 from .estimator_losses import SumOverTargets, WithLink, classifier_loss, link_function
-from .export import export_model
+from .export import check_path, export_model
 from .loss_params import nested_params, pop_nested, set_nested
 from .model_file import save_model
 from .settings import devices_for_jobs, progress_rounds
@@ -260,6 +260,7 @@ class _BoosterEstimator(BaseEstimator):
         ``format="xgboost"`` / ``"onnx"``: its trees as a file XGBoost /
         ONNX Runtime read (raw scores; docs/explain.md, "Serve")."""
         check_is_fitted(self)
+        check_path(path, format)
         if format == "jaxboost":
             return save_model(self.booster_, path, estimator=estimator_section(self))
         export_model(self.booster_, path, format)

@@ -4,7 +4,25 @@ format=...)`` besides jaxboost's own (docs/explain.md, "Serve")."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
+
+
+def check_path(path: str | os.PathLike, format: str) -> None:
+    """A ValueError where ``path``'s suffix names a file other than what
+    ``format`` writes (an ONNX name for jaxboost's JSON; a ``.ubj`` name,
+    which XGBoost reads as UBJSON, for XGBoost's JSON)."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".onnx" and format != "onnx":
+        raise ValueError(
+            f"format: {format!r} writes a JSON file, and path {str(path)!r} names an ONNX one: "
+            "pass format='onnx' (or a .json path)"
+        )
+    if suffix == ".ubj" and format == "xgboost":
+        raise ValueError(
+            f"path: {str(path)!r}: XGBoost reads a .ubj file as UBJSON, and "
+            "format='xgboost' writes JSON: give a .json path"
+        )
 
 
 def export_model(model: Any, path: str | os.PathLike, format: str) -> None:

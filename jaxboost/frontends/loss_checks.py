@@ -334,6 +334,12 @@ def _traced_per_sample(
             hint = ""
             if len(y_rows.shape) == 2 and y_rows.shape[1] == 1 and values.shape[1:] == (1,):
                 hint = "; for one target per sample pass y of shape (n_rows,), e.g. y.ravel()"
+            elif len(y_rows.shape) == 2 and n_outputs == 1:
+                hint = (
+                    f"; for {y_rows.shape[1]} targets per sample fit jb.Regressor (one output "
+                    "per column of y), or write a loss of the vector y returning a scalar "
+                    "(declared with losses.declare(..., n_outputs=...))"
+                )
             raise ValueError(
                 f"{name}: {where} must return a scalar per sample, got shape "
                 f"{values.shape[1:]}{hint}"
