@@ -88,7 +88,11 @@ def get(name: str, **params: Any) -> Loss:
     try:
         inspect.signature(entry).bind(**params)
     except TypeError as error:
-        raise ValueError(f"bad parameters {params} for loss {name!r}: {error}") from None
+        raise ValueError(
+            f"bad parameters {params} for loss {name!r}: {error}; give them as "
+            f"loss_params={{...}} (or loss__<name> in set_params), or pass the loss "
+            f"losses.{ALIASES.get(name, name)}(...)"
+        ) from None
     return entry(**params)
 
 

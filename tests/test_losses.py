@@ -372,6 +372,8 @@ def test_get_aliases_and_errors():
         losses.get("poisson", power=1.5)
     with pytest.raises(ValueError, match="bad parameters"):
         losses.get("huber", alpha=0.5)
+    with pytest.raises(ValueError, match="alpha.*loss_params=.*losses.quantile"):
+        losses.get("quantile")  # (a name without its required parameter)
 
 
 @pytest.mark.parametrize(
