@@ -187,8 +187,10 @@ class Booster:
             )
         # what the model was fitted with, which save writes whatever
         # set_params does after (a file's params must describe its trees)
-        self._fitted_settings = {
-            setting.name: getattr(settings, setting.name) for setting in settings_of(BOOSTER)
+        self._fitted_settings = {  # (not devices: a file holds none, and they do not pickle)
+            setting.name: getattr(settings, setting.name)
+            for setting in settings_of(BOOSTER)
+            if setting.name != "devices"
         }
         return self
 
@@ -253,8 +255,7 @@ class Booster:
         self._check_fitted()
         check_path(path, format)
         if format == "jaxboost":
-            fitted = dict(getattr(self, "_fitted_settings", {}))
-            fitted.pop("devices", None)  # (not saved)
+            fitted = getattr(self, "_fitted_settings", {})
             return save_model(self, path, settings=settings_record(self, **fitted))
         export_model(self, path, format)
 
