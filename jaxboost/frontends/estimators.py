@@ -288,24 +288,6 @@ class _BoosterEstimator(BaseEstimator):
         super().__setstate__({**state, "devices": devices_from_keys(state.get("devices"))})
 
 
-def loaded_estimator(
-    cls: type, settings: dict[str, Any], booster: Booster, state: dict[str, Any]
-) -> _BoosterEstimator:
-    """The fitted estimator of class ``cls`` that a model file holds:
-    ``settings`` its constructor's (the loss, when the file names none, is
-    ``booster``'s), ``booster`` the file's Booster, ``state`` the estimator's
-    own fitted attributes (`jaxboost.frontends.estimator_file`)."""
-    loss = booster.loss_  # (the callable given, not the link added to it)
-    estimator = cls(**{"loss": loss.base if isinstance(loss, WithLink) else loss, **settings})
-    estimator._keep_booster(booster)
-    estimator.n_features_in_ = int(booster.n_features_in_)
-    if state["feature_names_in_"] is not None:
-        estimator.feature_names_in_ = np.asarray(state["feature_names_in_"], dtype=object)
-    if "classes_" in state:
-        estimator.classes_ = state["classes_"]
-    return estimator
-
-
 @takes_settings(REGRESSOR)
 class Regressor(RegressorMixin, _BoosterEstimator):
     """Gradient-boosted trees regressor for any per-sample JAX loss.

@@ -8,8 +8,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from .booster import Booster
 from .estimator_file import read_estimator_section
+from .estimator_losses import WithLink
 from .model import Model
 from .model_file import DEFAULT_MAX_BYTES, ModelFileError, read_model
 
@@ -70,6 +73,22 @@ def load_model(
     model.model_ = Model(**state, loss_=loss)
     if section is None:
         return model
-    from .estimators import loaded_estimator
-
     return loaded_estimator(estimator_class, settings, model, added)
+
+
+def loaded_estimator(
+    cls: type, settings: dict[str, Any], booster: Booster, state: dict[str, Any]
+) -> Any:
+    """The fitted estimator of class ``cls`` that a model file holds:
+    ``settings`` its constructor's (the loss, when the file names none, is
+    ``booster``'s), ``booster`` the file's Booster, ``state`` the estimator's
+    own fitted attributes (`jaxboost.frontends.estimator_file`)."""
+    loss = booster.loss_  # (the callable given, not the link added to it)
+    estimator = cls(**{"loss": loss.base if isinstance(loss, WithLink) else loss, **settings})
+    estimator._keep_booster(booster)
+    estimator.n_features_in_ = int(booster.n_features_in_)
+    if state["feature_names_in_"] is not None:
+        estimator.feature_names_in_ = np.asarray(state["feature_names_in_"], dtype=object)
+    if "classes_" in state:
+        estimator.classes_ = state["classes_"]
+    return estimator
