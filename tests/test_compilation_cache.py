@@ -39,7 +39,10 @@ def _stored_programs(cache_dir: Path) -> dict[str, int]:
 def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
     first, first_longest, first_hits = _compile_seconds(tmp_path)
     stored = _stored_programs(tmp_path)
-    assert first_hits == 0 and stored, (first_hits, stored)
+    # an empty cache: the first process can only read back what it stored
+    # itself (a program its compile-ahead thread and its main thread both
+    # compiled, seen in 2 of ~10 loaded and idle runs), never most of it
+    assert stored and first_hits < len(stored) / 2, (first_hits, stored)
     second, second_longest, second_hits = _compile_seconds(tmp_path)
     # every program the first process stored (its training program among
     # them: the longest compilation, ~0.7 s against 0.02 s below which none
