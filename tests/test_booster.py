@@ -283,6 +283,15 @@ def test_bad_settings_and_weights_are_rejected():
         jb.Booster().predict(X)
 
 
+def test_scikit_learn_check_is_fitted_reads_a_booster():
+    validation = pytest.importorskip("sklearn.utils.validation")
+    X, y = _regression(n_rows=20)
+    with pytest.raises(validation.NotFittedError):
+        validation.check_is_fitted(jb.Booster())
+    # (test_bad_settings_and_weights_are_rejected's settings: its programs)
+    validation.check_is_fitted(jb.Booster(n_estimators=2, max_depth=2).fit(X, y))
+
+
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [

@@ -266,3 +266,14 @@ def test_a_path_naming_another_kind_of_file_is_refused(tmp_path):
     regressor = jb.Regressor(n_estimators=2, max_depth=2).fit(*_data())
     with pytest.raises(ValueError, match="format='onnx'"):
         regressor.save(tmp_path / "model.onnx")
+
+
+def test_column_names_xgboost_refuses_are_named(tmp_path):
+    """XGBoost rejects every DMatrix of a model whose names hold [, ] or <."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b[1]", "c"])
+    model = jb.Booster(n_estimators=2, max_depth=2).fit(frame, y)
+    with pytest.raises(ValueError, match=r"column 'b\[1\]'\); rename the columns"):
+        model.save(tmp_path / "model.json", format="xgboost")
+    model.save(tmp_path / "model.onnx", format="onnx")  # ONNX reads columns by position

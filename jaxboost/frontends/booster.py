@@ -215,6 +215,17 @@ class Booster:
     def _check_fitted(self) -> None:
         self._fitted()
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """scikit-learn's `check_is_fitted` reads this: a model is fitted."""
+        model = self.__dict__.get("model_")
+        return model is not None and hasattr(model, "forest_")
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (1.6+): no estimator type (the loss decides), y required."""
+        from sklearn.utils import Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True))
+
     @property
     def trees_per_round_(self) -> int:
         """Trees grown per round: ``n_outputs`` with one tree per output, else 1."""

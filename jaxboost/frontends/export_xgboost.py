@@ -146,6 +146,7 @@ def xgboost_model(model: Any) -> dict:
     for table in tables:
         types[table.column] = "c"
     names = getattr(booster, "feature_names_in_", None)
+    _check_feature_names(names)
     trees_per_round = len(trees) // max(rounds_of(booster), 1)
     cats = _category_encoding(booster, n_features)
     learner = {
@@ -178,3 +179,15 @@ def save_xgboost(model: Any, path: str | os.PathLike) -> None:
     """Write a fitted Booster or estimator as an XGBoost JSON model file."""
     with open(path, "w") as file:
         json.dump(xgboost_model(model), file)
+
+
+def _check_feature_names(names) -> None:
+    """Refuse column names XGBoost refuses (it then rejects every DMatrix)."""
+    for name in () if names is None else names:
+        if any(mark in str(name) for mark in "[]<"):
+            raise ValueError(
+                "format='xgboost': XGBoost does not accept feature names containing "
+                f"'[', ']' or '<' (column {str(name)!r}); rename the columns before fit, "
+                "e.g. X.columns = [str(c).replace('[', '(').replace(']', ')').replace('<', 'lt') "
+                "for c in X.columns]"
+            )
