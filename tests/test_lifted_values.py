@@ -269,3 +269,88 @@ def test_metrics_of_a_new_value_compile_nothing_and_report_a_fresh_fit_s_values(
     for name, values in second.items():
         for metric, per_round in values.items():
             np.testing.assert_array_equal(per_round, fresh[name][metric])
+
+
+def _shifted_normal(y, f, shift):  # two outputs: the mean (less shift) and the log scale
+    return 0.5 * jnp.square((y - f[0] - shift) * jnp.exp(-f[1])) + f[1]
+
+
+def _shifted_fisher(f, scale_information):
+    return jnp.diag(jnp.stack([jnp.exp(-2.0 * f[1]), scale_information]))
+
+
+def _shifted_start(y, weight, shift):
+    mean = jnp.sum(weight * y) / jnp.sum(weight)
+    spread = jnp.sum(weight * jnp.square(y - mean)) / jnp.sum(weight)
+    return jnp.stack([mean - shift, 0.5 * jnp.log(spread)])
+
+
+def _shifted_draws(key, f, n, shift):
+    return f[0] + shift + jnp.exp(f[1]) * jax.random.normal(key, (n,))
+
+
+@pytest.mark.parametrize("declared", ["fisher", "sampler"])
+def test_a_declared_distribution_s_new_value_compiles_nothing_and_fits_a_fresh_fit_s_model(
+    data, declared
+):
+    """The declared ``fisher``, ``sampler`` and ``init`` read the value too:
+    lifted with the loss, run by the same programs."""
+
+    def loss(shift):
+        helpers = {"init": functools.partial(_shifted_start, shift=shift)}
+        if declared == "fisher":
+            helpers["fisher"] = functools.partial(_shifted_fisher, scale_information=1.0 + shift)
+        else:
+            helpers["sampler"] = functools.partial(_shifted_draws, shift=shift)
+        return jb.losses.declare(
+            functools.partial(_shifted_normal, shift=shift), n_outputs=2, **helpers
+        )
+
+    X, y = data
+
+    def fit(shift):
+        model = jb.Booster(loss=loss(shift), **_SETTINGS).fit(X, y)
+        return model.predict_raw(X)
+
+    first = fit(0.5)
+    compiled = _misses()
+    second = fit(2.0)
+    assert _misses() == compiled
+    assert np.max(np.abs(second - first)) > 1e-3
+    _clear_program_caches()
+    np.testing.assert_array_equal(second, fit(2.0))
+
+
+def _pairwise(y, f, mask, sigma):  # a group loss with its own row derivatives
+    d = f[:, None] - f[None, :]
+    pairs = mask[:, None] & mask[None, :] & (y[:, None] > y[None, :])
+    return jnp.sum(jnp.where(pairs, jax.nn.softplus(-sigma * d), 0.0))
+
+
+def _pairwise_rows(y, f, mask, sigma):
+    grad = jax.grad(_pairwise, argnums=1)(y, f, mask, sigma)
+    return grad, jnp.where(mask, sigma * sigma * 0.25 * jnp.sum(mask), 0.0)
+
+
+def test_a_group_loss_s_declared_row_derivatives_read_the_new_value():
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(2, 9, size=20)
+    X = rng.normal(size=(int(sizes.sum()), 3)).astype(np.float32)
+    y = np.clip(np.round(X[:, 0] + rng.normal(size=X.shape[0]) + 1), 0, 3).astype(np.float32)
+
+    def fit(sigma):
+        loss = jb.losses.declare(
+            functools.partial(_pairwise, sigma=sigma),
+            per="group",
+            row_derivatives=functools.partial(_pairwise_rows, sigma=sigma),
+        )
+        return jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=sizes).predict(X)
+
+    first = fit(1.0)
+    compiled = train_chunk_program.cache_info().misses
+    second = fit(3.0)
+    assert train_chunk_program.cache_info().misses == compiled
+    assert np.max(np.abs(second - first)) > 1e-3
+    train_chunk_program.cache_clear()
+    jax.clear_caches()
+    np.testing.assert_array_equal(second, fit(3.0))

@@ -142,7 +142,7 @@ def _parts(
             return sampler(key, f, FISHER_DRAWS)
 
         key = jax.eval_shape(lambda: jax.random.key(0))
-        parts.append(Part("sampler", draws, (key, score)))
+        parts.append(Part("sampler", draws, (key, score), static=(FISHER_DRAWS,)))
     init = getattr(loss, "init", None)
     if init is not None and init_rows is not None:  # init_score.declared_start
         rows = (

@@ -18,12 +18,16 @@ value is then a call of the same program; a new structure is a new program.
 A `LossStructure` computes nothing by itself: called anywhere but inside a
 program that was handed its values, it raises (a program that baked one
 fit's numbers into a structure's cache entry would fit the next value's
-model with the old numbers).  Losses whose jaxpr calls back into Python or
-holds a custom derivative rule written outside JAX and jaxboost (a rule may
-read numbers the jaxpr does not show) get no structure, as do losses that
-declare functions the programs call beside them (``row_derivatives``,
-``fisher``, ``sampler``, ``init``): their programs stay keyed by their
-values (`jaxboost.runtime.same_function`).
+model with the old numbers).  The functions a loss declares that the programs call beside it (a
+distribution's ``fisher``, ``sampler`` and ``init``, a group loss's
+``row_derivatives``) are lifted alike, each at the shapes of its calls:
+their structures join the key, their numbers the values, and the
+structure's attribute of that name evaluates the lifted jaxpr (on the host,
+outside any program, it is the declared function itself).  Losses whose
+jaxpr (or a declared function's) calls back into Python or holds a custom
+derivative rule written outside JAX and jaxboost (a rule may read numbers
+the jaxpr does not show) get no structure: their programs stay keyed by
+their values (`jaxboost.runtime.same_function`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import hashlib
 import importlib
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.extend.core as jax_core
@@ -49,6 +53,8 @@ _BOUND: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
 # primitives whose rules are Python functions the jaxpr names but does not show
 _CUSTOM_JVP = "custom_jvp_call"
 _OPAQUE = ("custom_vjp_call", "pure_callback", "io_callback", "debug_callback")
+# the functions a loss may declare that the programs call beside it
+DECLARED_PARTS = ("init", "fisher", "sampler", "row_derivatives")
 # the packages whose custom derivative rules read no user state
 _LIBRARIES = ("jax", "jaxboost", "jaxboost.losses")
 
@@ -58,11 +64,20 @@ class LossStructure:
     jaxprs taking the lifted values first; attributes are the loss's
     (its declared metadata, part of the key)."""
 
-    def __init__(self, fn: Callable, key: tuple, signatures: tuple, jaxprs: tuple):
+    def __init__(
+        self,
+        fn: Callable,
+        key: tuple,
+        signatures: tuple,
+        jaxprs: tuple,
+        parts: dict | None = None,
+    ):
         self.fn = fn
         self.key = key
         self.signatures = signatures
         self.jaxprs = jaxprs
+        # declared function name -> its `_LiftedPart` (where lifted)
+        self.parts = parts or {}
 
     def __call__(self, *args: Any) -> Any:
         values = (_BOUND.get() or {}).get(self.key)
@@ -90,9 +105,43 @@ class LossStructure:
         return _signature(args) in self.signatures
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("fn", "key", "signatures", "jaxprs"):  # not set yet: no recursion
+        if name in ("fn", "key", "signatures", "jaxprs", "parts"):  # not set yet: no recursion
             raise AttributeError(name)
-        return getattr(self.fn, name)
+        declared = getattr(self.fn, name)
+        if name in DECLARED_PARTS and callable(declared):
+            return functools.partial(self._call_part, name, declared)
+        return declared
+
+    def _call_part(self, name: str, declared: Callable, *args: Any) -> Any:
+        """The declared function ``name`` called by a program (its lifted
+        jaxpr, with the values the program was handed) or on the host (the
+        function itself)."""
+        values = (_BOUND.get() or {}).get(self.key)
+        if values is None:
+            if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(args)):
+                raise RuntimeError(
+                    f"{name} of {self.fn!r} was called inside a program not handed the "
+                    "loss's values: an internal error of jaxboost"
+                )
+            return declared(*args)
+        part = self.parts.get(name)
+        traced_args, static = args[: part.n_args] if part else args, ()
+        if part is not None:
+            static = args[part.n_args :]
+        signature = _signature(jax.tree.leaves(traced_args))
+        if part is None or static != part.static or signature not in part.signatures:
+            raise RuntimeError(
+                f"{name} of {self.fn!r} was called at {signature} {static}, lifted at "
+                f"{part and part.signatures}: an internal error of jaxboost (a declared "
+                "function must be lifted at the shapes its programs call it with)"
+            )
+        index = part.signatures.index(signature)
+        closed, out_tree = part.jaxprs[index], part.out_trees[index]
+        own = values[part.first_value + index]
+        lifted = closed.jaxpr.invars[: len(own)]
+        inputs = [_restored(value, var.aval.dtype) for value, var in zip(own, lifted)]
+        outputs = jax_core.jaxpr_as_fun(closed)(*inputs, *jax.tree.leaves(traced_args))
+        return jax.tree.unflatten(out_tree, outputs)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LossStructure) and other.key == self.key
@@ -104,16 +153,38 @@ class LossStructure:
         return f"LossStructure({self.fn!r})"
 
 
-def lift(fn: Callable, calls: Sequence[tuple], declared: tuple) -> tuple | None:
+class _LiftedPart(NamedTuple):
+    """A declared function's lifted jaxprs, one per traced signature, and
+    where its values start in the loss's values."""
+
+    signatures: tuple
+    jaxprs: tuple
+    out_trees: tuple
+    first_value: int
+    n_args: int  # the traced arguments; the calls' trailing ones are `static`
+    static: tuple
+
+
+def lift(
+    fn: Callable, calls: Sequence[tuple], declared: tuple, parts: Sequence[Any] = ()
+) -> tuple | None:
     """``(structure, values)`` of ``fn`` at the shapes of ``calls``
     (`jax.ShapeDtypeStruct` of ``(y, f)``), each traced in float32 and in
-    float64; ``values``, one tuple of numpy arrays per traced signature,
-    is what its programs are handed (`bound`).  None where ``fn`` cannot be
-    lifted (see the module docstring).  ``declared``: the metadata the key
-    holds beside the jaxprs."""
-    if callable(getattr(fn, "row_derivatives", None)):  # called by the programs beside it
-        return None
+    float64, and of the declared functions ``parts``
+    (`jaxboost.runtime.same_function.Part`: a name, the function, its
+    call's arguments and the trailing arguments the programs pass as
+    constants) at theirs, in float32; a group loss's ``row_derivatives`` at
+    the loss's calls.  ``values``, one tuple of numpy arrays per traced
+    signature, is what its programs are handed (`bound`).  None where
+    ``fn`` cannot be lifted (see the module docstring), or declares a
+    function the programs call that ``parts`` does not list.  ``declared``:
+    the metadata the key holds beside the jaxprs."""
+    parts = list(parts)
+    row_derivatives = getattr(fn, "row_derivatives", None)
+    if callable(row_derivatives):  # a group loss's: called as the loss is
+        parts.append(_RowDerivatives(row_derivatives, calls))
     signatures, jaxprs, texts, values = [], [], [], []
+    lifted_parts = {}
     try:
         for arguments in calls:
             for wide in (False, True):
@@ -125,11 +196,56 @@ def lift(fn: Callable, calls: Sequence[tuple], declared: tuple) -> tuple | None:
                 jaxprs.append(jax_core.ClosedJaxpr(opened, []))
                 texts.append((str(opened), _nested_constants(closed.jaxpr)))
                 values.append(tuple(_passed(value, wide) for value in lifted))
+        for part in parts:
+            found = _lifted_part(part, len(values))
+            if found is None:
+                return None
+            lifted_parts[part.name], part_texts, part_values = found
+            texts.append((part.name, part_texts))
+            jaxprs.extend(lifted_parts[part.name].jaxprs)
+            values.extend(part_values)
     except Exception:  # noqa: BLE001 - a loss that does not trace so: keyed by its values
         return None
     key = (declared, tuple(texts), _rules(jaxprs))
-    structure = LossStructure(fn, key, tuple(signatures), tuple(jaxprs))
+    structure = LossStructure(fn, key, tuple(signatures), tuple(jaxprs[: len(signatures)]))
+    structure.parts = lifted_parts
     return structure, tuple(values)
+
+
+class _RowDerivatives(NamedTuple):
+    """A group loss's ``row_derivatives`` as a part: traced at every call
+    of the loss, in float32 and float64."""
+
+    fn: Callable
+    calls: Sequence[tuple]
+    name: str = "row_derivatives"
+    static: tuple = ()
+
+
+def _lifted_part(part: Any, first_value: int) -> tuple | None:
+    """``(_LiftedPart, texts, values)`` of a declared function, or None
+    where it cannot be lifted."""
+    if isinstance(part, _RowDerivatives):
+        traces = [(arguments, wide) for arguments in part.calls for wide in (False, True)]
+    else:
+        traces = [(part.arguments, False)]
+    signatures, jaxprs, out_trees, texts, values = [], [], [], [], []
+    for arguments, wide in traces:
+        closed, out_tree = _traced_tree(part.fn, arguments, wide)
+        if not _liftable(closed.jaxpr):
+            return None
+        opened, lifted = _opened(closed)
+        leaves = jax.tree.leaves(_widened(arguments) if wide else arguments)
+        signatures.append(_signature(leaves))
+        jaxprs.append(jax_core.ClosedJaxpr(opened, []))
+        out_trees.append(out_tree)
+        texts.append((str(opened), _nested_constants(closed.jaxpr), str(out_tree)))
+        values.append(tuple(_passed(value, wide) for value in lifted))
+    n_args = len(traces[0][0])
+    found = _LiftedPart(
+        tuple(signatures), tuple(jaxprs), tuple(out_trees), first_value, n_args, part.static
+    )
+    return found, tuple(texts), values
 
 
 @contextlib.contextmanager
@@ -176,10 +292,25 @@ def _traced(fn: Callable, arguments: tuple, wide: bool) -> Any:
         return jax.make_jaxpr(fresh)(*arguments)
 
 
+def _traced_tree(fn: Callable, arguments: tuple, wide: bool) -> tuple:
+    """``fn``'s closed jaxpr at ``arguments`` (pytrees) with its flat
+    arguments as inputs, and its outputs' tree structure."""
+
+    def fresh(*args):
+        with jax.disable_jit():
+            return fn(*args)
+
+    with jax.enable_x64(wide):
+        closed, shapes = jax.make_jaxpr(fresh, return_shape=True)(
+            *(_widened(arguments) if wide else arguments)
+        )
+    return closed, jax.tree.structure(shapes)
+
+
 def _widened(arguments: tuple) -> tuple:
-    return tuple(
-        jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype)
-        for a in arguments
+    return jax.tree.map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, jnp.float64 if a.dtype == jnp.float32 else a.dtype),
+        arguments,
     )
 
 
@@ -188,7 +319,8 @@ def _signature(args: Sequence[Any]) -> tuple:
     signature = []
     for arg in args:
         aval = jax.typeof(arg) if not isinstance(arg, jax.ShapeDtypeStruct) else arg
-        signature.append((tuple(aval.shape), np.dtype(aval.dtype)))
+        extended = jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended)  # a PRNG key's
+        signature.append((tuple(aval.shape), str(aval.dtype) if extended else np.dtype(aval.dtype)))
     return tuple(signature)
 
 

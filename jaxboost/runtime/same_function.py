@@ -95,6 +95,8 @@ class Part(NamedTuple):
     name: str
     fn: Callable
     arguments: tuple
+    # the trailing arguments the programs' calls add, which ``fn`` binds
+    static: tuple = ()
 
 
 class SameComputation:
@@ -158,9 +160,9 @@ def same_computation(
         of every call the programs make: one for a per-sample function, one
         per padded group length for a group loss.
       parts: the declared functions the programs call beside ``fn``.
-      lifted: give it its `LossStructure` and values too (a loss declaring
-        no parts: `jaxboost.runtime.lifted_values.lift`), for the programs
-        that take the values as an argument.
+      lifted: give it its `LossStructure` and values too, its declared
+        parts' included (`jaxboost.runtime.lifted_values.lift`), for the
+        programs that take the values as an argument.
     Returns:
       the one `SameComputation` of that key, now calling ``fn``.
     """
@@ -177,8 +179,8 @@ def same_computation(
         _BY_KEY[key] = keyed
     keyed.fn = fn  # the newest function of this computation: programs traced later trace it
     found = None
-    if lifted and not parts and not any(getattr(fn, name, None) is not None for name in _PARTS):
-        found = lift(fn, calls, _structural(key[0]))
+    if lifted:
+        found = lift(fn, calls, _structural(key[0]), parts)
     keyed.structure, keyed.values = found if found is not None else (None, ())
     return keyed
 
