@@ -41,7 +41,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from . import families
-from ._declare import Loss, declare, loss_factory
+from ._declare import DeclaredLoss, Loss, declare, loss_factory
 from .distributions import gaussian_nll
 
 PREFIX = "distribution:"
@@ -160,12 +160,13 @@ def _distribution_loss(
         # censoring, which is not modelled; the observed hessian collapses the
         # scale (bench_counts_survival.py)
         fisher = families.FAMILIES[family].fisher
-    declared = declare(
+    checked = declare(
         nll,
         name=PREFIX + name,
         params=_params(family, names, parameter_links, censored),
         link=families.link_name(parameter_links),
         n_outputs=n_outputs,
+        hessian_informative=True,
         convex=False,
         target_domain="time_event" if censored else domain,
         smooth=catalogued,  # a user's family may have kinks (Laplace)
@@ -173,11 +174,17 @@ def _distribution_loss(
         fisher=fisher,
         sampler=None if censored else _sampler(distribution_of),
     )
+    declared = DeclaredLoss(
+        nll,
+        **{
+            **checked.metadata(),
+            "family": name,
+            "parameter_names": names,
+            "parameter_links": parameter_links,
+            "censored": censored,
+        },
+    )
     declared.__doc__ = f"Negative log-likelihood of {name} ({', '.join(names)}); see distribution."
-    declared.family = name
-    declared.parameter_names = names
-    declared.parameter_links = parameter_links
-    declared.censored = censored
     declared.distribution_of = distribution_of
     return declared
 

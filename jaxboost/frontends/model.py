@@ -23,6 +23,7 @@ from .. import losses as loss_catalogue
 from ..engine.leaf_index import leaf_indices_on
 from ..engine.predict import apply_link, predict_on_devices, round_increments
 from ..engine.tree import Tree
+from ..losses.metadata import metadata_of
 from ..runtime.devices import check_devices
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import in_float32
@@ -177,7 +178,7 @@ class Model:
     @in_float32
     def link(self, raw: np.ndarray) -> np.ndarray:
         """``raw`` scores through the loss's declared link (identity: none)."""
-        name = getattr(self.loss_, "link", "identity")
+        name = metadata_of(self.loss_).link
         if name == "identity":
             return raw
         # in chunks of a few sizes: a batch of any size compiles nothing new

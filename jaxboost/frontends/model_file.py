@@ -62,6 +62,7 @@ from ..engine.categorical import BITSET_WORDS
 from ..engine.training import LEAF_METHODS, SPLIT_CRITERIA
 from ..engine.tree import Tree
 from ..losses import DATA_OUTPUTS
+from ..losses.metadata import LossMetadata, metadata_of
 from ..runtime.precision import LOSS_DTYPES
 from .categories import categories_from_json, categories_to_json
 from .model_fields import MODEL_FIELDS
@@ -582,6 +583,17 @@ class MissingLoss:
         self.link = link
         self.n_outputs = n_outputs
 
+    @property
+    def loss_metadata(self) -> LossMetadata:
+        """What the file declares of the loss: its link and outputs."""
+        return LossMetadata(
+            name="MissingLoss",
+            link=self.link,
+            n_outputs=self.n_outputs,
+            hessian_informative=True,
+            declared=True,
+        )
+
     def __call__(self, y: Any, f: Any) -> Any:
         raise RuntimeError(
             "this model was loaded from a file without its custom loss (a file holds only "
@@ -593,21 +605,22 @@ class MissingLoss:
 
 
 def _encode_loss(loss: Any) -> dict:
-    link = getattr(loss, "link", "identity")
+    stated = metadata_of(loss)
+    link = stated.link
     if link not in loss_catalogue.links.LINKS:
         raise ValueError(
             f"loss: unknown link {link!r}; expected one of {list(loss_catalogue.links.LINKS)}"
         )
-    name, params = getattr(loss, "name", None), getattr(loss, "params", None)
-    if isinstance(name, str) and isinstance(params, dict):
+    name, params = stated.name, stated.params
+    if stated.declared and isinstance(name, str) and isinstance(params, dict):
         try:
             rebuilt = loss_catalogue.get(name, **params)
             same = _plain(params) == params and rebuilt.link == link
-            same = same and rebuilt.n_outputs == loss.n_outputs
+            same = same and rebuilt.n_outputs == stated.n_outputs
         except Exception:  # noqa: BLE001  any failure means: not rebuildable by name
             same = False
         if same:
-            n_outputs = loss.n_outputs
+            n_outputs = stated.n_outputs
             return {"name": name, "params": _plain(params), "link": link, "n_outputs": n_outputs}
     return {"name": None, "link": link}
 
@@ -647,12 +660,12 @@ def _rebuild_loss(info: dict) -> Any:
         loss = loss_catalogue.get(name, **params)
     except Exception as error:  # noqa: BLE001  a factory may reject the file's values any way
         raise _fail("loss", f"cannot rebuild {name!r} with {params}: {error}") from None
+    stated = metadata_of(loss)
     for key in ("params", "link", "n_outputs"):
-        if getattr(loss, key, None) != info[key]:
+        if getattr(stated, key) != info[key]:
             raise _fail(
                 f"loss.{key}",
-                f"{info[key]!r} differs from the catalogue's "
-                f"{getattr(loss, key, None)!r} for {name!r}",
+                f"{info[key]!r} differs from the catalogue's {getattr(stated, key)!r} for {name!r}",
             )
     return loss
 
@@ -663,7 +676,7 @@ def _resolve_given_loss(loss: Any, info: dict) -> Any:
         loss = loss_catalogue.get(loss)
     elif not callable(loss):
         raise TypeError(f"loss: expected a catalogue name or a callable loss(y, f), got {loss!r}")
-    link = getattr(loss, "link", "identity")
+    link = metadata_of(loss).link
     if link != info["link"]:
         raise ValueError(
             f"loss: its link {link!r} differs from the saved model's link {info['link']!r}, "

@@ -19,6 +19,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from ..losses.metadata import metadata_of
 from ..runtime.padding import pad_rows
 from .computation_keys import keyed_loss
 from .monitor import EvalSet
@@ -84,8 +85,8 @@ def column_hint(loss: Any, n_outputs: int) -> str:
         f"a loss of {n_outputs} outputs takes one column per output, each added to that "
         "output's raw score"
     )
-    names = tuple(getattr(loss, "parameter_names", None) or ())
-    links = tuple(getattr(loss, "parameter_links", None) or ())
+    stated = metadata_of(loss)
+    names, links = tuple(stated.parameter_names or ()), tuple(stated.parameter_links or ())
     if len(names) != n_outputs:
         return hint
     hint += f" ({', '.join(f'{k}: {n}' for k, n in enumerate(names))})"

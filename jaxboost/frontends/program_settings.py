@@ -32,6 +32,7 @@ from ..engine.training import (
 )
 from ..kernels.registry import kernels_for
 from ..losses.catalogue import is_catalogue_loss
+from ..losses.metadata import metadata_of
 from ..runtime.distributed import first_process_value
 from ..runtime.precision import loss_in
 from ..runtime.same_function import plain
@@ -93,7 +94,7 @@ def check_all_settings(settings: Any) -> None:
 def hessian_setting(settings: Any, loss: Callable) -> str:
     """The ``hessian`` setting of ``settings`` for ``loss``, ``"auto"`` settled."""
     hessian = resolved_hessian(choice("hessian", settings.hessian, HESSIAN_SETTINGS), loss)
-    if hessian == "fisher" and getattr(loss, "per", "sample") == "group":
+    if hessian == "fisher" and metadata_of(loss).per == "group":
         raise ValueError(
             "hessian='fisher': the Fisher information of a per-sample distribution; "
             "a group loss takes hessian='diag' (or 'auto')"

@@ -36,6 +36,7 @@ from ..runtime.precision import in_float32
 
 if TYPE_CHECKING:  # optax is imported when a refit runs: 0.3 s less at every import
     import optax
+from ..losses.metadata import metadata_of
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
 from .computation_keys import keyed_loss, keyed_optimizer
@@ -314,7 +315,7 @@ def refit_leaves(
     targets = as_targets(y, features.shape[0])
     weight = as_weights(sample_weight, features.shape[0])
     loss = model.loss_ if loss is None else loss_catalogue.resolve(loss)
-    if getattr(loss, "per", "sample") == "group":
+    if metadata_of(loss).per == "group":
         raise ValueError(
             f"loss: refit_leaves minimises a per-sample loss; {loss.name!r} is a group loss "
             "(pass loss= a per-sample one to refit with it)"
