@@ -104,7 +104,7 @@ def test_wrappers_state_the_record_of_what_they_wrap():
     huber = losses.huber(2.0)
     assert metadata_of(Float64Loss(huber, 0.5)) is huber.loss_metadata  # forwarded
     linked = metadata_of(WithLink(_pinball, "sigmoid"))
-    assert (linked.link, linked.declared, linked.name) == ("sigmoid", True, "_pinball")
+    assert (linked.link, linked.declared, linked.name) == ("sigmoid", False, "_pinball")
     summed = metadata_of(SumOverTargets(huber))
     # one output per target: a model file does not take the sum for huber itself
     assert (summed.n_outputs, summed.link, summed.convex, summed.declared) == (

@@ -71,8 +71,9 @@ class WithLink:
 
     @property
     def loss_metadata(self) -> LossMetadata:
-        """``base``'s, with the ``link``."""
-        return dataclasses.replace(metadata_of(self.base), link=self.link, declared=True)
+        """``base``'s, with the ``link`` (an undeclared ``base`` stays undeclared:
+        its outputs are the Classifier's to set)."""
+        return dataclasses.replace(metadata_of(self.base), link=self.link)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "base":  # (copy and pickle probe these)
