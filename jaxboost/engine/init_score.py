@@ -347,7 +347,7 @@ def not_converged_message(loss_name: str, score: np.ndarray, mean_loss: float) -
         f"loss {loss_name!r}: the search for the initial score stopped before it converged "
         f"(at [{values}], mean training loss {mean_loss:.6g}, after at most "
         f"{_MAX_NEWTON_ROUNDS} Newton rounds); the loss may have no minimum over constant scores (a scale "
-        "that shrinks without bound on constant targets) or be flat there. init_score_ "
+        "that shrinks without bound on constant targets) or be flat there. base_score_ "
         "may not minimise the training loss: base_score=[...], one number per output, "
         "sets it"
     )

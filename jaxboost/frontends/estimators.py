@@ -41,6 +41,7 @@ from .estimator_inputs import checked_data, fit_categorical_columns
 from .estimator_losses import SumOverTargets, WithLink, classifier_loss, link_function
 from .export import check_path, export_model
 from .loss_params import nested_params, pop_nested, set_nested
+from .model_fields import renamed_field, with_current_names
 from .model_file import save_model
 from .settings import devices_for_jobs, progress_rounds
 from .settings_table import BOOSTER, CLASSIFIER, REGRESSOR, settings_of, takes_settings
@@ -205,7 +206,7 @@ class _BoosterEstimator(BaseEstimator):
         """Keeps the fitted ``booster`` and the summary read off it."""
         self.booster_ = booster
         self.n_estimators_ = int(booster.n_estimators_)
-        self.init_score_ = np.asarray(booster.init_score_)
+        self.base_score_ = np.asarray(booster.base_score_)
         self.evals_result_ = booster.evals_result_
         self.best_iteration_ = booster.best_iteration_
         self.best_score_ = booster.best_score_
@@ -286,7 +287,10 @@ class _BoosterEstimator(BaseEstimator):
         return {**state, "devices": device_keys(state.get("devices"))}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = with_current_names(state)  # (a pickle of an older jaxboost)
         super().__setstate__({**state, "devices": devices_from_keys(state.get("devices"))})
+
+    init_score_ = renamed_field("init_score_")
 
 
 @takes_settings(REGRESSOR)
@@ -298,7 +302,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
       default and meaning in ``help(Regressor)`` and the API reference)
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
-    (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
+    (DataFrame input), ``n_estimators_`` (rounds kept), ``base_score_``,
     ``feature_importances_``, ``evals_result_``, ``best_iteration_`` and
     ``best_score_`` (None without early stopping), ``categories_`` (the
     categorical columns' categories and codes: ``booster_``'s).

@@ -142,7 +142,7 @@ def xgboost_model(model: Any) -> dict:
             "reg:squarederror with the raw initial score; predict() gives raw scores"
         )
         base_score = OBJECTIVES["squared_error"][1]
-    start = base_score(np.asarray(booster.init_score_, np.float64))
+    start = base_score(np.asarray(booster.base_score_, np.float64))
     tables = getattr(booster, "categories_", None) or []
     types = ["float"] * n_features
     for table in tables:

@@ -65,7 +65,7 @@ from ..losses import DATA_OUTPUTS
 from ..losses.metadata import LossMetadata, metadata_of
 from ..runtime.precision import LOSS_DTYPES
 from .categories import categories_from_json, categories_to_json
-from .model_fields import MODEL_FIELDS
+from .model_fields import MODEL_FIELDS, saved_name
 
 FORMAT = "jaxboost-model"
 FORMAT_VERSION = 5
@@ -105,12 +105,16 @@ FOREST_FIELDS = {
 }
 _OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover")
 
-# Fitted attributes in a file's "state": (name, kind, required), of
-# `jaxboost.frontends.model_fields`; a new kind needs an encoder and a
-# decoder in ``_CODECS``.
+# Fitted attributes in a file's "state": (key, kind, required), of
+# `jaxboost.frontends.model_fields` (the key a field is saved under); a new
+# kind needs an encoder and a decoder in ``_CODECS``.
 STATE_FIELDS = tuple(
-    (field.name, field.kind, field.required) for field in MODEL_FIELDS if field.kind is not None
+    (saved_name(field), field.kind, field.required)
+    for field in MODEL_FIELDS
+    if field.kind is not None
 )
+# a state key -> the model's attribute it holds
+_ATTRIBUTE_OF = {saved_name(field): field.name for field in MODEL_FIELDS}
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
 _ARRAY_KINDS = ("forest", "float32_array")  # state kinds stored as encoded arrays
@@ -366,11 +370,12 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
 def _encode_state(model: Any) -> dict:
     state = {}
     for name, kind, required in STATE_FIELDS:
-        if not hasattr(model, name):
+        attribute = _ATTRIBUTE_OF[name]
+        if not hasattr(model, attribute):
             if required:
-                raise ValueError(f"model: fitted attribute {name} is missing")
+                raise ValueError(f"model: fitted attribute {attribute} is missing")
             continue
-        value = getattr(model, name)
+        value = getattr(model, attribute)
         encode = _CODECS[kind][0]
         if kind == "categories":  # (its errors name a frame's column by name)
             encode = functools.partial(
@@ -969,4 +974,5 @@ def read_model(
         loss = rebuilt
     else:
         loss = MissingLoss(info["link"], state["n_outputs_"])
-    return params, loss, state, document.get("estimator")
+    fields = {_ATTRIBUTE_OF[key]: value for key, value in state.items()}
+    return params, loss, fields, document.get("estimator")

@@ -7,7 +7,7 @@ o_i)`` over constants ``c`` (``base_score`` given: that one; a group loss:
 0, as without offsets).  The search is the one of a fit without offsets
 (`jaxboost.engine.init_score`), run on `OffsetLoss`: the loss of rows whose
 targets carry their offsets in ``K`` more columns.  The trees and
-``init_score_`` then hold what the rows have beyond their offsets, and
+``base_score_`` then hold what the rows have beyond their offsets, and
 ``predict_raw(X, init_score=o)`` adds a new row's offsets back.
 """
 

@@ -285,7 +285,7 @@ def refit_leaves(
 
     Minimises ``sum_i w_i loss(y_i, F(x_i)) / sum_i w_i + l2 * sum(leaf_value^2)``
     over the leaf values of all trees at once, from their current values; the
-    splits, ``init_score_`` and everything else stay as they are.  Leaves that
+    splits, ``base_score_`` and everything else stay as they are.  Leaves that
     no row (of positive weight) reaches keep their value, as do the outputs a
     tree of a ``one_output_per_tree`` model does not predict.
 
@@ -354,7 +354,7 @@ def refit_leaves(
     leaf_value, objective = program(
         data,
         forest,
-        jax.device_put(np.asarray(model.init_score_, np.float32), replicated),
+        jax.device_put(np.asarray(model.base_score_, np.float32), replicated),
         jax.device_put(_trainable_outputs(model), replicated),
         jax.device_put(np.float32(l2), replicated),
     )
