@@ -171,7 +171,7 @@ def run_loss(loss: CustomLoss, data: list[np.ndarray], args) -> list[list[str]]:
     first = timed_report(
         "jaxboost first fit (compiles)", fit_jaxboost, loss, X_train, y_train, args.rounds
     )
-    base = float(first.value.init_score_[0])
+    base = float(first.value.base_score_[0])
     probe = y_train[:HESSIAN_PROBE_ROWS]
     newton = probe_hessian(
         loss.jax_loss, jnp.asarray(probe), jnp.full((len(probe), 1), base, jnp.float32)

@@ -77,8 +77,8 @@ class FriedmanReference:
     def fit(self, X: np.ndarray, y: np.ndarray) -> FriedmanReference:
         """Grow ``rounds`` trees; keep ``(tree, leaf value per node)`` pairs."""
         y = y.astype(np.float64)
-        self.init_score_ = best_constant(y, 0.0, self.alpha)
-        raw = np.full(len(y), self.init_score_)
+        self.base_score_ = best_constant(y, 0.0, self.alpha)
+        raw = np.full(len(y), self.base_score_)
         self.trees_ = []
         for _ in range(self.rounds):
             residual = pinball_negative_gradient(y, raw, self.alpha)
@@ -99,7 +99,7 @@ class FriedmanReference:
 
     def predict_raw(self, X: np.ndarray) -> np.ndarray:
         """``F0 + sum_t tree_t(x)``."""
-        raw = np.full(X.shape[0], self.init_score_)
+        raw = np.full(X.shape[0], self.base_score_)
         for tree, values in self.trees_:
             raw += values[tree.apply(X)]
         return raw

@@ -39,7 +39,7 @@ def main() -> None:
             f"under-forecast on {np.mean(f < y_test):.0%} of patients"
         )
     print(
-        f"  initial score F0: business {business.init_score_[0]:.1f}, squared {squared.init_score_[0]:.1f}"
+        f"  initial score F0: business {business.base_score_[0]:.1f}, squared {squared.base_score_[0]:.1f}"
     )
 
 

@@ -25,7 +25,7 @@ def main() -> None:
     prediction = model.predict(X_test)
     mae = np.mean(np.abs(prediction - y_test))
     baseline = np.mean(np.abs(np.median(y_train) - y_test))
-    print(f"initial score F0 = {model.init_score_[0]:.2f} (median of y: {np.median(y_train):.2f})")
+    print(f"initial score F0 = {model.base_score_[0]:.2f} (median of y: {np.median(y_train):.2f})")
     print(f"training loss: {model.train_loss_[0]:.3f} -> {model.train_loss_[-1]:.3f}")
     print(f"test MAE: {mae:.2f}  (constant prediction: {baseline:.2f})")
 

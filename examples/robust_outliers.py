@@ -59,7 +59,7 @@ def main() -> None:
         model.fit(X_train, y_noisy)
         mae = np.mean(np.abs(model.predict(X_test) - y_test))
         print(
-            f"  {name:<26} test MAE {mae:6.1f}   (initial score {model.init_score_[0]:6.1f}, "
+            f"  {name:<26} test MAE {mae:6.1f}   (initial score {model.base_score_[0]:6.1f}, "
             f"leaves {model.leaf_method_}, armijo {model.armijo_})"
         )
 

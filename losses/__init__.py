@@ -3,9 +3,10 @@
 A loss is ``loss(y, f) -> scalar`` for one sample, written in plain
 ``jax.numpy``; the boosting engine differentiates it with ``jax.grad`` and
 ``jax.hessian``.  Catalogue losses are `DeclaredLoss` objects carrying
-metadata (``name``, ``params``, ``link``, ``n_outputs``,
-``hessian_informative``, ``convex``, ``target_domain``; see
-``losses._declare``); they pickle, and ``get(name, **params)`` rebuilds one.
+metadata as one record (``name``, ``params``, ``link``, ``n_outputs``,
+``hessian_informative``, ``convex``, ``target_domain``, ...: `LossMetadata`,
+read for any loss, declared or not, by `metadata_of`); they pickle, and
+``get(name, **params)`` rebuilds one.
 `resolve` turns a ``loss`` argument (a name, a declared loss, an optax
 function, any callable) into what the engine trains on.
 Parametrised losses are factories: ``huber(delta)``, ``quantile(alpha)``,
@@ -24,6 +25,7 @@ from .classification import binary_logloss, exponential, focal, softmax_cross_en
 from .distribution_loss import distribution
 from .distributions import gamma, gaussian_nll, poisson, tweedie
 from .families import FAMILIES
+from .metadata import LossMetadata, metadata_of
 from .ranking import lambdarank, listnet, ranknet
 from .regression import absolute_error, huber, log_cosh, quantile, squared_error
 from .survival import cox
@@ -36,6 +38,7 @@ __all__ = [
     "TARGET_DOMAINS",
     "DeclaredLoss",
     "Loss",
+    "LossMetadata",
     "TargetDomain",
     "absolute_error",
     "available",
@@ -54,6 +57,7 @@ __all__ = [
     "links",
     "listnet",
     "log_cosh",
+    "metadata_of",
     "poisson",
     "quantile",
     "ranknet",

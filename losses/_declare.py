@@ -2,7 +2,9 @@
 
 A declared loss is a `DeclaredLoss`: a callable ``loss(y, f) -> scalar``
 that calls the function it wraps (whose name, docstring and signature it
-shows) and carries the attributes that the engine and the model files read:
+shows) and carries its metadata as one frozen record, ``loss_metadata``
+(`jaxboost.losses.metadata.LossMetadata`, which readers reach through
+``metadata_of``), whose fields it also shows as read-only attributes:
 
 - ``name``: catalogue name; ``losses.get(name, **params)`` rebuilds the loss.
 - ``params``: the factory parameters, e.g. ``{"alpha": 0.9}`` (``{}`` if none).
@@ -69,6 +71,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from . import links
+from .metadata import FIELDS, LossMetadata
 
 
 class TargetColumn(NamedTuple):
@@ -178,40 +181,11 @@ class DeclaredLoss:
     identity, copying and pickling.
     """
 
-    def __init__(
-        self,
-        fn: Callable[..., jax.Array],
-        *,
-        name: str,
-        params: dict[str, Any],
-        link: str,
-        n_outputs: int | str,
-        hessian_informative: bool | None,
-        convex: bool,
-        target_domain: str,
-        smooth: bool = False,
-        per: str = "sample",
-        row_derivatives: Callable[..., tuple[jax.Array, jax.Array]] | None = None,
-        row_order: Callable[[np.ndarray], np.ndarray] | None = None,
-        init: Callable[..., jax.Array] | None = None,
-        fisher: Callable[[jax.Array], jax.Array] | None = None,
-        sampler: Callable[..., jax.Array] | None = None,
-    ):
+    def __init__(self, fn: Callable[..., jax.Array], **fields: Any):
         functools.update_wrapper(self, fn)  # __name__, __doc__, __wrapped__ (signature)
-        self.name = name
-        self.params = dict(params)
-        self.link = link
-        self.n_outputs = n_outputs
-        self.hessian_informative = hessian_informative
-        self.convex = convex
-        self.target_domain = target_domain
-        self.smooth = smooth
-        self.per = per
-        self.row_derivatives = row_derivatives
-        self.row_order = row_order
-        self.init = init
-        self.fisher = fisher
-        self.sampler = sampler
+        fields["params"] = dict(fields.get("params") or {})
+        # the record every reader reads (`metadata_of`); the fields show as attributes
+        self.loss_metadata = LossMetadata(**fields, declared=True)
         # (factory, args, kwargs) that built it, set by loss_factory
         self.recipe: tuple[Callable[..., Loss], tuple, dict] | None = None
 
@@ -223,23 +197,9 @@ class DeclaredLoss:
         return f"<declared loss {self.name}({params}), link {self.link!r}>"
 
     def metadata(self) -> dict[str, Any]:
-        """The keyword arguments of `declare` that gave this loss."""
-        return {
-            "name": self.name,
-            "params": self.params,
-            "link": self.link,
-            "n_outputs": self.n_outputs,
-            "hessian_informative": self.hessian_informative,
-            "convex": self.convex,
-            "target_domain": self.target_domain,
-            "smooth": self.smooth,
-            "per": self.per,
-            "row_derivatives": self.row_derivatives,
-            "row_order": self.row_order,
-            "init": self.init,
-            "fisher": self.fisher,
-            "sampler": self.sampler,
-        }
+        """The keyword arguments of `DeclaredLoss` that gave this loss: its
+        record's fields (`LossMetadata`)."""
+        return self.loss_metadata.arguments()
 
     # a declared loss is immutable: a copy (scikit-learn's clone) is itself
     def __copy__(self) -> DeclaredLoss:
@@ -262,6 +222,14 @@ class DeclaredLoss:
         if _module_global(self.__module__, self.__qualname__) is self:
             return self.__qualname__  # pickled by reference, as a function is
         return _redeclare, (self.__wrapped__, self.metadata())
+
+
+def _field(name: str) -> property:
+    return property(lambda self: getattr(self.loss_metadata, name), doc=f"``loss_metadata.{name}``")
+
+
+for _name in FIELDS:  # loss.link, loss.convex, ...: read-only views of the record
+    setattr(DeclaredLoss, _name, _field(_name))
 
 
 def _by_name(name: str, params: dict[str, Any]) -> Loss:
@@ -293,7 +261,7 @@ def declare(
     name: str | None = None,
     link: str = "identity",
     n_outputs: int | str = 1,
-    hessian_informative: bool | None = True,
+    hessian_informative: bool | None = None,
     convex: bool = False,
     target_domain: str = "any",
     params: dict[str, Any] | None = None,
@@ -311,7 +279,9 @@ def declare(
     `DeclaredLoss` carrying these attributes (the function itself is
     left unchanged); without ``fn`` it returns a decorator that does so
     (``@declare(link="exp")``).  ``name`` defaults to the function's
-    ``__name__``, ``link`` to ``"identity"``.
+    ``__name__``; every other argument to what an undeclared function gets
+    (`jaxboost.losses.metadata.LossMetadata`): ``link`` ``"identity"``,
+    ``hessian_informative`` None (probed on the data), ``convex`` False.
     Raises a ValueError for an unknown ``link`` or ``target_domain``, a bad
     ``n_outputs`` (a positive int, ``"n_classes"`` or ``"n_targets"``), a
     ``per`` other than ``"sample"`` or ``"group"``, or ``row_derivatives``

@@ -15,7 +15,12 @@ from ._declare import Loss, declare, finite_number, loss_factory
 
 
 @declare(
-    name="binary_logloss", link="sigmoid", target_domain="probability", convex=True, smooth=True
+    hessian_informative=True,
+    name="binary_logloss",
+    link="sigmoid",
+    target_domain="probability",
+    convex=True,
+    smooth=True,
 )
 def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Binary cross-entropy on the log-odds: ``softplus(f) - y f``.
@@ -31,7 +36,14 @@ def binary_logloss(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jax.nn.softplus(f) - jnp.asarray(y) * f
 
 
-@declare(name="exponential", link="sigmoid2", target_domain="binary", convex=True, smooth=True)
+@declare(
+    hessian_informative=True,
+    name="exponential",
+    link="sigmoid2",
+    target_domain="binary",
+    convex=True,
+    smooth=True,
+)
 def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Exponential (AdaBoost) loss ``exp(-(2 y - 1) f)``.
 
@@ -45,6 +57,7 @@ def exponential(y: ArrayLike, f: ArrayLike) -> jax.Array:
 
 
 @declare(
+    hessian_informative=True,
     name="softmax_cross_entropy",
     link="softmax",
     n_outputs="n_classes",
@@ -90,6 +103,7 @@ def focal(gamma: float = 2.0) -> Loss:
     gamma = float(gamma)
 
     @declare(
+        hessian_informative=True,
         name="focal",
         link="sigmoid",
         params={"gamma": gamma},

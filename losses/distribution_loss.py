@@ -1,5 +1,5 @@
 """`distribution`: a probability distribution as a loss, the negative log
-likelihood ``-log p(y | params(f))`` of a numpyro distribution whose
+likelihood ``-log p(y | theta(f))`` of a numpyro distribution whose
 parameters are the raw scores, each through its link.
 
 The families are numpyro's (``numpyro.distributions``): they are pure JAX
@@ -32,6 +32,7 @@ with these attributes besides the declared ones:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from . import families
-from ._declare import Loss, declare, loss_factory
+from ._declare import DeclaredLoss, Loss, declare, loss_factory
 from .distributions import gaussian_nll
 
 PREFIX = "distribution:"
@@ -70,15 +71,17 @@ def numpyro_distributions() -> Any:
 
 def distribution(
     family: str | type,
-    params: tuple[str, ...] | None = None,
+    parameter_names: tuple[str, ...] | None = None,
     links: tuple[str, ...] | None = None,
     censored: bool = False,
+    *,
+    params: tuple[str, ...] | None = None,
 ) -> Loss:
     """A distribution's negative log-likelihood as a loss, one raw score per parameter.
 
     ``loss(y, f) = -log p(y | theta)`` with ``theta_k = link_k(f_k)``: for
     ``y`` of shape ``()`` and ``f`` of shape ``(K,)`` (``()`` for one
-    parameter), ``K = len(params)``.  Censored: ``y`` is ``(time, event)``
+    parameter), ``K = len(parameter_names)``.  Censored: ``y`` is ``(time, event)``
     and a row with ``event`` 0 scores ``-log(1 - cdf(time))``.
 
     Args:
@@ -86,8 +89,8 @@ def distribution(
         ``"gamma"``, ``"poisson"``, ``"negative_binomial"``,
         ``"zero_inflated_poisson"``, ``"beta"`` or ``"weibull"``; or a
         ``numpyro.distributions`` class.
-      params: the class's parameter names, in the order of the raw outputs
-        (needed for a class; a catalogue family has its own).
+      parameter_names: the class's parameter names, in the order of the raw
+        outputs (needed for a class; a catalogue family has its own).
       links: one of ``"identity"``, ``"exp"``, ``"softplus"``, ``"sigmoid"``
         per parameter (default: the family's; for a class, from each
         parameter's constraint: real -> identity, positive -> exp, unit
@@ -104,13 +107,18 @@ def distribution(
     Reference: Rigby and Stasinopoulos (2005), generalized additive models for
     location, scale and shape; März (2019), XGBoostLSS.
     """
+    if params is not None:  # (its name before 0.2: a loss's params are its factory's arguments)
+        warnings.warn(
+            "distribution: params= is deprecated, use parameter_names=", FutureWarning, stacklevel=2
+        )
+        parameter_names = params if parameter_names is None else parameter_names
     links = None if links is None else tuple(links)
-    params = None if params is None else tuple(params)
+    names = None if parameter_names is None else tuple(parameter_names)
     if isinstance(family, str) and family in families.FAMILIES:
         # the defaults filled in, so that equal calls give the same (compiled) loss
         links = families.FAMILIES[family].links if links is None else links
-        params = families.FAMILIES[family].params if params is None else params
-    return _distribution_loss(family, params, links, bool(censored))
+        names = families.FAMILIES[family].parameter_names if names is None else names
+    return _distribution_loss(family, names, links, bool(censored))
 
 
 def catalogue_factory(family: str) -> Callable[..., Loss]:
@@ -126,12 +134,12 @@ def catalogue_factory(family: str) -> Callable[..., Loss]:
 @loss_factory
 def _distribution_loss(
     family: str | type,
-    params: tuple[str, ...] | None,
+    parameter_names: tuple[str, ...] | None,
     links: tuple[str, ...] | None,
     censored: bool,
 ) -> Loss:
     numpyro_dists = numpyro_distributions()
-    spec = _spec(family, params, links, censored, numpyro_dists)
+    spec = _spec(family, parameter_names, links, censored, numpyro_dists)
     cls, names, parameter_links, domain, log_survival, log_prob = spec
     n_outputs = len(names)
     transforms = [families.PARAMETER_LINKS[link] for link in parameter_links]
@@ -160,12 +168,13 @@ def _distribution_loss(
         # censoring, which is not modelled; the observed hessian collapses the
         # scale (bench_counts_survival.py)
         fisher = families.FAMILIES[family].fisher
-    declared = declare(
+    checked = declare(
         nll,
         name=PREFIX + name,
-        params=_params(family, names, parameter_links, censored),
+        params=_loss_params(family, names, parameter_links, censored),
         link=families.link_name(parameter_links),
         n_outputs=n_outputs,
+        hessian_informative=True,
         convex=False,
         target_domain="time_event" if censored else domain,
         smooth=catalogued,  # a user's family may have kinks (Laplace)
@@ -173,16 +182,22 @@ def _distribution_loss(
         fisher=fisher,
         sampler=None if censored else _sampler(distribution_of),
     )
+    declared = DeclaredLoss(
+        nll,
+        **{
+            **checked.metadata(),
+            "family": name,
+            "parameter_names": names,
+            "parameter_links": parameter_links,
+            "censored": censored,
+        },
+    )
     declared.__doc__ = f"Negative log-likelihood of {name} ({', '.join(names)}); see distribution."
-    declared.family = name
-    declared.parameter_names = names
-    declared.parameter_links = parameter_links
-    declared.censored = censored
     declared.distribution_of = distribution_of
     return declared
 
 
-def _spec(family, params, links, censored, numpyro_dists) -> tuple:
+def _spec(family, parameter_names, links, censored, numpyro_dists) -> tuple:
     """``(class, parameter names, links, target domain, log survival, log
     density)``, checked; raises naming the argument and the fix."""
     if isinstance(family, str):
@@ -192,10 +207,10 @@ def _spec(family, params, links, censored, numpyro_dists) -> tuple:
                 f"{sorted(families.FAMILIES)} or a numpyro.distributions class"
             )
         spec = families.FAMILIES[family]
-        if params is not None and params != spec.params:
+        if parameter_names is not None and parameter_names != spec.parameter_names:
             raise ValueError(
-                f"params: the {family!r} family's parameters are {spec.params}, got {params}; "
-                "leave params unset"
+                f"parameter_names: the {family!r} family's parameters are "
+                f"{spec.parameter_names}, got {parameter_names}; leave parameter_names unset"
             )
         if censored and spec.log_survival is None:
             censorable = sorted(k for k, v in families.FAMILIES.items() if v.log_survival)
@@ -206,14 +221,14 @@ def _spec(family, params, links, censored, numpyro_dists) -> tuple:
             )
         cls = getattr(numpyro_dists, spec.numpyro_class)
         names, default_links, domain, log_survival = (
-            spec.params,
+            spec.parameter_names,
             spec.links,
             spec.target_domain,
             spec.log_survival,
         )
         log_prob = spec.log_prob or _numpyro_log_prob
     else:
-        cls, names = _user_class(family, params, numpyro_dists)
+        cls, names = _user_class(family, parameter_names, numpyro_dists)
         default_links = tuple(_default_link(cls, name) for name in names)
         support = getattr(cls, "support", None)
         domain = _DOMAIN_OF_SUPPORT.get(_constraint_name(support), "any")
@@ -232,18 +247,18 @@ def _numpyro_log_prob(dist: Any, y: jax.Array) -> jax.Array:
     return dist.log_prob(y)
 
 
-def _user_class(family, params, numpyro_dists) -> tuple[type, tuple[str, ...]]:
+def _user_class(family, parameter_names, numpyro_dists) -> tuple[type, tuple[str, ...]]:
     if not (isinstance(family, type) and issubclass(family, numpyro_dists.Distribution)):
         raise TypeError(
             f"family: expected a catalogue name or a numpyro.distributions class, got {family!r}"
         )
     known = tuple(getattr(family, "arg_constraints", {}))
-    if not params or any(name not in known for name in params):
+    if not parameter_names or any(name not in known for name in parameter_names):
         raise ValueError(
-            f"params: name the {family.__name__} parameters the raw outputs give, in order, "
-            f"from {known}; got {params}"
+            f"parameter_names: name the {family.__name__} parameters the raw outputs give, in "
+            f"order, from {known}; got {parameter_names}"
         )
-    return family, params
+    return family, parameter_names
 
 
 def _default_link(cls: type, name: str) -> str:
@@ -261,12 +276,12 @@ def _constraint_name(constraint: Any) -> str:
     return type(constraint).__name__.lstrip("_")
 
 
-def _params(family, names, parameter_links, censored) -> dict[str, Any]:
-    """The loss's ``params``: ``get(name, **params)`` rebuilds a catalogue
-    family (lists, as a model file holds them)."""
+def _loss_params(family, names, parameter_links, censored) -> dict[str, Any]:
+    """The loss's ``params`` (its factory's arguments): ``get(name, **params)``
+    rebuilds a catalogue family (lists, as a model file holds them)."""
     params: dict[str, Any] = {"links": list(parameter_links), "censored": censored}
     if not isinstance(family, str):
-        params = {"params": list(names), **params}
+        params = {"parameter_names": list(names), **params}
     return params
 
 

@@ -14,7 +14,14 @@ from jax.typing import ArrayLike
 from ._declare import Loss, declare, finite_number, loss_factory
 
 
-@declare(name="poisson", link="exp", target_domain="non_negative", convex=True, smooth=True)
+@declare(
+    hessian_informative=True,
+    name="poisson",
+    link="exp",
+    target_domain="non_negative",
+    convex=True,
+    smooth=True,
+)
 def poisson(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Poisson deviance on the log scale: ``exp(f) - y f``.
 
@@ -27,7 +34,14 @@ def poisson(y: ArrayLike, f: ArrayLike) -> jax.Array:
     return jnp.exp(f) - jnp.asarray(y) * f
 
 
-@declare(name="gamma", link="exp", target_domain="positive", convex=True, smooth=True)
+@declare(
+    hessian_informative=True,
+    name="gamma",
+    link="exp",
+    target_domain="positive",
+    convex=True,
+    smooth=True,
+)
 def gamma(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Gamma deviance on the log scale: ``y exp(-f) + f``.
 
@@ -59,6 +73,7 @@ def tweedie(power: float = 1.5) -> Loss:
     power = float(power)
 
     @declare(
+        hessian_informative=True,
         name="tweedie",
         link="exp",
         params={"power": power},
@@ -102,6 +117,7 @@ def _gaussian_sampler(key: jax.Array, f: ArrayLike, n: int) -> jax.Array:
 
 
 @declare(
+    hessian_informative=True,
     name="gaussian_nll",
     link="mean_scale",
     n_outputs=2,

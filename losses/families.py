@@ -2,7 +2,7 @@
 scores to them, their targets, and the closed forms a family has.
 
 A family's parameters come from the raw scores one per output, in the order
-of ``params``, each through its own link (`PARAMETER_LINKS`): ``identity``
+of ``parameter_names``, each through its own link (`PARAMETER_LINKS`): ``identity``
 for a location, ``exp`` for a scale, rate or shape, ``sigmoid`` for a
 probability.  ``exp`` rather than softplus for scales keeps the raw scores
 of a scale on the log scale, where the Fisher information of a location-scale
@@ -14,6 +14,7 @@ links and model files work without it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -46,7 +47,7 @@ class Family(NamedTuple):
     """A catalogue family: what `losses.distribution` needs beyond numpyro."""
 
     numpyro_class: str  # the class in numpyro.distributions
-    params: tuple[str, ...]  # its constructor's parameters, one raw score each
+    parameter_names: tuple[str, ...]  # its constructor's parameters, one raw score each
     links: tuple[str, ...]  # default PARAMETER_LINKS key per parameter
     target_domain: str  # a key of losses.TARGET_DOMAINS
     # weighted targets (n,), weights (n,) -> the parameters' moment estimates
@@ -64,6 +65,12 @@ class Family(NamedTuple):
     # maximum-likelihood value (the likelihood grows without bound as the
     # distribution narrows onto them)
     needs_spread: bool = False
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Deprecated: `parameter_names` (a loss's ``params`` are its factory's arguments)."""
+        warnings.warn("Family.params is deprecated, use parameter_names", FutureWarning, 2)
+        return self.parameter_names
 
 
 def _moments(y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:

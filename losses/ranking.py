@@ -54,6 +54,7 @@ def _listnet_derivatives(
 
 
 @declare(
+    hessian_informative=True,
     name="listnet",
     link="identity",
     target_domain="relevance",
@@ -121,6 +122,7 @@ def ranknet(sigma: float = 1.0) -> Loss:
         return _pair_derivatives(weight, jax.nn.sigmoid(-sigma * delta), sigma)
 
     @declare(
+        hessian_informative=True,
         name="ranknet",
         link="identity",
         params={"sigma": sigma},
@@ -241,6 +243,7 @@ def lambdarank(k: int | None = LIGHTGBM_TRUNCATION, sigma: float = 1.0, norm: bo
 
     # convex: the surrogate is, for its fixed weights, and the hessian is >= 0
     @declare(
+        hessian_informative=True,
         name="lambdarank",
         link="identity",
         params={"k": k, "sigma": sigma, "norm": norm},

@@ -14,7 +14,7 @@ from jax.typing import ArrayLike
 from ._declare import Loss, declare, finite_number, loss_factory
 
 
-@declare(name="squared_error", link="identity", convex=True, smooth=True)
+@declare(hessian_informative=True, name="squared_error", link="identity", convex=True, smooth=True)
 def squared_error(y: ArrayLike, f: ArrayLike) -> jax.Array:
     """Half squared error ``0.5 (y - f)^2``.
 

@@ -110,6 +110,7 @@ def _time_of(y: np.ndarray) -> np.ndarray:
 
 
 @declare(
+    hessian_informative=True,
     name="cox",
     link="identity",
     target_domain="time_event",

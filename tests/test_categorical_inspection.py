@@ -113,7 +113,7 @@ def test_deeper_trees_match_a_recursive_traversal_with_category_sets():
     forest = model.forest_
     for i, shop in enumerate(grid[0]):
         for j, number in enumerate(grid[1]):
-            expected = model.init_score_.astype(np.float64).copy()
+            expected = model.base_score_.astype(np.float64).copy()
             for t in range(forest.feature.shape[0]):
                 tree = type(forest)(*(None if f is None else f[t] for f in forest))
                 expected += _recursive(

@@ -229,7 +229,7 @@ def test_native_prediction_walks_category_sets_as_the_jax_walk(monkeypatch):
     X_new = X[:400].copy()
     X_new[:50, 1] = np.nan
     X_new[50:60, 1] = [-1.0, 300.0, np.inf, -np.inf, 39.0, 40.0, 254.0, 255.0, 2.5, 0.0]
-    init_score = jnp.asarray(model.init_score_)
+    init_score = jnp.asarray(model.base_score_)
     native = predict_forest_native(forest, init_score, jnp.asarray(X_new))
     walked = predict_forest(forest, init_score, jnp.asarray(X_new))
     np.testing.assert_allclose(np.asarray(native), np.asarray(walked), rtol=1e-6, atol=1e-6)

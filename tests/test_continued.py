@@ -50,7 +50,7 @@ def test_more_rounds_grow_the_trees_of_one_longer_fit(loss, labels, settings):
     continued = jb.Booster(n_estimators=6, **settings).fit(X, y, init_model=first)
     assert continued.n_estimators_ == 10
     assert _same_trees(continued, longer)
-    np.testing.assert_array_equal(continued.init_score_, longer.init_score_)
+    np.testing.assert_array_equal(continued.base_score_, longer.base_score_)
     np.testing.assert_allclose(continued.train_loss_, longer.train_loss_, rtol=1e-6)
     np.testing.assert_array_equal(continued.predict_raw(X), longer.predict_raw(X))
 
@@ -91,7 +91,7 @@ def test_a_new_loss_continues_from_the_models_scores():
     huber = losses.huber(0.5)
     continued = jb.Booster(huber, n_estimators=3, max_depth=3).fit(X, y, init_model=first)
     assert continued.loss_ is huber and continued.n_estimators_ == 8
-    np.testing.assert_array_equal(continued.init_score_, first.init_score_)
+    np.testing.assert_array_equal(continued.base_score_, first.base_score_)
     residual = np.abs(first.predict_raw(X).astype(np.float64) - y)
     by_hand = np.mean(np.where(residual <= 0.5, 0.5 * residual**2, 0.5 * (residual - 0.25)))
     # the new rounds' training loss starts at the model's scores

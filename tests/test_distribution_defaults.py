@@ -168,4 +168,4 @@ def test_a_count_held_out_alone_is_traded_into_the_fit_part():
     model = jb.Booster(
         loss=losses.distribution("poisson"), n_estimators=3, max_depth=2, random_state=0
     ).fit(X, y)
-    np.testing.assert_allclose(model.init_score_, [np.log(2.0 / 64)], rtol=1e-4)
+    np.testing.assert_allclose(model.base_score_, [np.log(2.0 / 64)], rtol=1e-4)

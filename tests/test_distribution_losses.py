@@ -288,7 +288,7 @@ def test_student_t_df_comes_back_down_from_light_tailed_targets():
     y = 5 * np.sign(X[:, 0]) * np.sqrt(np.abs(X[:, 0])) + 0.3 * rng.standard_t(3, size=500)
     model = jb.Booster(loss=losses.distribution("student_t"), n_estimators=100, max_depth=3)
     model.fit(X, y)
-    assert np.exp(model.init_score_[2]) <= 2 * losses.student_t.MAX_DF
+    assert np.exp(model.base_score_[2]) <= 2 * losses.student_t.MAX_DF
     assert np.median(model.predict(X)[:, 2]) < 10.0
 
 
@@ -297,12 +297,21 @@ def test_catalogue_names_rebuild_and_pickle_the_same_loss():
     assert losses.get(loss.name, **loss.params) is loss
     assert pickle.loads(pickle.dumps(loss)) is loss
     assert "distribution:weibull" in losses.available()
-    custom = losses.distribution(numpyro_dists.Laplace, params=("loc", "scale"))
+    custom = losses.distribution(numpyro_dists.Laplace, parameter_names=("loc", "scale"))
     assert custom.parameter_links == ("identity", "exp") and custom.target_domain == "any"
     np.testing.assert_allclose(
         float(custom(0.5, jnp.array([0.1, 0.2]))), -st.laplace(0.1, np.exp(0.2)).logpdf(0.5)
     )
     assert pickle.loads(pickle.dumps(custom)) is custom
+
+
+def test_params_the_former_name_of_parameter_names_warns_and_gives_the_same_loss():
+    named = losses.distribution(numpyro_dists.Laplace, parameter_names=("loc", "scale"))
+    with pytest.warns(FutureWarning, match="use parameter_names="):
+        assert losses.distribution(numpyro_dists.Laplace, params=("loc", "scale")) is named
+    assert named.params["parameter_names"] == ["loc", "scale"]  # (its factory's arguments)
+    with pytest.warns(FutureWarning, match="use parameter_names"):
+        assert losses.FAMILIES["gamma"].params == ("concentration", "rate")
 
 
 @pytest.mark.parametrize(
@@ -316,7 +325,7 @@ def test_catalogue_names_rebuild_and_pickle_the_same_loss():
             lambda: losses.distribution("gamma", censored=True),
             r"censored: the 'gamma' family .* \['lognormal', 'normal', 'weibull'\]",
         ),
-        (lambda: losses.distribution(numpyro_dists.Laplace), "params: name the Laplace"),
+        (lambda: losses.distribution(numpyro_dists.Laplace), "parameter_names: name the Laplace"),
         (lambda: losses.distribution(dict), "family: expected a catalogue name"),
     ],
 )
@@ -698,7 +707,7 @@ def test_catalogue_families_fit_without_a_base_score():
     # the search from the moments' start lowers the loss further
     start = np.asarray(gamma.init(y))
     loss_at = lambda f: float(jnp.mean(jax.vmap(gamma, (0, None))(jnp.asarray(y), f)))
-    assert loss_at(jnp.asarray(model.init_score_)) <= loss_at(jnp.asarray(start)) + 1e-6
+    assert loss_at(jnp.asarray(model.base_score_)) <= loss_at(jnp.asarray(start)) + 1e-6
 
 
 def test_censored_fit_at_defaults_keeps_its_scale():
@@ -718,7 +727,7 @@ def test_censored_fit_at_defaults_keeps_its_scale():
     nll = float(
         jnp.mean(jax.vmap(aft)(jnp.asarray(y[test]), jnp.asarray(model.predict_raw(X[test]))))
     )
-    constant = np.broadcast_to(np.asarray(model.init_score_), (int(test.sum()), 2))
+    constant = np.broadcast_to(np.asarray(model.base_score_), (int(test.sum()), 2))
     baseline = float(jnp.mean(jax.vmap(aft)(jnp.asarray(y[test]), jnp.asarray(constant))))
     assert nll < baseline
     assert 0.5 < float(np.median(np.exp(model.predict_raw(X[test])[:, 1]))) < 2.0

@@ -85,7 +85,7 @@ def _same_estimator(loaded, fitted, X):
     np.testing.assert_array_equal(loaded.feature_names_in_, fitted.feature_names_in_)
     assert loaded.feature_names_in_.dtype == object and loaded.n_features_in_ == X.shape[1]
     assert loaded.n_estimators_ == fitted.n_estimators_
-    np.testing.assert_array_equal(loaded.init_score_, fitted.init_score_)
+    np.testing.assert_array_equal(loaded.base_score_, fitted.base_score_)
     methods = ["predict"] + ["predict_proba", "decision_function"] * hasattr(fitted, "classes_")
     for method in methods:
         expected = getattr(fitted, method)(X)

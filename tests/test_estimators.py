@@ -157,8 +157,8 @@ def test_fitted_attributes():
     model = Regressor(**SMALL).fit(X, y)
     assert isinstance(model.booster_, jb.Booster)
     assert model.n_features_in_ == 4 and model.n_estimators_ == 5
-    assert model.init_score_.shape == (1,)
-    np.testing.assert_allclose(model.init_score_, y.mean(), rtol=1e-4)
+    assert model.base_score_.shape == (1,)
+    np.testing.assert_allclose(model.base_score_, y.mean(), rtol=1e-4)
 
 
 def test_pipeline_with_a_scaler():

@@ -176,7 +176,7 @@ def test_declared_init_starts_the_search_which_still_ends_at_the_minimum():
         model = jb.Booster(loss=loss, n_estimators=1, max_depth=1).fit(X, y)
     assert calls
     y64 = y.astype(np.float64)
-    np.testing.assert_allclose(model.init_score_, [y64.mean(), np.log(y64.std())], rtol=1e-5)
+    np.testing.assert_allclose(model.base_score_, [y64.mean(), np.log(y64.std())], rtol=1e-5)
 
 
 def test_a_fisher_model_file_round_trips(tmp_path):

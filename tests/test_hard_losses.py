@@ -131,7 +131,7 @@ def test_a_redescending_loss_trains_on_targets_far_from_zero(data):
     stretch: zero gradients, and trees that learn nothing."""
     X, y = data
     model = jb.Booster(loss=tukey_biweight, n_estimators=40, max_depth=3).fit(X, y + 40.0)
-    assert abs(model.init_score_[0] - 40.0) < 1.0, model.init_score_
+    assert abs(model.base_score_[0] - 40.0) < 1.0, model.base_score_
     assert model.train_loss_[-1] < 0.5 * model.train_loss_[0]
     assert _largest_error_on_the_sine(model, shift=40.0) < 0.3
 

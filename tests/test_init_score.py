@@ -153,19 +153,19 @@ def test_a_given_base_score_is_the_initial_score():
     y = (X[:, 0] + 5.0).astype(np.float32)
     found = jb.Booster(n_estimators=4, max_depth=2).fit(X, y)
     # the minimiser's own F0, given: the same model to the bit
-    given = jb.Booster(n_estimators=4, max_depth=2, base_score=float(found.init_score_[0]))
+    given = jb.Booster(n_estimators=4, max_depth=2, base_score=float(found.base_score_[0]))
     given.fit(X, y)
     np.testing.assert_array_equal(given.predict(X), found.predict(X))
     np.testing.assert_array_equal(given.train_loss_, found.train_loss_)
     # another F0: the first training loss is the loss there
     zero = jb.Booster(n_estimators=4, max_depth=2, base_score=0).fit(X, y)
-    assert zero.init_score_.tolist() == [0.0]
+    assert zero.base_score_.tolist() == [0.0]
     np.testing.assert_allclose(zero.train_loss_[0], np.mean(0.5 * y**2), rtol=1e-6)
     classes = np.digitize(X[:, 0], [-0.5, 0.5]).astype(np.float32)
     three = jb.Booster(
         loss="softmax_cross_entropy", n_estimators=2, max_depth=2, base_score=[1.0, 0.0, -1.0]
     )
-    assert three.fit(X, classes).init_score_.tolist() == [1.0, 0.0, -1.0]
+    assert three.fit(X, classes).base_score_.tolist() == [1.0, 0.0, -1.0]
     loaded = jb.load(_saved(three))
     assert loaded.base_score == [1.0, 0.0, -1.0]
     np.testing.assert_array_equal(loaded.predict(X), three.predict(X))
@@ -282,7 +282,7 @@ def test_gaussian_nll_on_diabetes_starts_at_the_mean_and_log_std():
     model = jb.Booster(loss=losses.gaussian_nll, n_estimators=100, max_depth=3)
     model.fit(X[train], y[train])
     y64 = y[train].astype(np.float64)
-    np.testing.assert_allclose(model.init_score_, [y64.mean(), np.log(y64.std())], rtol=1e-4)
+    np.testing.assert_allclose(model.base_score_, [y64.mean(), np.log(y64.std())], rtol=1e-4)
     rmse = np.sqrt(np.mean(np.square(model.predict(X[test])[:, 0] - y[test])))
     constant_rmse = np.sqrt(np.mean(np.square(y64.mean() - y[test])))
     assert rmse < constant_rmse, (rmse, constant_rmse)
@@ -306,7 +306,7 @@ def test_a_search_that_stops_before_converging_warns_naming_the_loss():
     match = "loss 'my_gaussian': the search for the initial score stopped before it converged"
     with pytest.warns(UserWarning, match=match):
         model = jb.Booster(loss=gaussian, n_estimators=1, max_depth=1).fit(X, y)
-    assert model.init_score_[0] == 5.0
+    assert model.base_score_[0] == 5.0
 
 
 def test_the_vector_search_over_two_shards_is_the_one_device_search():
@@ -394,5 +394,5 @@ def test_a_single_event_starts_at_the_closed_form_minimiser(loss, link):
     mean = float(np.mean(y))
     expected = np.log(mean) if link is not None else np.log(mean / (1 - mean))
     model = jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y)
-    np.testing.assert_allclose(model.init_score_, [expected], rtol=1e-4)
+    np.testing.assert_allclose(model.base_score_, [expected], rtol=1e-4)
     assert np.all(np.isfinite(model.predict(X)))

@@ -182,10 +182,10 @@ def test_two_feature_partial_dependence_of_a_hand_built_forest():
 def test_partial_dependence_equals_the_recursive_algorithm_on_a_fitted_forest(deep_model):
     model, _ = deep_model
     grid = [np.array([-1.0, 0.2, 1.5]), np.array([-0.7, 0.9])]
-    pd = partial_dependence(model.forest_, model.init_score_, [1, 0], grid)
+    pd = partial_dependence(model.forest_, model.base_score_, [1, 0], grid)
     for i, a in enumerate(grid[0]):
         for j, b in enumerate(grid[1]):
-            expected = _friedman_reference(model.forest_, model.init_score_, [1, 0], (a, b))
+            expected = _friedman_reference(model.forest_, model.base_score_, [1, 0], (a, b))
             np.testing.assert_allclose(pd[i, j], expected, rtol=1e-5, atol=1e-5)
 
 
@@ -195,7 +195,7 @@ def test_partial_dependence_of_an_additive_model_equals_brute_force(additive_mod
     model, X = additive_model
     for feature in range(X.shape[1]):
         grid = grid_from_data(X, feature, grid_resolution=7)
-        pd = partial_dependence(model.forest_, model.init_score_, [feature], [grid])
+        pd = partial_dependence(model.forest_, model.base_score_, [feature], [grid])
         brute = _brute_force(model, X, [feature], [grid])
         np.testing.assert_allclose(np.diff(pd[:, 0]), np.diff(brute[:, 0]), atol=1e-4)
         np.testing.assert_allclose(pd, brute, atol=1e-4)
@@ -204,9 +204,9 @@ def test_partial_dependence_of_an_additive_model_equals_brute_force(additive_mod
 def test_two_feature_partial_dependence_of_an_additive_model_is_the_sum(additive_model):
     model, X = additive_model
     grid = [grid_from_data(X, 0, grid_resolution=6), grid_from_data(X, 1, grid_resolution=5)]
-    both = partial_dependence(model.forest_, model.init_score_, [0, 1], grid)
-    first = partial_dependence(model.forest_, model.init_score_, [0], grid[:1])
-    second = partial_dependence(model.forest_, model.init_score_, [1], grid[1:])
+    both = partial_dependence(model.forest_, model.base_score_, [0, 1], grid)
+    first = partial_dependence(model.forest_, model.base_score_, [0], grid[:1])
+    second = partial_dependence(model.forest_, model.base_score_, [1], grid[1:])
     assert both.shape == (6, 5, 1)
     residual = both - first[:, None, :] - second[None, :, :]
     assert np.ptp(residual) < 1e-4
@@ -230,11 +230,11 @@ def test_partial_dependence_equals_brute_force_under_exact_independence():
     assert np.all(np.isin([0, 1, 2], model.forest_.feature[model.forest_.split_gain > 0]))
 
     grid = [np.array([-3.0, -1.0, 0.1, 0.5, 2.0], np.float32)]
-    pd = partial_dependence(model.forest_, model.init_score_, [0], grid)
+    pd = partial_dependence(model.forest_, model.base_score_, [0], grid)
     np.testing.assert_allclose(pd, _brute_force(model, X, [0], grid), atol=1e-4)
 
     grid = [grid_from_data(X, 1, grid_resolution=5), grid_from_data(X, 2, grid_resolution=4)]
-    pd = partial_dependence(model.forest_, model.init_score_, [1, 2], grid)
+    pd = partial_dependence(model.forest_, model.base_score_, [1, 2], grid)
     np.testing.assert_allclose(pd, _brute_force(model, X, [1, 2], grid), atol=1e-4)
 
 
@@ -244,8 +244,8 @@ def test_multi_output_partial_dependence_shapes_and_values():
     model = Booster(loss=losses.softmax_cross_entropy, n_estimators=20, max_depth=1).fit(X, labels)
     assert model.n_outputs_ == 3
     grid = [grid_from_data(X, 0, grid_resolution=9), grid_from_data(X, 1, grid_resolution=4)]
-    one = partial_dependence(model.forest_, model.init_score_, [0], grid[:1])
-    two = partial_dependence(model.forest_, model.init_score_, [0, 1], grid)
+    one = partial_dependence(model.forest_, model.base_score_, [0], grid[:1])
+    two = partial_dependence(model.forest_, model.base_score_, [0, 1], grid)
     assert one.shape == (9, 3) and two.shape == (9, 4, 3)
     np.testing.assert_allclose(one, _brute_force(model, X, [0], grid[:1]), atol=1e-4)
     np.testing.assert_allclose(two, _brute_force(model, X, [0, 1], grid), atol=1e-4)

@@ -41,7 +41,7 @@ def test_apply_walks_the_heap_and_its_leaves_sum_to_the_raw_scores():
     assert leaves.shape == (300, 6) and leaves.dtype == np.int32
     np.testing.assert_array_equal(leaves, _numpy_leaves(model.forest_, X))
     values = model.forest_.leaf_value[np.arange(6)[None, :], leaves]  # (n_rows, n_trees, 1)
-    raw = model.init_score_[0] + values[..., 0].astype(np.float64).sum(axis=1)
+    raw = model.base_score_[0] + values[..., 0].astype(np.float64).sum(axis=1)
     np.testing.assert_allclose(raw, model.predict_raw(X), rtol=1e-5, atol=1e-5)
 
 
@@ -57,7 +57,7 @@ def test_apply_of_one_tree_per_output_and_an_iteration_range():
     leaves = model.apply(X)
     assert leaves.shape == (300, 12)  # 4 rounds of 3 trees, in round order
     trees = np.arange(12)[None, :]
-    raw = model.init_score_ + model.forest_.leaf_value[trees, leaves].sum(axis=1)
+    raw = model.base_score_ + model.forest_.leaf_value[trees, leaves].sum(axis=1)
     np.testing.assert_allclose(raw, model.predict_raw(X), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(model.apply(X, iteration_range=(1, 3)), leaves[:, 3:9])
 

@@ -97,7 +97,7 @@ def test_a_default_reg_lambda_is_measured_against_a_small_hessian():
     settings = {"loss": relative_log_cosh, "n_estimators": 100, "max_depth": 3}
     with pytest.warns(UserWarning, match=r"reg_lambda: the loss's mean hessian .* is 8\.5.e-05"):
         model = jb.Booster(**settings).fit(X_train, y_train)
-    constant = float(model.init_score_[0])
+    constant = float(model.base_score_[0])
 
     def mape(prediction):
         return float(np.mean(np.abs(prediction - y_test) / y_test))
@@ -178,7 +178,7 @@ def test_a_default_reg_lambda_is_measured_on_the_output_of_smallest_hessian():
     settings = {"loss": own_gaussian, "n_estimators": 20, "max_depth": 2}
     with pytest.warns(UserWarning, match=r"mean hessian \(output 0 of 2\) .* is 0\.000169 per row"):
         model = jb.Booster(**settings).fit(X, y)
-    mean_hessian = np.exp(-2 * float(model.init_score_[1]))  # the mean's, every row
+    mean_hessian = np.exp(-2 * float(model.base_score_[1]))  # the mean's, every row
     explicit = jb.Booster(reg_lambda=100 * mean_hessian, **settings).fit(X, y)
     np.testing.assert_allclose(model.predict_raw(X), explicit.predict_raw(X), rtol=1e-4)
     plain = jb.Booster(reg_lambda=1.0, **settings).fit(X, y)
@@ -212,7 +212,7 @@ def test_a_default_min_child_weight_is_scaled_with_reg_lambda():
         model = jb.Booster(**settings).fit(X, y)
     assert model.train_loss_[-1] < 0.9 * model.train_loss_[0]  # (unsplit: equal)
     # the values taken: 100 rows' and a tenth of a row's hessian at the initial score (numpy)
-    residual = (float(model.init_score_[0]) - y.astype(np.float64)) / y
+    residual = (float(model.base_score_[0]) - y.astype(np.float64)) / y
     mean_hessian = np.mean(1 / np.cosh(residual) ** 2 / y.astype(np.float64) ** 2)
     explicit = jb.Booster(
         reg_lambda=100 * mean_hessian, min_child_weight=0.1 * mean_hessian, **settings

@@ -170,7 +170,7 @@ def test_trees_hold_at_most_max_leaves_and_predict_as_their_walks(fitted):
     assert leaves.shape == (X.shape[0], 6)
     assert all(np.unique(leaves[:, t]).size <= counts[t] for t in range(6))
     values = np.asarray(fitted.forest_.leaf_value)[np.arange(6), leaves, 0]
-    expected = np.asarray(fitted.init_score_)[0] + values.sum(axis=1)
+    expected = np.asarray(fitted.base_score_)[0] + values.sum(axis=1)
     np.testing.assert_allclose(fitted.predict_raw(X), expected, rtol=1e-5, atol=1e-5)
 
 

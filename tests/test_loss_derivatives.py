@@ -101,7 +101,7 @@ def test_what_one_round_of_training_grew_its_tree_from():
     model = jb.Booster(
         loss=loss, n_estimators=1, max_depth=1, learning_rate=0.5, reg_lambda=2.0, **settings
     ).fit(X, y, sample_weight=weight)
-    init = np.broadcast_to(model.init_score_, y.shape)
+    init = np.broadcast_to(model.base_score_, y.shape)
     grad, hess = jb.derivatives(loss, y, init, sample_weight=weight, **settings)
     step = model.predict_raw(X) - init
     for side in (0.0, 1.0):

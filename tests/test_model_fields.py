@@ -4,6 +4,7 @@ them forgets (``loss_dtype_`` was set by fit and missing from files) fails
 here."""
 
 import copy
+import json
 import pickle
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.frontends.model_fields import MODEL_FIELDS
+from jaxboost.frontends.model_fields import MODEL_FIELDS, saved_name
 from jaxboost.frontends.model_file import STATE_FIELDS
 from jaxboost.frontends.refit import refit_leaves
 
@@ -49,7 +50,8 @@ def test_fit_sets_the_listed_fields_and_every_required_one(model):
 
 def test_the_file_holds_every_field_but_the_loss_and_load_gives_each_back(model, tmp_path):
     booster, _, _ = model
-    assert {name for name, _, _ in STATE_FIELDS} == NAMES - {"loss_"}
+    saved = {saved_name(field) for field in MODEL_FIELDS if field.name != "loss_"}
+    assert {name for name, _, _ in STATE_FIELDS} == saved
     booster.save(tmp_path / "model.json")
     loaded = jb.load(tmp_path / "model.json")
     assert _fitted(loaded) == _fitted(booster)
@@ -127,3 +129,44 @@ def test_settings_changed_after_fit_leave_the_file_describing_its_trees(tmp_path
     assert loaded.learning_rate == 0.1
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     assert model.get_params()["max_depth"] == 4  # (the next fit's)
+
+
+def test_the_former_name_init_score_reads_base_score_with_a_warning(model):
+    booster, X, y = model
+    for holder in (booster, booster.model_):
+        with pytest.warns(FutureWarning, match="init_score_ is deprecated, use base_score_"):
+            assert holder.init_score_ is holder.base_score_
+    regressor = jb.Regressor(**SMALL).fit(X, y)
+    with pytest.warns(FutureWarning, match="use base_score_"):
+        np.testing.assert_array_equal(regressor.init_score_, booster.base_score_)
+    np.testing.assert_array_equal(regressor.base_score_, booster.base_score_)
+
+
+def test_pickles_of_an_older_jaxboost_holding_init_score_load(model):
+    booster, X, y = model
+    fields = {**booster.model_.fields()}
+    fields["init_score_"] = fields.pop("base_score_")  # (as it was named before)
+    model_ = type(booster.model_).__new__(type(booster.model_))
+    model_.__setstate__(fields)
+    np.testing.assert_array_equal(model_.base_score_, booster.base_score_)
+    old = {k: v for k, v in booster.__getstate__().items() if k != "model_"}
+    restored = jb.Booster.__new__(jb.Booster)
+    restored.__setstate__({**old, **fields})
+    np.testing.assert_array_equal(restored.base_score_, booster.base_score_)
+    np.testing.assert_array_equal(restored.predict(X), booster.predict(X))
+    regressor = jb.Regressor(**SMALL).fit(X, y)
+    state = regressor.__getstate__()
+    state["init_score_"] = state.pop("base_score_")
+    unpickled = jb.Regressor.__new__(jb.Regressor)
+    unpickled.__setstate__(state)
+    np.testing.assert_array_equal(unpickled.base_score_, regressor.base_score_)
+
+
+def test_a_file_keeps_the_start_under_its_former_key_and_loads_it(model, tmp_path):
+    booster, X, _ = model
+    booster.save(tmp_path / "model.json")
+    state = json.loads((tmp_path / "model.json").read_text(encoding="utf-8"))["state"]
+    assert "init_score_" in state and "base_score_" not in state  # (files read alike)
+    loaded = jb.load(tmp_path / "model.json")
+    np.testing.assert_array_equal(loaded.base_score_, booster.base_score_)
+    np.testing.assert_array_equal(loaded.predict(X), booster.predict(X))

@@ -35,11 +35,11 @@ def test_the_initial_score_minimises_the_loss_given_the_offsets():
     closed_form = np.log(
         np.sum(weight * counts) / np.sum(weight * np.exp(offsets, dtype=np.float64))
     )
-    np.testing.assert_allclose(model.init_score_[0], closed_form, atol=1e-5)
+    np.testing.assert_allclose(model.base_score_[0], closed_form, atol=1e-5)
     values = (X[:, 0] + 3.0).astype(np.float32)
     model = jb.Booster(n_estimators=1, max_depth=2).fit(X, values, weight, init_score=offsets)
     np.testing.assert_allclose(
-        model.init_score_[0], np.average(values - offsets, weights=weight), atol=1e-5
+        model.base_score_[0], np.average(values - offsets, weights=weight), atol=1e-5
     )
 
 
@@ -51,7 +51,7 @@ def test_the_vector_initial_score_balances_the_classes_given_the_offsets():
         X, labels, init_score=offsets
     )
     # stationary: the mean softmax of c + o_i is each class's share
-    mean_probability = np.asarray(jax.nn.softmax(model.init_score_ + offsets, axis=1)).mean(axis=0)
+    mean_probability = np.asarray(jax.nn.softmax(model.base_score_ + offsets, axis=1)).mean(axis=0)
     shares = np.bincount(labels.astype(int), minlength=3) / 600
     np.testing.assert_allclose(mean_probability, shares, atol=1e-4)
 
@@ -217,7 +217,7 @@ def test_a_group_loss_ignores_offsets_constant_within_each_group():
     settings = {"loss": losses.listnet, "n_estimators": 4, "max_depth": 3}
     shifted = jb.Booster(**settings).fit(X, relevance, qid=qid, init_score=per_group)
     plain = jb.Booster(**settings).fit(X, relevance, qid=qid)
-    np.testing.assert_array_equal(shifted.init_score_, [0.0])
+    np.testing.assert_array_equal(shifted.base_score_, [0.0])
     np.testing.assert_array_equal(shifted.forest_.feature, plain.forest_.feature)
     np.testing.assert_allclose(shifted.train_loss_, plain.train_loss_, rtol=1e-5)
     np.testing.assert_allclose(shifted.predict_raw(X), plain.predict_raw(X), atol=1e-5)

@@ -84,7 +84,7 @@ def test_a_loss_whose_gradients_overflow_float32_starts_at_its_minimiser_and_des
         model = jb.Booster(loss=lambda y, f: jnp.cosh(f - y) - 1, n_estimators=5).fit(X, y)
     wide = y.astype(np.float64)
     best = 0.5 * (np.logaddexp.reduce(wide) - np.logaddexp.reduce(-wide))
-    np.testing.assert_allclose(model.init_score_, [best], rtol=1e-6)
+    np.testing.assert_allclose(model.base_score_, [best], rtol=1e-6)
     np.testing.assert_allclose(model.train_loss_[0], np.mean(np.cosh(best - wide) - 1), rtol=1e-5)
     assert np.all(np.isfinite(model.train_loss_)) and np.all(np.diff(model.train_loss_) < 0)
     with pytest.raises(ValueError, match=r"in float32\): every row's loss is finite in float64"):

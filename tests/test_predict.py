@@ -93,7 +93,7 @@ def _forest(model: Booster) -> Tree:
 
 def _predict(model: Booster, X: np.ndarray, **kwargs) -> np.ndarray:
     forest = jax.tree.map(jnp.asarray, model.forest_)
-    raw = predict_forest(forest, jnp.asarray(model.init_score_), jnp.asarray(X), **kwargs)
+    raw = predict_forest(forest, jnp.asarray(model.base_score_), jnp.asarray(X), **kwargs)
     return np.asarray(raw)
 
 
@@ -106,7 +106,7 @@ def test_forest_shapes(regression, three_classes):
         assert forest.feature.shape == (n_trees, 2**DEPTH - 1)
         assert forest.leaf_value.shape == (n_trees, 2**DEPTH, n_outputs)
         assert tree_depth(forest) == DEPTH
-        assert model.init_score_.shape == (n_outputs,)
+        assert model.base_score_.shape == (n_outputs,)
 
 
 @pytest.mark.parametrize("batch_rows", [7, 1_024, 16_384])
@@ -114,7 +114,7 @@ def test_regression_matches_numpy_walk(regression, batch_rows):
     X, _, model = regression
     X_new = _features(10, n_rows=N_ROWS)
     for data in (X, X_new):
-        expected = _walk(_forest(model), model.init_score_, data)
+        expected = _walk(_forest(model), model.base_score_, data)
         raw = _predict(model, data, batch_rows=batch_rows)
         assert raw.shape == (data.shape[0], 1) and raw.dtype == np.float32
         np.testing.assert_allclose(raw, expected, rtol=1e-5, atol=1e-5)
@@ -131,7 +131,7 @@ def test_three_classes_match_numpy_walk(three_classes, batch_rows):
     X, _, model = three_classes
     X_new = _features(11, n_rows=N_ROWS)
     for data in (X, X_new):
-        expected = _walk(_forest(model), model.init_score_, data)
+        expected = _walk(_forest(model), model.base_score_, data)
         raw = _predict(model, data, batch_rows=batch_rows)
         assert raw.shape == (data.shape[0], 3)
         np.testing.assert_allclose(raw, expected, rtol=1e-5, atol=1e-5)
@@ -141,7 +141,7 @@ def test_three_classes_match_numpy_walk(three_classes, batch_rows):
 def test_all_missing_rows_follow_missing_directions(regression):
     _, _, model = regression
     X_missing = np.full((5, N_FEATURES), np.nan, np.float32)
-    expected = _walk(_forest(model), model.init_score_, X_missing)
+    expected = _walk(_forest(model), model.base_score_, X_missing)
     np.testing.assert_allclose(_predict(model, X_missing, batch_rows=2), expected, rtol=1e-5)
 
 
@@ -149,7 +149,7 @@ def test_raw_features_reach_the_leaves_training_reached(regression, three_classe
     """Routing raw values by ``threshold`` = routing bins by ``threshold_bin``."""
     for X, _, model in (regression, three_classes):
         bins = _numpy_bins(X, model.bin_edges_)
-        by_bin = _walk(_forest(model), model.init_score_, X, by_bin=(bins, model.max_bins))
+        by_bin = _walk(_forest(model), model.base_score_, X, by_bin=(bins, model.max_bins))
         raw = model.predict_raw(X).reshape(X.shape[0], -1)
         np.testing.assert_allclose(raw, by_bin, rtol=1e-5, atol=1e-5)
 
@@ -191,11 +191,11 @@ def test_large_inputs_are_predicted_on_every_device_as_on_one():
     model = Booster(loss=losses.squared_error, n_estimators=15, max_depth=DEPTH).fit(X, y)
     big = _features(5, n_rows=40_003)  # enough rows for 2 devices, not a multiple of 2
     forest = jax.tree.map(jnp.asarray, model.forest_)
-    on_two = predict_on_devices(forest, model.init_score_, big, jax.devices()[:2])
-    on_one = predict_on_devices(forest, model.init_score_, big, jax.devices()[:1])
+    on_two = predict_on_devices(forest, model.base_score_, big, jax.devices()[:2])
+    on_one = predict_on_devices(forest, model.base_score_, big, jax.devices()[:1])
     np.testing.assert_array_equal(on_two, on_one)
     np.testing.assert_allclose(
-        on_one, _walk(model.forest_, model.init_score_, big), rtol=1e-5, atol=1e-5
+        on_one, _walk(model.forest_, model.base_score_, big), rtol=1e-5, atol=1e-5
     )
 
 
@@ -207,8 +207,8 @@ def test_the_native_kernel_matches_numpy_walk(regression, three_classes, n_rows)
     X_new[::7] = np.nan  # whole rows missing too
     for _, _, model in (regression, three_classes):
         forest = jax.tree.map(jnp.asarray, model.forest_)
-        raw = predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.asarray(X_new))
-        expected = _walk(_forest(model), model.init_score_, X_new)
+        raw = predict_forest_native(forest, jnp.asarray(model.base_score_), jnp.asarray(X_new))
+        expected = _walk(_forest(model), model.base_score_, X_new)
         assert raw.shape == expected.shape and raw.dtype == np.float32
         np.testing.assert_allclose(np.asarray(raw), expected, rtol=1e-6, atol=1e-6)
 
@@ -253,7 +253,7 @@ def test_the_native_kernel_rejects_a_split_feature_out_of_range(regression):
     forest = jax.tree.map(jnp.asarray, model.forest_)
     forest = forest._replace(feature=forest.feature.at[0, 0].set(N_FEATURES))
     with pytest.raises(Exception, match="split feature out of range"):
-        np.asarray(predict_forest_native(forest, jnp.asarray(model.init_score_), jnp.ones((3, 4))))
+        np.asarray(predict_forest_native(forest, jnp.asarray(model.base_score_), jnp.ones((3, 4))))
 
 
 def _walk_forest(feature, threshold, missing_left, sets, leaf_value) -> Tree:
@@ -446,10 +446,10 @@ def test_a_batch_of_any_size_compiles_nothing_after_the_first(regression, three_
         probability, raw = model.predict(X_new), model.predict_raw(X_new)
         value = line.predict(X_new)
         assert _compile_events[0] == before, f"{n_rows} rows compiled a program"
-        expected = _walk(_forest(model), model.init_score_, X_new)
+        expected = _walk(_forest(model), model.base_score_, X_new)
         np.testing.assert_allclose(raw, expected, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(probability, _softmax(expected), rtol=1e-5, atol=1e-6)
-        expected = _walk(_forest(line), line.init_score_, X_new)[:, 0]
+        expected = _walk(_forest(line), line.base_score_, X_new)[:, 0]
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -479,7 +479,7 @@ def test_the_host_walk_rejects_a_split_feature_out_of_range(regression):
     forest = forest._replace(feature=forest.feature.copy())
     forest.feature[0, 0] = N_FEATURES
     with pytest.raises(ValueError, match="split feature out of range"):
-        predict_forest_host(forest, model.init_score_, np.ones((3, N_FEATURES), np.float32))
+        predict_forest_host(forest, model.base_score_, np.ones((3, N_FEATURES), np.float32))
 
 
 def test_devices_without_the_host_walk_take_chunks_of_three_sizes(regression, monkeypatch):
@@ -492,7 +492,7 @@ def test_devices_without_the_host_walk_take_chunks_of_three_sizes(regression, mo
     _, _, model = regression
     for n_rows in (1, 300, 65536 + 5):
         X_new = _features(30, n_rows=n_rows)
-        expected = _walk(_forest(model), model.init_score_, X_new)[:, 0]
+        expected = _walk(_forest(model), model.base_score_, X_new)[:, 0]
         np.testing.assert_allclose(model.predict_raw(X_new), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -500,4 +500,4 @@ def test_a_forest_without_trees_predicts_its_initial_score(regression):
     _, _, model = regression
     X_new = _features(31, n_rows=3)
     raw = model.predict_raw(X_new, iteration_range=(0, 0))
-    np.testing.assert_array_equal(raw, np.full(3, model.init_score_[0], np.float32))
+    np.testing.assert_array_equal(raw, np.full(3, model.base_score_[0], np.float32))

@@ -306,7 +306,7 @@ def test_gaussian_nll_starts_at_the_maximum_likelihood_constant(diabetes, gaussi
     (biased) standard deviation of the training targets."""
     y_train = diabetes[2]
     expected = [np.mean(y_train), np.log(np.std(y_train))]
-    np.testing.assert_allclose(gaussian_fit.init_score_, expected, rtol=1e-3)
+    np.testing.assert_allclose(gaussian_fit.base_score_, expected, rtol=1e-3)
 
 
 def test_gaussian_nll_on_diabetes_near_lightgbm_on_two_outputs(diabetes, gaussian_fit):

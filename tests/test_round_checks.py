@@ -113,7 +113,7 @@ def test_the_in_bag_losses_are_those_of_each_rounds_subsample(monkeypatch, path)
         model = jb.Booster(**_SUBSAMPLED, armijo=False).fit(X, y)
     # each chunk's first call (the second, for armijo=False's line, repeats it)
     in_bag = np.concatenate(reported[::2])
-    staged = np.stack([np.full(y.shape, model.init_score_[0]), *model.staged_predict_raw(X)])
+    staged = np.stack([np.full(y.shape, model.base_score_[0]), *model.staged_predict_raw(X)])
     row_loss = 0.5 * np.square(staged - y)  # (rounds + 1, rows): squared_error
     rows = np.arange(y.shape[0], dtype=np.uint32)
     expected = []

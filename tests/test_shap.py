@@ -224,7 +224,7 @@ def test_the_node_table_routes_rows_to_the_leaves_predict_reaches():
                 right = _goes_right(table, tree, node, x)
                 node = table.right[tree, node] if right else table.left[tree, node]
             walked[row] += table.value[tree, node, 0]
-    np.testing.assert_allclose(walked + model.init_score_[0], model.predict_raw(X[:40]), atol=1e-5)
+    np.testing.assert_allclose(walked + model.base_score_[0], model.predict_raw(X[:40]), atol=1e-5)
 
 
 def test_covers_are_the_weighted_hessian_sums():
@@ -234,7 +234,7 @@ def test_covers_are_the_weighted_hessian_sums():
     model = jb.Booster(loss="logloss", n_estimators=2, max_depth=2).fit(
         X, labels, sample_weight=weight
     )
-    p = 1 / (1 + np.exp(-model.init_score_[0]))  # the first tree's hessians: p (1 - p)
+    p = 1 / (1 + np.exp(-model.base_score_[0]))  # the first tree's hessians: p (1 - p)
     np.testing.assert_allclose(
         model.forest_.leaf_cover[0].sum(), (weight * p * (1 - p)).sum(), rtol=1e-4
     )
@@ -331,7 +331,7 @@ def _shap_dict_model(model):
                 "node_sample_weight": table.cover[tree, nodes],
             }
         )
-    return {"trees": trees, "base_offset": float(model.init_score_[0])}
+    return {"trees": trees, "base_offset": float(model.base_score_[0])}
 
 
 def test_contributions_and_interactions_equal_shaps_tree_explainer():

@@ -122,7 +122,7 @@ def test_the_table_walked_by_hand_reaches_apply_s_leaves_and_predict_raw(fitted)
     leaf, total = _walk(table, rows, set(LABELS))
     np.testing.assert_array_equal(leaf, model.apply(rows))
     np.testing.assert_allclose(
-        total + model.init_score_[0], model.predict_raw(rows), rtol=1e-6, atol=1e-6
+        total + model.base_score_[0], model.predict_raw(rows), rtol=1e-6, atol=1e-6
     )
     # the categorical splits name labels, never codes; the constant column never splits
     sets = table.threshold[table.decision_type == "=="]
@@ -257,7 +257,7 @@ def test_several_outputs_show_each_tree_s_output_or_every_output(strategy):
     ).fit(X, labels)
     frame = pd.DataFrame(X, columns=["f0", "f1", "f2"])
     table = trees_to_dataframe(model)
-    raw = model.predict_raw(X) - model.init_score_
+    raw = model.predict_raw(X) - model.base_score_
     if strategy == "one_output_per_tree":  # tree t adds to output t % 3, in `value`
         assert "value" in table.columns
         for k in range(3):
@@ -296,7 +296,7 @@ def test_a_tree_without_a_split_is_one_leaf():
     assert len(table) == 2 and table.parent_index.isna().all()
     assert list(table.node_index) == ["0-L0", "1-L0"] and (table.node_depth == 1).all()
     np.testing.assert_allclose(
-        table.value.sum() + model.init_score_[0], model.predict_raw(frame.iloc[:1])[0], rtol=1e-6
+        table.value.sum() + model.base_score_[0], model.predict_raw(frame.iloc[:1])[0], rtol=1e-6
     )
     assert dump_tree(model, 0).splitlines()[2].startswith("L0: leaf=")
     assert json.loads(dump_tree(model, 1, format="json"))["tree_structure"]["leaf_index"] == 0

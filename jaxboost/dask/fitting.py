@@ -62,7 +62,7 @@ def _check_queries(client, placement, model: Any) -> None:
         return
     loss = getattr(model, "loss", None)  # (None: a DaskClassifier's, per sample)
     params = getattr(model, "loss_params", None)
-    if loss is None or getattr(jb.losses.resolve(loss, params), "per", "sample") != "group":
+    if loss is None or jb.losses.metadata_of(jb.losses.resolve(loss, params)).per != "group":
         return
     if "qid" not in placement.parts[0]:
         raise ValueError(

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..losses.metadata import metadata_of
 from ..runtime.lifted_values import bound
 from ..runtime.program_cache import without_values
 
@@ -94,7 +95,7 @@ def row_gradient(loss: Loss, y: jax.Array, raw: jax.Array) -> jax.Array:
     scalar = raw.shape[1] == 1
     f = raw[:, 0] if scalar else raw
     grad = jax.vmap(jax.grad(loss, argnums=1))(y, f)
-    if getattr(loss, "smooth", False):
+    if metadata_of(loss).smooth:
         return grad[:, None] if scalar else grad
     step_shape = (-1,) if scalar else (-1, 1)
     magnitude = jnp.max(jnp.abs(f).reshape(f.shape[0], -1), axis=1).reshape(step_shape)
@@ -208,7 +209,8 @@ def probe_hessian(
 def is_declared(loss: Loss) -> bool:
     """Whether ``loss`` declares its hessian's shape (informative or not,
     and convex), so that it needs no probe."""
-    return getattr(loss, "hessian_informative", None) is not None and getattr(loss, "convex", False)
+    stated = metadata_of(loss)
+    return stated.hessian_informative is not None and stated.convex
 
 
 def declared_probe(loss: Loss) -> HessianProbe:
@@ -244,7 +246,7 @@ def hessian_probe_of(
         mean_hessian, output = _smallest_mean_hessian(diagonal)
     if is_declared(loss):
         return declared_probe(loss)._replace(mean_hessian=mean_hessian, output=output)
-    declared = getattr(loss, "hessian_informative", None)
+    declared = metadata_of(loss).hessian_informative
     informative = bool(curved_share >= 0.5) if declared is None else bool(declared)
     return HessianProbe(informative, negative, mean_hessian, output)
 

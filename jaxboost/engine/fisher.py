@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..losses.metadata import metadata_of
 from ..runtime.precision import loss_scale
 from .derivatives import Loss, row_gradient
 
@@ -49,9 +50,9 @@ FISHER_SOURCES = ("declared", "sampled", "empirical")
 def fisher_source(loss: Loss) -> str:
     """Where ``loss``'s Fisher information comes from: its declared
     ``fisher``, its declared ``sampler``, or the empirical ``grad grad^T``."""
-    if getattr(loss, "fisher", None) is not None:
+    if metadata_of(loss).fisher is not None:
         return "declared"
-    if getattr(loss, "sampler", None) is not None:
+    if metadata_of(loss).sampler is not None:
         return "sampled"
     return "empirical"
 
@@ -124,7 +125,7 @@ def check_distribution(loss: Loss, y: np.ndarray, weight: np.ndarray, n_outputs:
     not a finite symmetric positive semi-definite ``(K, K)`` matrix at the
     start; ``sampler`` not ``(n, ...)`` finite draws shaped as a row of ``y``.
     Runs on the host, once per fit, on a few rows."""
-    init = getattr(loss, "init", None)
+    init = metadata_of(loss).init
     start = np.zeros(n_outputs, np.float32)
     if init is not None:
         start = _call("init", init, jnp.asarray(y), jnp.asarray(weight))
@@ -134,7 +135,7 @@ def check_distribution(loss: Loss, y: np.ndarray, weight: np.ndarray, n_outputs:
                 f"init(y, weight), got {_describe(start)}"
             )
     score = jnp.asarray(start[0] if n_outputs == 1 else start, jnp.float32)
-    fisher = getattr(loss, "fisher", None)
+    fisher = metadata_of(loss).fisher
     if fisher is not None:
         info = _call("fisher", fisher, score)
         if info.size == n_outputs * n_outputs:
@@ -145,7 +146,7 @@ def check_distribution(loss: Loss, y: np.ndarray, weight: np.ndarray, n_outputs:
                 f"{n_outputs} matrix from fisher(f) at f = {start.tolist()}, got "
                 f"{_describe(info)}"
             )
-    sampler = getattr(loss, "sampler", None)
+    sampler = metadata_of(loss).sampler
     if sampler is not None:
         draws = _call("sampler", sampler, jax.random.key(FISHER_KEY), score, 4)
         row_shape = tuple(np.shape(y)[1:])

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..losses.metadata import metadata_of
+
 
 class GroupBucket(NamedTuple):
     """The groups of one padded width ``m`` in a shard.
@@ -100,7 +102,7 @@ def one_group_derivatives(loss: Callable, y, f, mask) -> tuple[jax.Array, jax.Ar
     loss's declared ``row_derivatives`` where it has them, else ``jax.grad``
     and the hessian's diagonal by ``m`` Hessian-vector products (the
     diagonal needs one per row: O(m) evaluations of the loss's gradient)."""
-    closed_form = getattr(loss, "row_derivatives", None)
+    closed_form = metadata_of(loss).row_derivatives
     if closed_form is not None:
         return closed_form(y, f, mask)
     grad_fn = jax.grad(lambda scores: loss(y, scores, mask))

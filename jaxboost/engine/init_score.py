@@ -38,6 +38,7 @@ import numpy as np
 from jax import lax
 
 from ..kernels.leaf_sums import LEAF_KERNELS, LeafKernels
+from ..losses.metadata import metadata_of
 from .derivatives import Loss, sample_loss
 from .leaves import (
     across_shards,
@@ -110,7 +111,7 @@ def declared_start(
     """``(n_outputs,)`` float32: the loss's declared ``init(y, weight)`` (a
     distribution's moments of the targets) on all rows of all shards, 0
     where it is not finite; None where the loss declares none."""
-    init = getattr(loss, "init", None)
+    init = metadata_of(loss).init
     if init is None:
         return None
     if axis_name is not None:  # the moments of all rows, not of one shard's
@@ -134,7 +135,7 @@ def _scalar_initial_score(loss, y, weight, axis_name, kernels) -> jax.Array:
         )
         return start + step[0]
 
-    if y.ndim != 1 or getattr(loss, "convex", False):
+    if y.ndim != 1 or metadata_of(loss).convex:
         return search_from(jnp.zeros(1, jnp.float32))
     median = _rough_median(y, weight, axis_name, kernels)
     loss_at_median = _total_loss(loss, y, weight, median, axis_name)
@@ -210,7 +211,7 @@ def vector_initial_score(
     n_rows = weight.shape[0]
     all_in_one_leaf = jnp.zeros(n_rows, jnp.int32)
     score = jnp.zeros(n_outputs, jnp.float32) if start is None else start
-    n_coordinate_steps = 0 if getattr(loss, "convex", False) else n_outputs
+    n_coordinate_steps = 0 if metadata_of(loss).convex else n_outputs
     medians = None
     if n_coordinate_steps:
         medians = _target_medians(y, weight, n_outputs, axis_name, kernels)
@@ -346,7 +347,7 @@ def not_converged_message(loss_name: str, score: np.ndarray, mean_loss: float) -
         f"loss {loss_name!r}: the search for the initial score stopped before it converged "
         f"(at [{values}], mean training loss {mean_loss:.6g}, after at most "
         f"{_MAX_NEWTON_ROUNDS} Newton rounds); the loss may have no minimum over constant scores (a scale "
-        "that shrinks without bound on constant targets) or be flat there. init_score_ "
+        "that shrinks without bound on constant targets) or be flat there. base_score_ "
         "may not minimise the training loss: base_score=[...], one number per output, "
         "sets it"
     )

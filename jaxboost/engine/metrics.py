@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from .. import losses as loss_catalogue
 from ..losses.distribution_loss import as_distribution_loss
+from ..losses.metadata import metadata_of
 from ..runtime.lifted_values import bound
 from ..runtime.program_cache import without_values
 from ..runtime.workarounds import vector_output_compiler_options
@@ -74,7 +75,7 @@ def metric(fn: Callable, *, name: str | None = None, greater_is_better: bool = F
     if not callable(fn):
         raise TypeError(f"metric: expected a function fn(y, f) of one sample, got {fn!r}")
     name = name or getattr(fn, "__name__", "metric")
-    if getattr(fn, "per", "sample") == "group":  # fn(y, f, mask) of one query group
+    if metadata_of(fn).per == "group":  # fn(y, f, mask) of one query group
         return group_metric(name, fn, bool(greater_is_better))
     named = per_sample(name, fn)
     return named._replace(greater_is_better=bool(greater_is_better))
@@ -149,7 +150,7 @@ def distribution_metric(name: str, training_loss: Callable) -> Metric:
     distribution loss predicts (cached: one loss, one compiled metric)."""
     loss = as_distribution_loss(training_loss)
     if loss is None:
-        name_of_loss = getattr(training_loss, "name", getattr(training_loss, "__name__", "loss"))
+        name_of_loss = metadata_of(training_loss).name
         raise ValueError(
             f"eval_metric {name!r}: scores a predicted distribution, and the loss "
             f"{name_of_loss!r} is not one; train with losses.distribution(...) (e.g. "
@@ -194,7 +195,7 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
         return metric
     if isinstance(metric, str):
         if metric == "loss":
-            if getattr(training_loss, "per", "sample") == "group":
+            if metadata_of(training_loss).per == "group":
                 return group_metric("loss", training_loss)
             return per_sample("loss", training_loss)
         if metric in _DISTRIBUTION_METRICS:
@@ -212,7 +213,7 @@ def resolve_metric(metric: str | Callable | Metric, training_loss: Callable) -> 
                 "catalogue name, or a function metric(y, f) of one sample"
             ) from None
     if callable(metric):
-        if getattr(metric, "per", "sample") == "group":  # declared per="group": of groups
+        if metadata_of(metric).per == "group":  # declared per="group": of groups
             return group_metric(getattr(metric, "__name__", "metric"), metric)
         return per_sample(getattr(metric, "__name__", "metric"), metric)
     raise TypeError(f"eval_metric: expected a name or a callable, got {metric!r}")

@@ -6,7 +6,7 @@ XGBoost-like class.
 settings to `jaxboost.frontends.trainer.train` (or, holding rows out for
 early stopping, to `jaxboost.frontends.holdout`), and keeps the
 `jaxboost.frontends.model.Model` it returns in ``model_``.  Prediction is
-the model's; the fitted attributes (``forest_``, ``init_score_``, ...: the
+the model's; the fitted attributes (``forest_``, ``base_score_``, ...: the
 fields of `jaxboost.frontends.model_fields`) read through to it.
 """
 
@@ -29,7 +29,7 @@ from .fit_inputs import FitArguments, category_tables, coded_arguments, fit_inpu
 from .holdout import train_with_holdout
 from .loss_params import nested_params, pop_nested, set_nested
 from .model import ABSENT, FIELD_NAMES, Model
-from .model_fields import MODEL_FIELDS
+from .model_fields import MODEL_FIELDS, RENAMED_FIELDS, renamed_field, with_current_names
 from .model_file import save_model
 from .program_settings import check_all_settings
 from .settings import choice
@@ -43,7 +43,7 @@ class Booster:
     sample, or ``loss(y, f, mask)`` of one group of rows.
 
     After `fit`, ``model_`` holds the fitted `jaxboost.frontends.model.Model`;
-    the fitted attributes (``forest_``, ``init_score_``, ...: docs/algorithm.md)
+    the fitted attributes (``forest_``, ``base_score_``, ...: docs/algorithm.md)
     read through to it.
 
     Args:
@@ -77,6 +77,7 @@ class Booster:
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = {**state, "devices": devices_from_keys(state["devices"])}
         # (a pickle of an older jaxboost holds the fields themselves)
+        state = with_current_names(state)
         fields = {name: state.pop(name) for name in FIELD_NAMES if name in state}
         if fields:
             state["model_"] = Model(**fields)
@@ -140,7 +141,7 @@ class Booster:
           init_score: per-row offsets, ``(n_rows,)`` or ``(n_rows,
             n_outputs)`` raw scores added before the loss (LightGBM's
             ``init_score``, XGBoost's ``base_margin``: ``log(exposure)`` for
-            a Poisson loss); ``init_score_`` then minimises the loss given
+            a Poisson loss); ``base_score_`` then minimises the loss given
             them, and ``predict_raw(X, init_score=...)`` adds new rows'.
           eval_init_score: the offsets of each ``eval_set`` (one entry per
             set, None for a set without).
@@ -393,3 +394,5 @@ def _model_field(name: str) -> property:
 
 for _field in MODEL_FIELDS:
     setattr(Booster, _field.name, _model_field(_field.name))
+for _old in RENAMED_FIELDS:
+    setattr(Booster, _old, renamed_field(_old))

@@ -31,6 +31,7 @@ import numpy as np
 from ..engine.derivatives import compile_probe, is_declared
 from ..engine.fisher import resolved_hessian
 from ..engine.round_programs import derivatives_program
+from ..losses.metadata import metadata_of
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .hessian_probe import derivatives_settings, probe_targets, probes_on_rows
 
@@ -92,6 +93,6 @@ def _probably_round_by_round(settings, loss: Callable, n_rows: int) -> bool:
     ``"auto"`` on a loss not declared flat), no Armijo safeguard asked, a
     small fit."""
     newton = settings.leaf_method == "newton" or (
-        settings.leaf_method == "auto" and getattr(loss, "hessian_informative", None) is not False
+        settings.leaf_method == "auto" and metadata_of(loss).hessian_informative is not False
     )
     return newton and settings.armijo is not True and n_rows <= FAST_COMPILE_ROWS

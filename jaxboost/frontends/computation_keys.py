@@ -26,6 +26,7 @@ import numpy as np
 
 from ..engine.fisher import FISHER_DRAWS
 from ..engine.metrics import Metric, group_metric, per_sample
+from ..losses.metadata import metadata_of
 from ..runtime.same_function import (
     Part,
     SameComputation,
@@ -72,7 +73,7 @@ def group_widths(sizes: np.ndarray, eval_sets: Sequence[EvalSet] = ()) -> tuple[
 def searches_from_init(loss: Callable, n_outputs: int, widths: tuple[int, ...] | None) -> bool:
     """Whether the initial score's program calls the loss's declared ``init``
     (a per-sample loss of several outputs: `jaxboost.engine.init_score`)."""
-    return widths is None and n_outputs > 1 and getattr(loss, "init", None) is not None
+    return widths is None and n_outputs > 1 and metadata_of(loss).init is not None
 
 
 def keyed_loss(
@@ -132,10 +133,10 @@ def _parts(
     they call them at."""
     _, score = sample_arguments(target_row, n_outputs)
     parts = []
-    fisher = getattr(loss, "fisher", None)
+    fisher = metadata_of(loss).fisher
     if fisher is not None:  # jaxboost.engine.fisher.declared_fisher, per row
         parts.append(Part("fisher", fisher, (score,)))
-    sampler = getattr(loss, "sampler", None)
+    sampler = metadata_of(loss).sampler
     if sampler is not None:  # sampled_fisher, per row
 
         def draws(key, f):
@@ -143,7 +144,7 @@ def _parts(
 
         key = jax.eval_shape(lambda: jax.random.key(0))
         parts.append(Part("sampler", draws, (key, score), static=(FISHER_DRAWS,)))
-    init = getattr(loss, "init", None)
+    init = metadata_of(loss).init
     if init is not None and init_rows is not None:  # init_score.declared_start
         rows = (
             jax.ShapeDtypeStruct((init_rows, *target_row), jnp.float32),

@@ -108,7 +108,7 @@ def continued_from(
     ``offsets (n_rows, K)`` or None) continues from, the scores summed on
     ``device``."""
     n_rows, n_outputs = features.shape[0], model.n_outputs_
-    init_score = np.asarray(model.init_score_, np.float32)
+    init_score = np.asarray(model.base_score_, np.float32)
     first = np.broadcast_to(init_score, (n_rows, n_outputs))
     if offsets is not None:  # in the order a fit with offsets adds them
         first = first + offsets

@@ -26,6 +26,7 @@ from jax import lax
 
 from ..losses import negative_binomial
 from ..losses.distribution_loss import as_distribution_loss
+from ..losses.metadata import metadata_of
 from ..losses.student_t import student_t_cdf
 
 # bisection steps: float32 brackets shrink to their last bit in fewer
@@ -40,7 +41,7 @@ def distribution_loss_of(loss: Any, what: str) -> Any:
     found = as_distribution_loss(loss)
     if found is not None:
         return found
-    name = getattr(loss, "name", getattr(loss, "__name__", type(loss).__name__))
+    name = metadata_of(loss).name
     raise ValueError(
         f"{what}: the model's loss {name!r} predicts no distribution; fit it with a "
         "distribution loss, losses.distribution(...) (e.g. loss='distribution:normal') or "

@@ -7,6 +7,7 @@ fitted estimator pickles.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import losses as loss_catalogue
+from ..losses.metadata import LossMetadata, metadata_of
 
 
 def link_function(link: str | Callable) -> Callable:
@@ -29,13 +31,29 @@ class SumOverTargets:
 
     def __init__(self, base: Callable):
         self.base = base
-        self.name = getattr(base, "name", getattr(base, "__name__", "loss"))
-        self.link = getattr(base, "link", "identity")
-        self.target_domain = getattr(base, "target_domain", "any")
-        # undeclared (None): the engine probes the hessian, as for ``base``
-        self.hessian_informative = getattr(base, "hessian_informative", None)
-        self.convex = getattr(base, "convex", False)
-        self.smooth = getattr(base, "smooth", False)
+        # the fields the programs' keys read as attributes (jaxboost.runtime.same_function)
+        stated = metadata_of(base)
+        self.name = stated.name
+        self.link = stated.link
+        self.target_domain = stated.target_domain
+        self.hessian_informative = stated.hessian_informative
+        self.convex = stated.convex
+        self.smooth = stated.smooth
+
+    @property
+    def loss_metadata(self) -> LossMetadata:
+        """``base``'s fields that hold for the sum, one output per target column
+        (so that a model file does not take the sum for ``base``)."""
+        return LossMetadata(
+            name=self.name,
+            link=self.link,
+            n_outputs="n_targets",
+            hessian_informative=self.hessian_informative,
+            convex=self.convex,
+            target_domain=self.target_domain,
+            smooth=self.smooth,
+            declared=metadata_of(self.base).declared,
+        )
 
     def __call__(self, y: jax.Array, f: jax.Array) -> jax.Array:
         return jnp.sum(self.base(y, f))
@@ -50,6 +68,12 @@ class WithLink:
     def __init__(self, base: Callable, link: str):
         self.base = base
         self.link = link
+
+    @property
+    def loss_metadata(self) -> LossMetadata:
+        """``base``'s, with the ``link`` (an undeclared ``base`` stays undeclared:
+        its outputs are the Classifier's to set)."""
+        return dataclasses.replace(metadata_of(self.base), link=self.link)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "base":  # (copy and pickle probe these)
@@ -67,6 +91,6 @@ def classifier_loss(loss: Any, n_outputs: int) -> Any:
     if isinstance(loss, str):
         return loss
     resolved = loss_catalogue.resolve(loss)
-    if getattr(resolved, "link", None) is None:
+    if not metadata_of(resolved).declared:
         return WithLink(resolved, "sigmoid" if n_outputs == 1 else "softmax")
     return resolved

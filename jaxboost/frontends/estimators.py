@@ -32,6 +32,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from .. import losses as loss_catalogue
 from ..engine.predict import apply_link
 from ..losses.distribution_loss import as_distribution_loss
+from ..losses.metadata import metadata_of
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
 from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
@@ -40,6 +41,7 @@ from .estimator_inputs import checked_data, fit_categorical_columns
 from .estimator_losses import SumOverTargets, WithLink, classifier_loss, link_function
 from .export import check_path, export_model
 from .loss_params import nested_params, pop_nested, set_nested
+from .model_fields import renamed_field, with_current_names
 from .model_file import save_model
 from .settings import devices_for_jobs, progress_rounds
 from .settings_table import BOOSTER, CLASSIFIER, REGRESSOR, settings_of, takes_settings
@@ -204,7 +206,7 @@ class _BoosterEstimator(BaseEstimator):
         """Keeps the fitted ``booster`` and the summary read off it."""
         self.booster_ = booster
         self.n_estimators_ = int(booster.n_estimators_)
-        self.init_score_ = np.asarray(booster.init_score_)
+        self.base_score_ = np.asarray(booster.base_score_)
         self.evals_result_ = booster.evals_result_
         self.best_iteration_ = booster.best_iteration_
         self.best_score_ = booster.best_score_
@@ -285,7 +287,10 @@ class _BoosterEstimator(BaseEstimator):
         return {**state, "devices": device_keys(state.get("devices"))}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = with_current_names(state)  # (a pickle of an older jaxboost)
         super().__setstate__({**state, "devices": devices_from_keys(state.get("devices"))})
+
+    init_score_ = renamed_field("init_score_")
 
 
 @takes_settings(REGRESSOR)
@@ -297,7 +302,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
       default and meaning in ``help(Regressor)`` and the API reference)
 
     Fitted attributes: ``booster_``, ``n_features_in_``, ``feature_names_in_``
-    (DataFrame input), ``n_estimators_`` (rounds kept), ``init_score_``,
+    (DataFrame input), ``n_estimators_`` (rounds kept), ``base_score_``,
     ``feature_importances_``, ``evals_result_``, ``best_iteration_`` and
     ``best_score_`` (None without early stopping), ``categories_`` (the
     categorical columns' categories and codes: ``booster_``'s).
@@ -317,7 +322,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
 
     def _loss_and_outputs(self, y: np.ndarray) -> tuple[Callable, int | None]:
         loss = loss_catalogue.resolve(self.loss, self.loss_params)
-        declared = getattr(loss, "n_outputs", None)
+        stated = metadata_of(loss)
+        declared = stated.n_outputs if stated.declared else None
         if y.ndim == 1 or declared not in (None, 1) or self.n_outputs not in (None, y.shape[1]):
             return loss, self.n_outputs
         # one output per target: a loss declaring one output is summed over
@@ -358,7 +364,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
             raise ValueError(f"{name}: expected numeric targets ({error})") from None
 
     def _response(self, raw: np.ndarray) -> np.ndarray:
-        link = link_function(getattr(self.booster_.loss_, "link", "identity"))
+        link = link_function(metadata_of(self.booster_.loss_).link)
         return np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
 
     def predict(self, X: Any, init_score: Any = None, pred_contrib: bool = False) -> np.ndarray:
@@ -446,8 +452,9 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
             loss = loss_catalogue.resolve(loss, self.loss_params)  # (they take none)
         else:
             loss = loss_catalogue.resolve(self.loss, self.loss_params)
-        name = getattr(loss, "name", loss)
-        link = getattr(loss, "link", None)  # None: undeclared, sigmoid or softmax below
+        stated = metadata_of(loss)
+        name = stated.name
+        link = stated.link if stated.declared else None  # None: sigmoid or softmax below
         if link is not None and link not in _PROBABILITY_LINKS:
             raise ValueError(
                 f"loss: {name!r} has the {link!r} link, which does not give class "
@@ -455,7 +462,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
                 "('auto', 'logloss', 'softmax_cross_entropy', 'focal', 'exponential') or "
                 "jaxboost.Regressor"
             )
-        declared = getattr(loss, "n_outputs", None)
+        declared = stated.n_outputs if stated.declared else None
         if declared == "n_targets":
             raise ValueError(
                 f"loss: {name!r} takes one-hot or probability-vector targets, and a Classifier "
@@ -526,8 +533,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         return self
 
     def _proba(self, raw: np.ndarray) -> np.ndarray:
-        default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
-        link = link_function(getattr(self.booster_.loss_, "link", default))
+        link = link_function(metadata_of(self.booster_.loss_).link)  # WithLink: declared
         proba = np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
         if proba.ndim == 1:
             proba = np.column_stack([1.0 - proba, proba])
@@ -569,8 +575,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         if pred_contrib:
             return self._contributions(X, init_score)
         raw = self._raw(X, init_score)
-        default = "sigmoid" if self.booster_.n_outputs_ == 1 else "softmax"
-        link = getattr(self.booster_.loss_, "link", default)
+        link = metadata_of(self.booster_.loss_).link
         if isinstance(link, str) and link in ("sigmoid", "softmax"):
             decision = self._decision(raw)
             if decision.ndim == 1:

@@ -41,16 +41,16 @@ def _paths(forest: Tree) -> tuple[ShapPaths, np.ndarray]:
     return jax.tree.map(jnp.asarray, paths), expected
 
 
-def _bias(expected, init_score_, init_score: Any, n_rows: int) -> np.ndarray:
+def _bias(expected, base_score_, init_score: Any, n_rows: int) -> np.ndarray:
     """``(n_rows, K)`` the expected value of the raw scores: the trees'
     plus the initial score plus the rows' offsets."""
-    start = np.asarray(expected + np.asarray(init_score_, np.float64), np.float32)
+    start = np.asarray(expected + np.asarray(base_score_, np.float64), np.float32)
     bias = np.broadcast_to(start, (n_rows, start.shape[0]))
     return with_offsets(bias, init_score, start.shape[0])
 
 
 def contributions(
-    forest: Tree, init_score_: np.ndarray, features: np.ndarray, *, init_score: Any, devices
+    forest: Tree, base_score_: np.ndarray, features: np.ndarray, *, init_score: Any, devices
 ) -> np.ndarray:
     """``(n_rows, K, n_features + 1)`` float32 SHAP values of the raw
     scores of ``features (n_rows, n_features)``, the expected value last
@@ -58,12 +58,12 @@ def contributions(
     sums to the raw score.  ``devices``: where to compute (rows sharded)."""
     paths, expected = _paths(forest)
     phi = contributions_on_devices(paths, features, devices)  # (n, F, K)
-    bias = _bias(expected, init_score_, init_score, features.shape[0])
+    bias = _bias(expected, base_score_, init_score, features.shape[0])
     return np.concatenate([np.swapaxes(phi, 1, 2), bias[:, :, None]], axis=2)
 
 
 def interactions(
-    forest: Tree, init_score_: np.ndarray, features: np.ndarray, *, init_score: Any, devices
+    forest: Tree, base_score_: np.ndarray, features: np.ndarray, *, init_score: Any, devices
 ) -> np.ndarray:
     """``(n_rows, K, n_features + 1, n_features + 1)`` float32 SHAP
     interaction values (XGBoost's ``pred_interactions``): row ``i`` of a
@@ -80,5 +80,5 @@ def interactions(
     pairs[:, :, index, index] = diagonal
     whole = np.zeros(pairs.shape[:2] + (n_features + 1, n_features + 1), np.float32)
     whole[:, :, :n_features, :n_features] = pairs
-    whole[:, :, n_features, n_features] = _bias(expected, init_score_, init_score, n_rows)
+    whole[:, :, n_features, n_features] = _bias(expected, base_score_, init_score, n_rows)
     return whole

@@ -146,7 +146,7 @@ def onnx_model(model: Any) -> Any:
     booster = fitted_state(model)
     n_features, n_outputs = int(booster.n_features_in_), int(booster.n_outputs_)
     trees = export_trees(booster)
-    init_score = np.asarray(booster.init_score_, np.float32).reshape(1, n_outputs)
+    init_score = np.asarray(booster.base_score_, np.float32).reshape(1, n_outputs)
     inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, n_features])]
     outputs = [helper.make_tensor_value_info("raw_score", TensorProto.FLOAT, [None, n_outputs])]
     if not any(tree.categorical.any() for tree in trees):

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..losses.metadata import metadata_of
 from .export_trees import ExportTree, export_trees, fitted_state, rounds_of
 
 _ROOT_PARENT = 2147483647  # XGBoost's "no parent"
@@ -129,7 +130,8 @@ def xgboost_model(model: Any) -> dict:
     booster = fitted_state(model)
     n_features, n_outputs = int(booster.n_features_in_), int(booster.n_outputs_)
     trees = export_trees(booster)
-    loss_name = getattr(booster.loss_, "name", None)
+    stated = metadata_of(booster.loss_)
+    loss_name = stated.name if stated.declared else None
     objective, base_score = OBJECTIVES.get(loss_name, ("reg:squarederror", None))
     if objective == "multi:softprob" and n_outputs < 2:
         objective, base_score = "reg:squarederror", None
@@ -140,7 +142,7 @@ def xgboost_model(model: Any) -> dict:
             "reg:squarederror with the raw initial score; predict() gives raw scores"
         )
         base_score = OBJECTIVES["squared_error"][1]
-    start = base_score(np.asarray(booster.init_score_, np.float64))
+    start = base_score(np.asarray(booster.base_score_, np.float64))
     tables = getattr(booster, "categories_", None) or []
     types = ["float"] * n_features
     for table in tables:

@@ -21,6 +21,7 @@ import numpy as np
 from .. import losses as loss_catalogue
 from ..engine.fisher import check_distribution
 from ..engine.metrics import Metric, resolve_metric
+from ..losses.metadata import metadata_of
 from ..runtime.devices import check_devices
 from ..runtime.distributed import gather, on_every_process
 from .categories import (
@@ -104,13 +105,13 @@ def n_outputs_of(settings: Any, loss: Callable, y: np.ndarray) -> int:
         if int(settings.n_outputs) < 1:
             raise ValueError(f"n_outputs: expected a positive integer, got {settings.n_outputs}")
         return int(settings.n_outputs)
-    declared = getattr(loss, "n_outputs", 1)
+    declared = metadata_of(loss).n_outputs
     if declared == "n_classes":
         # the largest label of all processes' rows
         n_classes = int(np.max(gather(np.max(y, keepdims=True)))) + 1
         if n_classes < 2:
             raise ValueError(
-                f"y: the loss {getattr(loss, 'name', 'loss')!r} scores classes 0 to "
+                f"y: the loss {metadata_of(loss).name!r} scores classes 0 to "
                 "max(y) and needs at least two; every label here is 0"
             )
         return n_classes

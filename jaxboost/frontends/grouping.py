@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from ..engine.groups import GroupBucket
+from ..losses.metadata import metadata_of
 from ..runtime.padding import bucket_size
 
 
@@ -103,7 +104,7 @@ def _whole_numbers(values: Any, name: str) -> np.ndarray:
 def in_row_order(groups: GroupedRows, loss: Any, y: np.ndarray) -> GroupedRows:
     """``groups`` with each group's rows in the stable order of the loss's
     declared ``row_order`` keys of ``y`` (as they are without one)."""
-    row_order = getattr(loss, "row_order", None)
+    row_order = metadata_of(loss).row_order
     if row_order is None:
         return groups
     keys = np.asarray(row_order(y))[groups.order]
@@ -233,7 +234,7 @@ def agreed_shapes(shapes: GroupShapes, gather_same_shape: Callable) -> GroupShap
 
 def is_group_loss(loss: Any) -> bool:
     """Whether ``loss`` is declared ``per="group"`` (``loss(y, f, mask)``)."""
-    return getattr(loss, "per", "sample") == "group"
+    return metadata_of(loss).per == "group"
 
 
 def fit_groups(
@@ -258,7 +259,7 @@ def fit_groups(
     groups = grouped_rows(group, qid, n_rows)
     if not is_group_loss(loss):
         if groups is not None:
-            name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+            name = metadata_of(loss).name
             raise ValueError(
                 f"{'group' if group is not None else 'qid'}: the loss {name!r} is a function "
                 "of one sample; groups are for a group loss loss(y, f, mask), declared with "
@@ -275,7 +276,7 @@ def fit_groups(
     if settings["n_outputs"] not in (None, 1):
         raise ValueError(f"n_outputs: a group loss scores one output, got {settings['n_outputs']}")
     if jax.process_count() > 1 and groups is None:
-        name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+        name = metadata_of(loss).name
         raise ValueError(
             f"group, qid: with several processes the group loss {name!r} needs each "
             "process's groups (a group is whole in one process); without them all rows "

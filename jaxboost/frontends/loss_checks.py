@@ -16,6 +16,7 @@ from ..losses import TARGET_DOMAINS, TargetDomain
 from ..losses.catalogue import is_catalogue_loss
 from ..losses.distributions import gaussian_nll
 from ..losses.families import FAMILIES
+from ..losses.metadata import metadata_of
 from .padding_check import check_mask_respected
 
 
@@ -24,10 +25,10 @@ def check_target_domain(loss, y: np.ndarray, name: str = "y") -> None:
     (`losses._declare.TARGET_DOMAINS`) excludes ``y`` (``(n_rows,)`` or
     ``(n_rows, k)``): its shape, a column's rule, or a value; the message
     names the column, the row and the fix."""
-    domain = TARGET_DOMAINS[getattr(loss, "target_domain", "any")]
+    domain = TARGET_DOMAINS[metadata_of(loss).target_domain]
     problem = target_problem(domain, y)
     if problem is not None:
-        raise ValueError(f"{name}: the loss {loss.name!r} needs targets {problem}")
+        raise ValueError(f"{name}: the loss {metadata_of(loss).name!r} needs targets {problem}")
 
 
 def check_target_spread(loss, y: np.ndarray, weight: np.ndarray, name: str = "y") -> None:
@@ -40,17 +41,17 @@ def check_target_spread(loss, y: np.ndarray, weight: np.ndarray, name: str = "y"
     grows without bound as the distribution narrows, and a fit ended in a
     NaN loss or concentrations of 1e12.  Censored targets also need an
     observed row."""
-    family = "normal" if loss is gaussian_nll else getattr(loss, "family", None)
+    family = "normal" if loss is gaussian_nll else metadata_of(loss).family
     if family not in FAMILIES or not FAMILIES[family].needs_spread:
         return
     rows = np.asarray(weight) > 0
-    if getattr(loss, "censored", False):
+    if metadata_of(loss).censored:
         observed = rows & (y[:, 1] > 0)
         if not np.any(observed):
             raise ValueError(
-                f"{name}: every row is censored (event 0): the loss {loss.name!r} learns "
-                "nothing of the distribution from censored rows alone (each says only that "
-                "the time is later); give rows with event 1"
+                f"{name}: every row is censored (event 0): the loss "
+                f"{metadata_of(loss).name!r} learns nothing of the distribution from censored "
+                "rows alone (each says only that the time is later); give rows with event 1"
             )
         times = y[observed, 0]
         spread = np.any(times != times[0]) or np.any(y[rows, 0] > times[0])
@@ -62,7 +63,7 @@ def check_target_spread(loss, y: np.ndarray, weight: np.ndarray, name: str = "y"
     if not spread:
         raise ValueError(
             f"{name}: every target is {float(value):g} (on the rows of positive weight): the "
-            f"loss {loss.name!r} fits no distribution to targets without spread (its "
+            f"loss {metadata_of(loss).name!r} fits no distribution to targets without spread (its "
             "likelihood grows without bound as the distribution narrows onto them); a "
             "constant target needs no distribution: predict the constant, or fit targets "
             "that vary"
@@ -108,8 +109,9 @@ def unbounded_targets_problem(
             )
             return next((problem for problem in problems if problem is not None), None)
         return unbounded_targets_problem(base, y, weight, name)
-    loss_name = getattr(loss, "name", None)
-    if loss_name is None or getattr(loss, "censored", False):
+    stated = metadata_of(loss)
+    loss_name = stated.name
+    if not stated.declared or stated.censored:
         return None
     if loss_name not in (*_UNBOUNDED_AT, "softmax_cross_entropy") or not is_catalogue_loss(loss):
         return None
@@ -227,8 +229,9 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
     integer result, or a failure on the given target and score shapes.
     """
     check_not_a_group_loss(loss)
-    declared = getattr(loss, "n_outputs", None)
-    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    stated = metadata_of(loss)
+    declared = stated.n_outputs if stated.declared else None
+    name = stated.name
     fix = "leave n_outputs unset (None) or set it to"
     count, why = declared, f"it declares n_outputs={declared}"
     if declared == "n_targets":
@@ -243,7 +246,7 @@ def check_loss(loss, y: np.ndarray, n_outputs: int, n_rows: int = 8) -> None:
             f"n_outputs: the loss {name!r} takes one raw score per class, at least 2, got "
             f"n_outputs={n_outputs}; {fix} the number of classes"
         )
-    if getattr(loss, "target_domain", None) == "class" and y.size:
+    if stated.target_domain == "class" and y.size:
         outside = (y >= n_outputs).reshape(y.shape[0], -1).any(axis=1)
         if outside.any():
             row = int(np.argmax(outside))
@@ -277,7 +280,7 @@ def check_not_a_group_loss(loss) -> None:
     required = required_positional(loss)
     if required is None or len(required) < 3:
         return
-    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    name = metadata_of(loss).name
     raise ValueError(
         f"loss: {name!r} takes {len(required)} arguments ({', '.join(required)}), but a loss "
         "of one sample is called as loss(y, f). If it is a group loss loss(y, f, mask) of a "
@@ -415,7 +418,7 @@ def check_metric_targets(
     ``"error"`` and ``"auc"`` need targets in [0, 1], a catalogue loss's
     name its declared domain); class labels (``"mlogloss"``, ``"merror"``)
     must also be below ``n_outputs``."""
-    domain = metric.target_domain or getattr(metric.per_sample, "target_domain", "any")
+    domain = metric.target_domain or metadata_of(metric.per_sample).target_domain
     description, holds = TARGET_DOMAINS[domain].description, TARGET_DOMAINS[domain].holds
     if holds is None:
         return
@@ -441,7 +444,7 @@ def check_group_loss(loss, y: np.ndarray) -> None:
     y_group = jax.ShapeDtypeStruct((width, *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype))
     f_group = jax.ShapeDtypeStruct((width,), jnp.float32)
     mask = jax.ShapeDtypeStruct((width,), jnp.bool_)
-    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    name = metadata_of(loss).name
     where = (
         f"loss {name!r}: loss(y, f, mask) on one group of {width} rows (y of shape "
         f"{y_group.shape}, f and mask of shape ({width},))"

@@ -6,7 +6,7 @@ Its fields are exactly `jaxboost.frontends.model_fields.MODEL_FIELDS`
 maps, the loss and its link, the training record); an optional field is
 absent where it does not apply.  `jaxboost.frontends.trainer.train` makes
 one; a `jaxboost.Booster` holds one in ``model_`` and reads its fitted
-attributes (``forest_``, ``init_score_``, ...) through to it.  A Model is
+attributes (``forest_``, ``base_score_``, ...) through to it.  A Model is
 not changed in place: `Model.replace` gives a new one.
 """
 
@@ -23,13 +23,14 @@ from .. import losses as loss_catalogue
 from ..engine.leaf_index import leaf_indices_on
 from ..engine.predict import apply_link, predict_on_devices, round_increments
 from ..engine.tree import Tree
+from ..losses.metadata import metadata_of
 from ..runtime.devices import check_devices
 from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from ..runtime.precision import in_float32
 from . import distribution_predict, explain
 from .categories import category_grid, encode_categories
 from .inspection import feature_importances, feature_indices, grid_from_data, partial_dependence
-from .model_fields import MODEL_FIELDS
+from .model_fields import MODEL_FIELDS, renamed_field, with_current_names
 from .model_file import save_model
 from .offsets import with_offsets
 from .validation import as_features, check_columns, column_count, feature_names
@@ -72,8 +73,10 @@ class Model:
         return self.fields()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
+        for name, value in with_current_names(state).items():
             object.__setattr__(self, name, value)
+
+    init_score_ = renamed_field("init_score_")
 
     def save(self, path: Any, settings: Any) -> None:
         """Write the model to a versioned JSON file (`jaxboost.load` gives
@@ -138,7 +141,7 @@ class Model:
         features = self.features(X)
         trees = self.trees(iteration_range)
         devices = check_devices(devices) or jax.local_devices()
-        raw = predict_on_devices(trees, np.asarray(self.init_score_), features, devices)
+        raw = predict_on_devices(trees, np.asarray(self.base_score_), features, devices)
         return self._shape_raw(with_offsets(raw, init_score, self.n_outputs_, self.loss_))
 
     @in_float32
@@ -158,7 +161,7 @@ class Model:
         features = self.features(X)
         devices = check_devices(devices) or jax.local_devices()
         values = explain.contributions(
-            self.forest_, self.init_score_, features, init_score=init_score, devices=devices
+            self.forest_, self.base_score_, features, init_score=init_score, devices=devices
         )
         return values[:, 0] if self.n_outputs_ == 1 else values
 
@@ -170,14 +173,14 @@ class Model:
         features = self.features(X)
         devices = check_devices(devices) or jax.local_devices()
         values = explain.interactions(
-            self.forest_, self.init_score_, features, init_score=init_score, devices=devices
+            self.forest_, self.base_score_, features, init_score=init_score, devices=devices
         )
         return values[:, 0] if self.n_outputs_ == 1 else values
 
     @in_float32
     def link(self, raw: np.ndarray) -> np.ndarray:
         """``raw`` scores through the loss's declared link (identity: none)."""
-        name = getattr(self.loss_, "link", "identity")
+        name = metadata_of(self.loss_).link
         if name == "identity":
             return raw
         # in chunks of a few sizes: a batch of any size compiles nothing new
@@ -229,7 +232,7 @@ class Model:
         aligned = in_place_on(jax.default_backend())
         padded = pad_rows(features, bucket_size(features.shape[0]), aligned=aligned)
         increments = round_increments(self.trees(None), jnp.asarray(padded), self.trees_per_round_)
-        staged = np.asarray(jnp.cumsum(increments, axis=0) + self.init_score_)
+        staged = np.asarray(jnp.cumsum(increments, axis=0) + self.base_score_)
         return staged[:, : features.shape[0]]
 
     def staged_predict_raw(self, X: Any, init_score: Any = None) -> Iterator[np.ndarray]:
@@ -259,7 +262,7 @@ class Model:
             else:
                 grid.append(grid_from_data(features_array, feature, grid_resolution))
                 points.append(grid[-1])
-        values = partial_dependence(self.forest_, self.init_score_, features, points)
+        values = partial_dependence(self.forest_, self.base_score_, features, points)
         return grid, np.asarray(values)
 
 

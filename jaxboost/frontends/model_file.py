@@ -62,9 +62,10 @@ from ..engine.categorical import BITSET_WORDS
 from ..engine.training import LEAF_METHODS, SPLIT_CRITERIA
 from ..engine.tree import Tree
 from ..losses import DATA_OUTPUTS
+from ..losses.metadata import LossMetadata, metadata_of
 from ..runtime.precision import LOSS_DTYPES
 from .categories import categories_from_json, categories_to_json
-from .model_fields import MODEL_FIELDS
+from .model_fields import MODEL_FIELDS, saved_name
 
 FORMAT = "jaxboost-model"
 FORMAT_VERSION = 5
@@ -104,12 +105,16 @@ FOREST_FIELDS = {
 }
 _OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover")
 
-# Fitted attributes in a file's "state": (name, kind, required), of
-# `jaxboost.frontends.model_fields`; a new kind needs an encoder and a
-# decoder in ``_CODECS``.
+# Fitted attributes in a file's "state": (key, kind, required), of
+# `jaxboost.frontends.model_fields` (the key a field is saved under); a new
+# kind needs an encoder and a decoder in ``_CODECS``.
 STATE_FIELDS = tuple(
-    (field.name, field.kind, field.required) for field in MODEL_FIELDS if field.kind is not None
+    (saved_name(field), field.kind, field.required)
+    for field in MODEL_FIELDS
+    if field.kind is not None
 )
+# a state key -> the model's attribute it holds
+_ATTRIBUTE_OF = {saved_name(field): field.name for field in MODEL_FIELDS}
 
 _TOP_KEYS = ("format", "version", "params", "loss", "state")
 _ARRAY_KINDS = ("forest", "float32_array")  # state kinds stored as encoded arrays
@@ -365,11 +370,12 @@ _CODECS: dict[str, tuple[Callable, Callable]] = {
 def _encode_state(model: Any) -> dict:
     state = {}
     for name, kind, required in STATE_FIELDS:
-        if not hasattr(model, name):
+        attribute = _ATTRIBUTE_OF[name]
+        if not hasattr(model, attribute):
             if required:
-                raise ValueError(f"model: fitted attribute {name} is missing")
+                raise ValueError(f"model: fitted attribute {attribute} is missing")
             continue
-        value = getattr(model, name)
+        value = getattr(model, attribute)
         encode = _CODECS[kind][0]
         if kind == "categories":  # (its errors name a frame's column by name)
             encode = functools.partial(
@@ -582,6 +588,17 @@ class MissingLoss:
         self.link = link
         self.n_outputs = n_outputs
 
+    @property
+    def loss_metadata(self) -> LossMetadata:
+        """What the file declares of the loss: its link and outputs."""
+        return LossMetadata(
+            name="MissingLoss",
+            link=self.link,
+            n_outputs=self.n_outputs,
+            hessian_informative=True,
+            declared=True,
+        )
+
     def __call__(self, y: Any, f: Any) -> Any:
         raise RuntimeError(
             "this model was loaded from a file without its custom loss (a file holds only "
@@ -593,21 +610,22 @@ class MissingLoss:
 
 
 def _encode_loss(loss: Any) -> dict:
-    link = getattr(loss, "link", "identity")
+    stated = metadata_of(loss)
+    link = stated.link
     if link not in loss_catalogue.links.LINKS:
         raise ValueError(
             f"loss: unknown link {link!r}; expected one of {list(loss_catalogue.links.LINKS)}"
         )
-    name, params = getattr(loss, "name", None), getattr(loss, "params", None)
-    if isinstance(name, str) and isinstance(params, dict):
+    name, params = stated.name, stated.params
+    if stated.declared and isinstance(name, str) and isinstance(params, dict):
         try:
             rebuilt = loss_catalogue.get(name, **params)
             same = _plain(params) == params and rebuilt.link == link
-            same = same and rebuilt.n_outputs == loss.n_outputs
+            same = same and rebuilt.n_outputs == stated.n_outputs
         except Exception:  # noqa: BLE001  any failure means: not rebuildable by name
             same = False
         if same:
-            n_outputs = loss.n_outputs
+            n_outputs = stated.n_outputs
             return {"name": name, "params": _plain(params), "link": link, "n_outputs": n_outputs}
     return {"name": None, "link": link}
 
@@ -647,12 +665,12 @@ def _rebuild_loss(info: dict) -> Any:
         loss = loss_catalogue.get(name, **params)
     except Exception as error:  # noqa: BLE001  a factory may reject the file's values any way
         raise _fail("loss", f"cannot rebuild {name!r} with {params}: {error}") from None
+    stated = metadata_of(loss)
     for key in ("params", "link", "n_outputs"):
-        if getattr(loss, key, None) != info[key]:
+        if getattr(stated, key) != info[key]:
             raise _fail(
                 f"loss.{key}",
-                f"{info[key]!r} differs from the catalogue's "
-                f"{getattr(loss, key, None)!r} for {name!r}",
+                f"{info[key]!r} differs from the catalogue's {getattr(stated, key)!r} for {name!r}",
             )
     return loss
 
@@ -663,7 +681,7 @@ def _resolve_given_loss(loss: Any, info: dict) -> Any:
         loss = loss_catalogue.get(loss)
     elif not callable(loss):
         raise TypeError(f"loss: expected a catalogue name or a callable loss(y, f), got {loss!r}")
-    link = getattr(loss, "link", "identity")
+    link = metadata_of(loss).link
     if link != info["link"]:
         raise ValueError(
             f"loss: its link {link!r} differs from the saved model's link {info['link']!r}, "
@@ -956,4 +974,5 @@ def read_model(
         loss = rebuilt
     else:
         loss = MissingLoss(info["link"], state["n_outputs_"])
-    return params, loss, state, document.get("estimator")
+    fields = {_ATTRIBUTE_OF[key]: value for key, value in state.items()}
+    return params, loss, fields, document.get("estimator")

@@ -7,7 +7,7 @@ o_i)`` over constants ``c`` (``base_score`` given: that one; a group loss:
 0, as without offsets).  The search is the one of a fit without offsets
 (`jaxboost.engine.init_score`), run on `OffsetLoss`: the loss of rows whose
 targets carry their offsets in ``K`` more columns.  The trees and
-``init_score_`` then hold what the rows have beyond their offsets, and
+``base_score_`` then hold what the rows have beyond their offsets, and
 ``predict_raw(X, init_score=o)`` adds a new row's offsets back.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from ..losses.metadata import metadata_of
 from ..runtime.padding import pad_rows
 from .computation_keys import keyed_loss
 from .monitor import EvalSet
@@ -84,8 +85,8 @@ def column_hint(loss: Any, n_outputs: int) -> str:
         f"a loss of {n_outputs} outputs takes one column per output, each added to that "
         "output's raw score"
     )
-    names = tuple(getattr(loss, "parameter_names", None) or ())
-    links = tuple(getattr(loss, "parameter_links", None) or ())
+    stated = metadata_of(loss)
+    names, links = tuple(stated.parameter_names or ()), tuple(stated.parameter_links or ())
     if len(names) != n_outputs:
         return hint
     hint += f" ({', '.join(f'{k}: {n}' for k, n in enumerate(names))})"

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..losses.catalogue import is_catalogue_loss
+from ..losses.metadata import metadata_of
 from ..runtime.lifted_values import bound
 from ..runtime.program_cache import without_values
 
@@ -78,7 +79,7 @@ def _probe_mask(loss, rows: bytes, shape: tuple, dtype: str, far: bytes) -> None
     one_group = functools.partial(_one_group, loss, n_real)
     values, derivatives = _padded_pairs(loss, n_real, y_pairs, f_pairs, masks)
     values, derivatives = np.asarray(values, np.float64), np.asarray(derivatives, np.float64)
-    name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+    name = metadata_of(loss).name
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(derivatives))):
         # NaN on both paddings passes the comparison below: is it the padding's?
         unpadded = jax.jit(one_group)(real, f_real, jnp.ones(n_real, bool))
@@ -107,7 +108,7 @@ def _one_group(loss, n_real: int, y_group, f_group, mask) -> tuple[jax.Array, ja
     """The loss on one padded group and its real rows' derivatives, concatenated."""
     value, grad = jax.value_and_grad(loss, argnums=1)(y_group, f_group, mask)
     parts = [grad[:n_real]]
-    row_derivatives = getattr(loss, "row_derivatives", None)
+    row_derivatives = metadata_of(loss).row_derivatives
     if row_derivatives is not None:
         parts += [part[:n_real] for part in row_derivatives(y_group, f_group, mask)]
     return value, jnp.concatenate(parts)

@@ -29,6 +29,7 @@ from ..engine.training import (
     loss_at_score_program,
 )
 from ..kernels.registry import kernels_for
+from ..losses.metadata import metadata_of
 from ..runtime.devices import (
     check_devices,
     default_training_devices,
@@ -391,7 +392,7 @@ def start_init_score(
                 lambda scores: np.asarray(sums(y, weight, scores)),
                 np.asarray(fetch(y)),
                 np.asarray(fetch(weight)),
-                bool(getattr(loss, "convex", False)),
+                bool(metadata_of(loss).convex),
             )
             return *found, True
         platform = mesh.devices.flat[0].platform
@@ -440,7 +441,7 @@ def finite_init_score(
             finite, dtype, scale = True, "float64", wide_scale
             converged = wide_converged
     if finite and not converged:
-        name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+        name = metadata_of(loss).name
         warn(not_converged_message(name, init_score, float(init_loss)))
     if not finite:
         tried = "float32 and float64" if setting == "auto" else setting

@@ -129,7 +129,7 @@ def plot_partial_dependence(
         grid, pd = model.partial_dependence(X, indices, grid_resolution)
     else:
         grid = [grid_from_data(X, index, grid_resolution) for index in indices]
-        pd = partial_dependence(model.forest_, model.init_score_, indices, grid)
+        pd = partial_dependence(model.forest_, model.base_score_, indices, grid)
     # a categorical axis: the categories at 0, 1, ..., named by ticks
     shown = [np.arange(g.size) if i in categorical else g for i, g in zip(indices, grid)]
     names = [_feature_names(model)[index] for index in indices]

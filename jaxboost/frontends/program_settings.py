@@ -32,6 +32,7 @@ from ..engine.training import (
 )
 from ..kernels.registry import kernels_for
 from ..losses.catalogue import is_catalogue_loss
+from ..losses.metadata import metadata_of
 from ..runtime.distributed import first_process_value
 from ..runtime.precision import loss_in
 from ..runtime.same_function import plain
@@ -93,7 +94,7 @@ def check_all_settings(settings: Any) -> None:
 def hessian_setting(settings: Any, loss: Callable) -> str:
     """The ``hessian`` setting of ``settings`` for ``loss``, ``"auto"`` settled."""
     hessian = resolved_hessian(choice("hessian", settings.hessian, HESSIAN_SETTINGS), loss)
-    if hessian == "fisher" and getattr(loss, "per", "sample") == "group":
+    if hessian == "fisher" and metadata_of(loss).per == "group":
         raise ValueError(
             "hessian='fisher': the Fisher information of a per-sample distribution; "
             "a group loss takes hessian='diag' (or 'auto')"
@@ -106,39 +107,39 @@ def program_config(
     loss: Callable,
     n_outputs: int,
     monitored: bool,
-    hessian: HessianProbe,
+    probe: HessianProbe,
     platform: str,
     rows_per_shard: int,
     n_rows: int,
     weight_scale: float = 1.0,
 ) -> tuple[StaticSettings, NumericSettings]:
     """The static program settings, and the numeric ones passed as values;
-    ``hessian`` (the loss's, probed at the initial score) settles what
+    ``probe`` (the loss's hessian, probed at the initial score) settles what
     ``"auto"`` and ``armijo=None`` leave open; a default ``reg_lambda``
     is measured against its mean hessian times ``weight_scale`` (the
     rows' mean positive weight)."""
     leaf_method, split_criterion = settings.leaf_method, settings.split_criterion
-    if leaf_method == "newton" and not hessian.informative:
+    if leaf_method == "newton" and not probe.informative:
         warn(
             "leaf_method='newton' with a loss whose hessian is zero on most rows "
             "(absolute, pinball): each leaf's value is then its gradient sum / "
             "reg_lambda, a step that grows with the leaf's size; leaf_method='auto' "
             "or 'line_search' finds each leaf's minimiser"
         )
-    if split_criterion == "second_order" and not hessian.informative:
+    if split_criterion == "second_order" and not probe.informative:
         weight = resolved_min_child_weight(checked(settings, "min_child_weight"))
         warn(_second_order_without_curvature(float(weight)))
     if leaf_method == "auto":
-        leaf_method = "newton" if hessian.informative else "line_search"
+        leaf_method = "newton" if probe.informative else "line_search"
     if leaf_method == "joint_newton" and n_outputs > 1:
         raise ValueError(
             f"leaf_method: 'joint_newton' fits models of one output, this one has {n_outputs}"
         )
     if split_criterion == "auto":
-        split_criterion = "second_order" if hessian.informative else "first_order"
+        split_criterion = "second_order" if probe.informative else "first_order"
     armijo = settings.armijo
     if armijo is None:
-        armijo = leaf_method == "line_search" or hessian.negative
+        armijo = leaf_method == "line_search" or probe.negative
     chunk = settings.rounds_per_chunk
     if chunk is None:
         chunk = MONITORED_ROUNDS_PER_CHUNK if monitored else UNMONITORED_ROUNDS_PER_CHUNK
@@ -160,39 +161,39 @@ def program_config(
             if settings.use_quantized_grad
             else 0
         ),
-        narrow_line_search=not hessian.informative,
+        narrow_line_search=not probe.informative,
         subsampled=bool(numeric_settings(settings).subsample < 1.0),
         vector_row_options=n_outputs > 1 and rows_per_shard >= VECTOR_OPTIONS_ROWS,
         fast_compile=n_rows <= FAST_COMPILE_ROWS,
         count_rows=bool(numeric_settings(settings).min_child_samples > 0),
         max_leaves=tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth)),
     )
-    return cfg, _numeric_defaults(settings, cfg.hessian, hessian, n_outputs, weight_scale)
+    return cfg, _numeric_defaults(settings, cfg.hessian, probe, n_outputs, weight_scale)
 
 
 def _numeric_defaults(
-    settings: Any, hessian_name: str, hessian: HessianProbe, n_outputs: int, weight_scale: float
+    settings: Any, hessian: str, probe: HessianProbe, n_outputs: int, weight_scale: float
 ) -> NumericSettings:
     """The numeric settings, ``min_child_weight`` and ``reg_lambda`` left at
-    None measured against ``hessian``'s mean times ``weight_scale``
-    (``hessian_name``: the engine's hessian, ``"fisher"`` counting rows)."""
+    None measured against ``probe``'s mean hessian times ``weight_scale``
+    (``hessian``: the engine's hessian setting, ``"fisher"`` counting rows)."""
     hyper = numeric_settings(settings)
-    mean_hessian = hessian.mean_hessian if hessian.informative else np.nan
+    mean_hessian = probe.mean_hessian if probe.informative else np.nan
     if np.isfinite(weight_scale) and weight_scale > 0:
         mean_hessian *= weight_scale
-    if settings.min_child_weight is None and hessian_name != "fisher":  # (scaled as reg_lambda)
+    if settings.min_child_weight is None and hessian != "fisher":  # (scaled as reg_lambda)
         weight = resolved_min_child_weight(None, mean_hessian)
         hyper = hyper._replace(min_child_weight=np.float32(weight))
     if settings.reg_lambda is None:  # (a distribution's prior; a small hessian's rows)
-        reg_lambda = resolved_reg_lambda(None, hessian_name, mean_hessian)
+        reg_lambda = resolved_reg_lambda(None, hessian, mean_hessian)
         # (weights of 0.01 in float32 take 0.99999998: no warning)
-        if reg_lambda < 0.999 * POINT_REG_LAMBDA and hessian_name != "fisher":
+        if reg_lambda < 0.999 * POINT_REG_LAMBDA and hessian != "fisher":
             warn(
                 small_hessian_message(
                     mean_hessian,
                     reg_lambda,
                     float(hyper.min_child_weight),
-                    _hessian_of(hessian, n_outputs, weight_scale),
+                    _hessian_of(probe, n_outputs, weight_scale),
                     weight_given=settings.min_child_weight is not None,
                 )
             )
@@ -200,10 +201,10 @@ def _numeric_defaults(
     return hyper
 
 
-def _hessian_of(hessian: HessianProbe, n_outputs: int, weight_scale: float) -> str:
+def _hessian_of(probe: HessianProbe, n_outputs: int, weight_scale: float) -> str:
     """What a measured mean hessian is of, for the warnings: `` (output
     0 of 2, times sample_weight, of mean 0.01)``, or nothing."""
-    of = [f"output {hessian.output} of {n_outputs}"] if n_outputs > 1 else []
+    of = [f"output {probe.output} of {n_outputs}"] if n_outputs > 1 else []
     if weight_scale != 1.0:
         of.append(f"times sample_weight, of mean {weight_scale:.3g}")
     return f" ({', '.join(of)})" if of else ""
@@ -238,23 +239,23 @@ def fit_settings(
     platform = mesh.devices.flat[0].platform
     n_rows = placed.layout.n_padded * jax.process_count()  # of all processes
     if inputs.groups is not None:  # Newton leaves (no line search on groups yet)
-        hessian = HessianProbe(informative=True, negative=False)
+        probe = HessianProbe(informative=True, negative=False)
         cfg, hyper = program_config(
-            settings, loss, n_outputs, monitored, hessian, platform, rows_per_shard, n_rows
+            settings, loss, n_outputs, monitored, probe, platform, rows_per_shard, n_rows
         )
         cfg = dataclasses.replace(cfg, group_widths=bucket_widths(placed.data.groups))
         check_weight_scale(inputs.weight, hyper)
         return _with_columns(settings, cfg, inputs, placed), hyper
     # a default reg_lambda is measured against a user loss's hessian (the
     # catalogue's keep XGBoost's hessian units; Fisher scoring counts rows)
-    resolved = hessian_setting(settings, loss)
+    hessian = hessian_setting(settings, loss)
     # (and min_child_weight's, and a given one weighed against it)
-    measure = resolved != "fisher" and not is_catalogue_loss(plain(inputs.loss))
-    hessian = probe_fit(
+    measure = hessian != "fisher" and not is_catalogue_loss(plain(inputs.loss))
+    probe = probe_fit(
         loss,
         targets,
         placed.init_score,
-        resolved,
+        hessian,
         (placed.data.y, placed.data.weight),
         rows_per_shard,
         measure=measure,
@@ -262,9 +263,9 @@ def fit_settings(
     # (a leaf's hessian sums weigh each row's hessian by its weight)
     weight_scale = mean_positive_weight(inputs.weight)
     informative, negative, mean_hessian, output, weight_scale = first_process_value(
-        (*hessian, np.float64(weight_scale))
+        (*probe, np.float64(weight_scale))
     )
-    hessian = HessianProbe(
+    probe = HessianProbe(
         bool(informative),
         bool(negative),
         float(mean_hessian) / placed.loss_scale if measure else float("nan"),
@@ -275,7 +276,7 @@ def fit_settings(
         loss,
         n_outputs,
         monitored,
-        hessian,
+        probe,
         platform,
         rows_per_shard,
         n_rows,
@@ -286,8 +287,8 @@ def fit_settings(
         rows = float(np.count_nonzero(inputs.weight > 0))
         message = heavy_min_child_weight_message(
             float(hyper.min_child_weight),
-            hessian.mean_hessian * float(weight_scale) * rows,
-            _hessian_of(hessian, n_outputs, 1.0),
+            probe.mean_hessian * float(weight_scale) * rows,
+            _hessian_of(probe, n_outputs, 1.0),
         )
         if message is not None:
             warn(message)

@@ -15,6 +15,7 @@ from sklearn.utils.validation import column_or_1d
 from .. import losses as loss_catalogue
 from ..engine.group_metrics import ndcg_at
 from ..engine.groups import GroupBucket, group_count, loss_sum
+from ..losses.metadata import metadata_of
 from .estimators import _BoosterEstimator
 from .grouping import check_group_weights, grouped_rows, is_group_loss, place_groups
 from .loss_checks import target_problem
@@ -65,7 +66,7 @@ class Ranker(_BoosterEstimator, BaseEstimator):
         a query); ``fit_params`` go to ``Booster.fit``.  Returns ``self``."""
         loss = loss_catalogue.resolve(self.loss, self.loss_params)
         if not is_group_loss(loss):
-            name = getattr(loss, "name", getattr(loss, "__name__", "loss"))
+            name = metadata_of(loss).name
             raise ValueError(
                 f"loss: Ranker takes a group loss (losses.lambdarank(), losses.listnet, ...); "
                 f"{name!r} is a function of one sample: use Regressor for it"

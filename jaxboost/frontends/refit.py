@@ -36,6 +36,7 @@ from ..runtime.precision import in_float32
 
 if TYPE_CHECKING:  # optax is imported when a refit runs: 0.3 s less at every import
     import optax
+from ..losses.metadata import metadata_of
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
 from .computation_keys import keyed_loss, keyed_optimizer
@@ -284,7 +285,7 @@ def refit_leaves(
 
     Minimises ``sum_i w_i loss(y_i, F(x_i)) / sum_i w_i + l2 * sum(leaf_value^2)``
     over the leaf values of all trees at once, from their current values; the
-    splits, ``init_score_`` and everything else stay as they are.  Leaves that
+    splits, ``base_score_`` and everything else stay as they are.  Leaves that
     no row (of positive weight) reaches keep their value, as do the outputs a
     tree of a ``one_output_per_tree`` model does not predict.
 
@@ -314,7 +315,7 @@ def refit_leaves(
     targets = as_targets(y, features.shape[0])
     weight = as_weights(sample_weight, features.shape[0])
     loss = model.loss_ if loss is None else loss_catalogue.resolve(loss)
-    if getattr(loss, "per", "sample") == "group":
+    if metadata_of(loss).per == "group":
         raise ValueError(
             f"loss: refit_leaves minimises a per-sample loss; {loss.name!r} is a group loss "
             "(pass loss= a per-sample one to refit with it)"
@@ -353,7 +354,7 @@ def refit_leaves(
     leaf_value, objective = program(
         data,
         forest,
-        jax.device_put(np.asarray(model.init_score_, np.float32), replicated),
+        jax.device_put(np.asarray(model.base_score_, np.float32), replicated),
         jax.device_put(_trainable_outputs(model), replicated),
         jax.device_put(np.float32(l2), replicated),
     )

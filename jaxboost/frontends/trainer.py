@@ -119,7 +119,7 @@ def _model_fields(inputs: FitInputs, placed: PlacedRows, forest: Tree, train_los
     forest, train_loss = joined(inputs.continued, forest, train_loss)
     fields = {
         "forest_": forest,
-        "init_score_": placed.init_score,
+        "base_score_": placed.init_score,
         "bin_edges_": placed.edges,
         "loss_": plain(inputs.loss),
         "n_outputs_": inputs.n_outputs,
