@@ -178,10 +178,11 @@ class Booster:
         }
         hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
         loss = loss_catalogue.resolve(self.loss, self.loss_params)
-        if holds_out(self.early_stopping, hessian, loss, coded._asdict()):
-            self.model_ = train_with_holdout(settings, arguments, coded, categories, **watching)
+        held_out = holds_out(self.early_stopping, hessian, loss, coded._asdict())
+        inputs = fit_inputs(settings, coded)._replace(categories=categories)
+        if held_out:
+            self.model_ = train_with_holdout(settings, inputs, **watching)
         else:
-            inputs = fit_inputs(settings, coded)._replace(categories=categories)
             self.model_ = train(
                 settings, inputs, early_stopping_rounds=early_stopping_rounds, **watching
             )

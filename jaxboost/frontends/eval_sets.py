@@ -16,6 +16,7 @@ from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from .grouping import grouped_eval_set
 from .loss_checks import check_target_domain
 from .monitor import EvalSet
+from .offsets import start_scores
 from .validation import as_features, as_targets, as_weights, check_columns, feature_names
 
 
@@ -72,9 +73,23 @@ def prepare_eval_sets(
             X = jnp.asarray(pad_rows(X, X.shape[0], aligned=in_place_on(jax.default_backend())))
             sets.append(EvalSet(name, X, jnp.asarray(y), jnp.asarray(weight), groups))
             continue
-        n_padded = bucket_size(X.shape[0])
-        weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
-        X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
-        y = jnp.asarray(pad_rows(y, n_padded))
-        sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
+        sets.append(padded_eval_set(name, X, y, weight))
     return sets
+
+
+def padded_eval_set(
+    name: str, X: np.ndarray, y: np.ndarray, weight: np.ndarray, offsets: np.ndarray | None = None
+) -> EvalSet:
+    """An evaluation set of checked rows (``X (n_rows, n_features)``
+    float32, ``y``, ``weight (n_rows,)``, ``offsets (n_rows, K)`` or None)
+    padded to a bucket of rows, weight 0 on the padding, and placed on the
+    default device."""
+    n_padded = bucket_size(X.shape[0])
+    weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
+    X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
+    y = jnp.asarray(pad_rows(y, n_padded))
+    evaluated = EvalSet(name, X, y, jnp.asarray(weight))
+    if offsets is None:
+        return evaluated
+    padded = start_scores(np.zeros(offsets.shape[1], np.float32), offsets, n_padded)
+    return evaluated._replace(offset=jnp.asarray(padded))
