@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 
 import jaxboost as jb
-from jaxboost.frontends.model_file import ModelFileError, document_checksum
+from jaxboost.frontends.file_format import ModelFileError, document_checksum
 
 SETTINGS = {"n_estimators": 10, "max_depth": 3}
 
