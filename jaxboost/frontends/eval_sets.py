@@ -5,7 +5,8 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from .grouping import grouped_eval_set
 from .loss_checks import check_target_domain
 from .monitor import EvalSet
-from .offsets import start_scores
+from .offsets import as_offsets, start_scores
 from .validation import as_features, as_targets, as_weights, check_columns, feature_names
 
 
@@ -93,3 +94,35 @@ def padded_eval_set(
         return evaluated
     padded = start_scores(np.zeros(offsets.shape[1], np.float32), offsets, n_padded)
     return evaluated._replace(offset=jnp.asarray(padded))
+
+
+def with_eval_offsets(
+    eval_sets: list[EvalSet],
+    given: Sequence[Any] | None,
+    eval_set: Any,
+    n_outputs: int,
+    loss: Any = None,
+) -> list[EvalSet]:
+    """``eval_sets`` holding ``given`` (``fit``'s ``eval_init_score``: one
+    entry per set, each None or the set's offsets), checked against each
+    set's rows (``eval_set``: the sets as given; ``loss`` names the
+    columns) and padded as the set is."""
+    if given is None:
+        return eval_sets
+    given = list(given)
+    if len(given) != len(eval_sets):
+        raise ValueError(
+            f"eval_init_score: expected one entry per eval_set ({len(eval_sets)}), got "
+            f"{len(given)} (None for a set without offsets)"
+        )
+    sets = []
+    for index, (evaluated, offsets, pair) in enumerate(zip(eval_sets, given, eval_set)):
+        name = f"eval_init_score[{index}]"
+        offsets = as_offsets(offsets, len(pair[0]), n_outputs, name, loss)
+        if offsets is not None and evaluated.groups:
+            raise ValueError(f"{name}: evaluation sets with groups take no offsets yet")
+        if offsets is not None:
+            padded = start_scores(np.zeros(n_outputs, np.float32), offsets, evaluated.X.shape[0])
+            evaluated = evaluated._replace(offset=jnp.asarray(padded))
+        sets.append(evaluated)
+    return sets

@@ -8,6 +8,8 @@ float64's sums leave float32's range (`jaxboost.runtime.precision`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import numpy as np
 
@@ -24,6 +26,8 @@ from ..runtime.distributed import fetch, gather, replicated
 from ..runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
 from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
+from .computation_keys import keyed_loss
+from .offsets import OffsetLoss
 
 
 def start_init_score(
@@ -139,3 +143,19 @@ def _float32_scale(loss, rows, score: np.ndarray) -> float | None:
     gathered = gather(np.array([no_scale if exponent is None else exponent], np.int32))
     largest = int(np.max(gathered))
     return None if largest == no_scale else float32_scale(largest)
+
+
+def search_rows(
+    loss: Callable,
+    targets: np.ndarray,
+    offsets: np.ndarray,
+    n_outputs: int,
+    widths: tuple[int, ...] | None,
+) -> tuple[Callable, np.ndarray]:
+    """The loss and the ``(n_rows, T + K)`` float32 rows the initial score's
+    search runs on (`OffsetLoss`), keyed as a fit's loss is (``widths``: a
+    group loss's padded group lengths, else None)."""
+    columns = targets.reshape(targets.shape[0], -1)
+    rows = np.concatenate([columns, offsets], axis=1).astype(np.float32)
+    wrapped = OffsetLoss(loss, n_outputs, targets.ndim - 1)
+    return keyed_loss(wrapped, rows.shape[1:], n_outputs, widths), rows

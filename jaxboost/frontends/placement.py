@@ -39,9 +39,9 @@ from .grouping import (
     place_groups,
     placement_shapes,
 )
-from .initial_score_search import finite_init_score, start_init_score
+from .initial_score_search import finite_init_score, search_rows, start_init_score
 from .monitor import EvalSet
-from .offsets import search_rows, start_scores
+from .offsets import start_scores
 from .row_binning import bin_edges, shard_rows, trained_columns
 from .settings import draw_seed, given_base_score
 
@@ -262,7 +262,7 @@ def _compile_ahead(settings, inputs: FitInputs, rows: tuple, rows_per_shard: int
 
 def _with_offsets(inputs: FitInputs, targets: np.ndarray, offsets: np.ndarray):
     """``(loss, targets)`` whose loss at a score is ``inputs.loss`` at the
-    score plus each row's offset (`jaxboost.frontends.offsets.search_rows`)."""
+    score plus each row's offset (`jaxboost.frontends.initial_score_search.search_rows`)."""
     widths = None if inputs.groups is None else group_widths(inputs.groups.sizes)
     return search_rows(inputs.loss, targets, offsets, inputs.n_outputs, widths=widths)
 
