@@ -125,7 +125,9 @@ def _check_shapes(state: dict, params: dict) -> None:
     """Every field's shape agrees with the others and with the settings."""
     forest, n_outputs, n_features = state["forest_"], state["n_outputs_"], state["n_features_in_"]
     if n_outputs < 1 or n_features < 1:
-        raise file_error("state", f"n_outputs_={n_outputs}, n_features_in_={n_features}: expected >= 1")
+        raise file_error(
+            "state", f"n_outputs_={n_outputs}, n_features_in_={n_features}: expected >= 1"
+        )
     n_trees, n_nodes = forest.feature.shape
     depth = (n_nodes + 1).bit_length() - 1
     if n_nodes < 1 or 2**depth != n_nodes + 1:
@@ -155,7 +157,9 @@ def _check_shapes(state: dict, params: dict) -> None:
             f"max_bins in [2, 255]], got {list(edges.shape)}",
         )
     if "max_depth" in params and params["max_depth"] != depth:
-        raise file_error("params.max_depth", f"{params['max_depth']!r} differs from the trees' {depth}")
+        raise file_error(
+            "params.max_depth", f"{params['max_depth']!r} differs from the trees' {depth}"
+        )
     # a fit keeps only the value bins its features use (binning.trim_unused_bins)
     if "max_bins" in params and not params["max_bins"] >= edges.shape[1]:
         raise file_error(
@@ -209,7 +213,9 @@ def _check_values(state: dict) -> None:
     if forest.threshold_bin.min() < 0 or forest.threshold_bin.max() >= n_bins:
         raise file_error("state.forest_.threshold_bin", f"bin outside [0, {n_bins})")
     if not np.array_equal(forest.threshold, edges[forest.feature, forest.threshold_bin]):
-        raise file_error("state.forest_.threshold", "thresholds differ from the bin edges they split at")
+        raise file_error(
+            "state.forest_.threshold", "thresholds differ from the bin edges they split at"
+        )
     for name, values in (("leaf_value", forest.leaf_value), ("split_gain", forest.split_gain)):
         if not np.all(np.isfinite(values)):
             raise file_error(f"state.forest_.{name}", "not finite")

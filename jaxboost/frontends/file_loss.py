@@ -54,7 +54,12 @@ def encode_loss(loss: Any) -> dict:
             same = False
         if same:
             n_outputs = loss.n_outputs
-            return {"name": name, "params": plain_json(params), "link": link, "n_outputs": n_outputs}
+            return {
+                "name": name,
+                "params": plain_json(params),
+                "link": link,
+                "n_outputs": n_outputs,
+            }
     return {"name": None, "link": link}
 
 

@@ -89,7 +89,9 @@ def _read_json(path: str | os.PathLike, max_bytes: int) -> Any:
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size > max_bytes:
-            raise file_error("file", f"{size} bytes is over the limit of {max_bytes} bytes (max_bytes)")
+            raise file_error(
+                "file", f"{size} bytes is over the limit of {max_bytes} bytes (max_bytes)"
+            )
         raw = file.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise file_error("file", f"over the limit of {max_bytes} bytes (max_bytes)")
@@ -200,4 +202,3 @@ def read_model(
     else:
         loss = MissingLoss(info["link"], state["n_outputs_"])
     return params, loss, state, document.get("estimator")
-

@@ -235,7 +235,6 @@ def _score_search(settings, inputs: FitInputs, mesh, layout, targets, offsets, y
     )
 
 
-
 def _placed_order(inputs: FitInputs, mesh, offsets: np.ndarray | None) -> tuple:
     """``(placement, layout, features, targets, offsets, weight)`` in the
     order the rows are placed: their own (placement None), or a group
