@@ -2,12 +2,13 @@
 process's rows, a categorical column's one bin per code, or a continued
 model's), the columns trained on (those that can split), and each
 device's shard of rows binned on that device (`jaxboost.engine.binning`);
-`jaxboost.frontends.placement` places the rows.
+`jaxboost.frontends.placement` places the rows.  ``inputs``: the fit's
+checked inputs (`jaxboost.frontends.placement.FitInputs`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import jax
 import numpy as np
@@ -23,11 +24,8 @@ from .categories import category_edges
 from .grouping import GroupPlacement
 from .settings import UNMONITORED_ROUNDS_PER_CHUNK, check_histogram_memory, tree_leaves
 
-if TYPE_CHECKING:
-    from .placement import FitInputs
 
-
-def bin_edges(settings, inputs: FitInputs, seed: np.uint32, first_row: int) -> np.ndarray:
+def bin_edges(settings, inputs: Any, seed: np.uint32, first_row: int) -> np.ndarray:
     """The features' bin edges (`jaxboost.engine.binning`): a continued
     fit's model's (its trees' thresholds are those edges), else fitted on
     ``inputs.features`` (rows from ``first_row`` of all processes'), a
@@ -47,7 +45,7 @@ def bin_edges(settings, inputs: FitInputs, seed: np.uint32, first_row: int) -> n
     return trim_unused_bins(edges)
 
 
-def trained_columns(settings, inputs: FitInputs, edges: np.ndarray, mesh) -> np.ndarray | None:
+def trained_columns(settings, inputs: Any, edges: np.ndarray, mesh) -> np.ndarray | None:
     """The columns trained on: those that can split (a constant column has
     no split: the trees are the same without it; None: all), after
     checking their histograms fit in the devices' memory."""
