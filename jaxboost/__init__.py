@@ -16,9 +16,9 @@ from . import losses
 from .engine.metrics import metric
 from .engine.tree import Tree
 from .frontends.booster import Booster
+from .frontends.file_format import ModelFileError
 from .frontends.loading import load_model as load
 from .frontends.loss_derivatives import derivatives
-from .frontends.model_file import ModelFileError
 from .frontends.monitor import CallbackEnv
 from .frontends.refit import refit_leaves
 from .runtime import distributed

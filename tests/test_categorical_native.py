@@ -20,7 +20,7 @@ from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_b
 from jaxboost.engine.categorical import CategoricalSettings, categorical_search
 from jaxboost.engine.predict import predict_forest, predict_forest_native
 from jaxboost.engine.tree import TreeParams, grow_tree
-from jaxboost.frontends import placement as placement_module
+from jaxboost.frontends import initial_score_search, row_binning
 from jaxboost.frontends import program_settings as settings_module
 from jaxboost.kernels.category_order import native_category_order, native_category_sums
 from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS, route_rows
@@ -190,7 +190,7 @@ def _fit_and_predict(monkeypatch, native, X, y, X_new):
     kernels or, ``native`` False, on the XLA ones as where none build."""
     if not native:
         xla = KernelChoice(histogram="packed", leaf="reference", native=False)
-        for module in (settings_module, placement_module):
+        for module in (settings_module, row_binning, initial_score_search):
             monkeypatch.setattr(module, "kernels_for", lambda platform: xla)
     sorted_natively = []
     native_sums = categorical_module.native_category_sums

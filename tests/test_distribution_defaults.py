@@ -1,6 +1,7 @@
-"""The defaults of a Fisher-scored fit (jaxboost.frontends.distribution_defaults):
-a prior of 5 rows and rounds chosen on held-out rows, only where the user
-set neither, and never for a point loss."""
+"""The defaults of a Fisher-scored fit: a prior of 5 rows
+(jaxboost.frontends.regularisation_defaults) and rounds chosen on held-out
+rows (jaxboost.frontends.holdout), only where the user set neither, and
+never for a point loss."""
 
 import numpy as np
 import pandas as pd

@@ -31,7 +31,7 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine import scoring_rules
 from jaxboost.engine.metrics import resolve_metric
-from jaxboost.frontends import distribution_predict, model_file
+from jaxboost.frontends import distribution_predict, file_loss
 from jaxboost.frontends.loss_checks import check_target_spread
 
 # a target inside each family's domain
@@ -444,9 +444,9 @@ def test_every_family_is_rebuilt_from_a_model_file_by_name(family, censored):
     if censored and losses.FAMILIES[family].log_survival is None:
         return  # refused, see test_bad_arguments_name_the_argument
     loss = losses.distribution(family, censored=censored)
-    saved = json.loads(json.dumps(model_file._encode_loss(loss)))
+    saved = json.loads(json.dumps(file_loss.encode_loss(loss)))
     assert saved["name"] == f"distribution:{family}"
-    assert model_file._rebuild_loss(model_file._decode_loss(saved)) is loss
+    assert file_loss.rebuild_loss(file_loss.decode_loss(saved)) is loss
 
 
 def test_errors_for_a_model_that_predicts_no_distribution(diabetes):

@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 
 import jaxboost as jb
-from jaxboost.frontends.model_file import ModelFileError, document_checksum
+from jaxboost.frontends.file_format import ModelFileError, document_checksum
 
 SETTINGS = {"n_estimators": 10, "max_depth": 3}
 
@@ -326,3 +326,28 @@ def test_an_array_of_text_meets_the_boosters_answer(diabetes):
     strings[:, 0] = text[:, 1]
     with pytest.raises(ValueError, match=r"eval_set\[0\] X: .*categorical_features=\[0\]"):
         jb.Regressor(**SETTINGS).fit(numbers, y, eval_set=[(strings, y)])
+
+
+def test_the_estimators_predict_through_the_models_one_link(diabetes, monkeypatch):
+    """`predict`, `staged_predict` and `predict_proba` are the model's
+    link of the raw scores (they applied the link themselves), and equal
+    ``booster_.predict`` on a frame with category and text columns."""
+    from jaxboost.frontends.model import Model
+
+    X, y = diabetes
+    X = X.assign(bmi_band=X["bmi_band"].astype(str))  # a text column: a category one too
+    links = []
+    link = Model.link
+    monkeypatch.setattr(Model, "link", lambda self, raw: links.append(1) or link(self, raw))
+    regressor = jb.Regressor(loss="poisson", **SETTINGS).fit(X, y)
+    predicted = regressor.predict(X)
+    assert links and [table.column for table in regressor.categories_] == [1, 10]
+    np.testing.assert_array_equal(predicted, regressor.booster_.predict(X))
+    np.testing.assert_allclose(predicted, np.exp(regressor.booster_.predict_raw(X)), rtol=1e-6)
+    # (the staged sums add the rounds in another order: float32 rounding apart)
+    np.testing.assert_allclose(list(regressor.staged_predict(X))[-1], predicted, rtol=1e-6)
+    classifier = jb.Classifier(**SETTINGS).fit(X, y > 140)
+    links.clear()
+    proba = classifier.predict_proba(X)
+    assert links
+    np.testing.assert_array_equal(proba[:, 1], classifier.booster_.predict(X))

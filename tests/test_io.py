@@ -21,8 +21,7 @@ import pytest
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost import Booster, losses
 from jaxboost.engine.tree import Tree
-from jaxboost.frontends.loading import load_model
-from jaxboost.frontends.model_file import (
+from jaxboost.frontends.file_format import (
     FOREST_FIELDS,
     FORMAT_VERSION,
     ModelFileError,
@@ -30,8 +29,9 @@ from jaxboost.frontends.model_file import (
     decode_array,
     document_checksum,
     encode_array,
-    save_model,
 )
+from jaxboost.frontends.loading import load_model
+from jaxboost.frontends.model_file import save_model
 
 N_ROWS, N_FEATURES = 120, 4
 SMALL = {"n_estimators": 4, "max_depth": 2, "max_bins": 16, "learning_rate": 0.3}

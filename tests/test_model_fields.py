@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
+from jaxboost.frontends.file_format import STATE_FIELDS
 from jaxboost.frontends.model_fields import MODEL_FIELDS, saved_name
-from jaxboost.frontends.model_file import STATE_FIELDS
 from jaxboost.frontends.refit import refit_leaves
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -238,7 +238,7 @@ def test_every_kernel_grows_the_same_tree_packed(kernel, quantised):
 
 
 def test_constant_columns_are_left_out_and_the_trees_are_the_same(monkeypatch):
-    from jaxboost.frontends import placement
+    from jaxboost.frontends import row_binning
 
     rng = np.random.default_rng(3)
     n = 2000
@@ -252,7 +252,7 @@ def test_constant_columns_are_left_out_and_the_trees_are_the_same(monkeypatch):
     without = jb.Booster(**settings).fit(X, y, **fit)
     kept = splittable_columns(without.bin_edges_, X)
     np.testing.assert_array_equal(kept, [0, 2, 3, 5, 6, 7])  # trained without 1 and 4
-    monkeypatch.setattr(placement, "splittable_columns", lambda edges, features: None)
+    monkeypatch.setattr(row_binning, "splittable_columns", lambda edges, features: None)
     every = jb.Booster(**settings).fit(X, y, **fit)
     np.testing.assert_array_equal(without.forest_.feature, every.forest_.feature)
     np.testing.assert_array_equal(without.forest_.threshold_bin, every.forest_.threshold_bin)

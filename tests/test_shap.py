@@ -281,7 +281,7 @@ def test_covers_survive_a_file_and_a_file_without_them_says_what_to_do(tmp_path)
     document["version"] = 4
     del document["state"]["forest_"]["leaf_cover"]
     del document["checksums"]["state.forest_.leaf_cover"]
-    from jaxboost.frontends.model_file import document_checksum
+    from jaxboost.frontends.file_format import document_checksum
 
     document["checksum"] = document_checksum(document)
     path.write_text(json.dumps(document))

@@ -3,12 +3,15 @@
 (jaxboost.frontends.holdout) are two calls of it."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import jaxboost as jb
 from jaxboost.frontends import fit_inputs as fit_inputs_module
 from jaxboost.frontends.fit_inputs import FitArguments, fit_inputs
+from jaxboost.frontends.holdout import PATIENCE, holdout_rows
 from jaxboost.frontends.model import Model
+from jaxboost.frontends.settings import draw_seed
 from jaxboost.frontends.settings_table import settings_record
 from jaxboost.frontends.trainer import train
 
@@ -44,13 +47,16 @@ def test_a_record_of_the_settings_is_frozen_for_the_fit():
 
 
 def test_a_holdout_fit_enters_fit_once_and_checks_all_rows_once(monkeypatch):
-    """The holdout's fits are trainer calls: ``Booster.fit`` runs once (it
-    ran three times, copies of the Booster re-entering it), all rows are
-    checked once and the kept rows once."""
+    """The holdout's fits are trainer calls on one checked record:
+    ``Booster.fit`` runs once (it ran three times, copies of the Booster
+    re-entering it), and the rows are checked and their categories fitted
+    once (the kept rows were checked and their categories fitted again)."""
     X, y = _data(n_rows=60)
-    fits, checked = [], []
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "cut": np.array(["x", "y", "z"] * 20)})
+    fits, checked, category_fits = [], [], []
     fit = jb.Booster.fit
     check = fit_inputs_module.checked_inputs
+    fit_categories = fit_inputs_module.fit_categories
     monkeypatch.setattr(
         jb.Booster, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k)
     )
@@ -59,8 +65,29 @@ def test_a_holdout_fit_enters_fit_once_and_checks_all_rows_once(monkeypatch):
         checked.append(len(arguments.y))
         return check(settings, arguments)
 
+    def counted_categories(X, *args):
+        category_fits.append(len(X))
+        return fit_categories(X, *args)
+
     monkeypatch.setattr(fit_inputs_module, "checked_inputs", counted)
-    booster = jb.Booster(loss="gaussian_nll", **{**SMALL, "n_estimators": 4}).fit(X, y)
+    monkeypatch.setattr(fit_inputs_module, "fit_categories", counted_categories)
+    booster = jb.Booster(loss="gaussian_nll", **{**SMALL, "n_estimators": 4}).fit(frame, y)
     assert len(fits) == 1
-    assert checked == [60, 48]  # all rows, then the kept ones (a fifth held out)
+    assert checked == [60] and category_fits == [60]
     assert booster.evals_result_ and booster.n_estimators_ >= 1
+
+
+def test_the_holdouts_first_fit_is_a_fit_of_the_kept_rows_watching_the_held_ones():
+    X, y = _data(n_rows=60)
+    settings = {**SMALL, "n_estimators": 6, "learning_rate": 0.5}
+    booster = jb.Booster(loss="gaussian_nll", early_stopping=True, **settings).fit(X, y)
+    held = holdout_rows(60, int(draw_seed(SMALL["random_state"])))
+    watched = jb.Booster(loss="gaussian_nll", early_stopping=False, **settings).fit(
+        X[~held], y[~held], eval_set=[(X[held], y[held])], early_stopping_rounds=PATIENCE
+    )
+    np.testing.assert_allclose(
+        booster.evals_result_["validation_0"]["loss"],
+        watched.evals_result_["validation_0"]["loss"],
+        rtol=1e-6,
+    )
+    assert booster.best_iteration_ == watched.best_iteration_

@@ -123,11 +123,12 @@ def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkey
     X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     y = X[:, 0].copy()
     import jaxboost.frontends.placement
+    import jaxboost.frontends.row_binning
 
     # 1 GiB a device; depth 17 with 3 features and 256 bins needs 16 x 3 x 2^16
     # x 256 x 2 bytes, 1.5 GiB.  The bins a fit needs are known from the bin
     # edges (a sample of rows), before any row is binned.
-    monkeypatch.setattr(jaxboost.frontends.placement, "memory_per_device", lambda devices: 2**30)
+    monkeypatch.setattr(jaxboost.frontends.row_binning, "memory_per_device", lambda devices: 2**30)
     monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _no_binning)
     message = r"max_depth: 17 needs about 1\.5 GiB per device: .* more than the 1\.0 GiB"
     with pytest.raises(ValueError, match=message):
@@ -138,11 +139,12 @@ def test_a_deep_leafwise_tree_is_weighed_by_its_live_nodes(monkeypatch):
     X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     y = X[:, 0].copy()
     import jaxboost.frontends.placement
+    import jaxboost.frontends.row_binning
 
     # The depth-17 tree above, grown leaf-wise with 31 leaves: its levels
     # hold histograms for at most 30 live nodes, so it fits in 1 GiB and the
     # fit goes on to bin the rows.
-    monkeypatch.setattr(jaxboost.frontends.placement, "memory_per_device", lambda devices: 2**30)
+    monkeypatch.setattr(jaxboost.frontends.row_binning, "memory_per_device", lambda devices: 2**30)
     monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _reached_binning)
     booster = jb.Booster(n_estimators=1, max_depth=17, grow_policy="lossguide", max_leaves=31)
     with pytest.raises(_BinningReached):

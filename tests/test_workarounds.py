@@ -155,7 +155,7 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
     emitters (where the jaxlib has them), the fused one too, and both paths
     fit the same model."""
     from jaxboost.engine import round_programs, training
-    from jaxboost.frontends import placement
+    from jaxboost.frontends import initial_score_search
     from jaxboost.frontends import program_settings as settings_module
     from jaxboost.runtime.workarounds import FAST_COMPILE_ROWS, fast_compile_options
 
@@ -183,6 +183,6 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
     loss = lambda y, f: jnp.logaddexp(f - y, y - f)
     fast = Booster(loss=loss, n_estimators=20, max_depth=3).fit(X, y)
     monkeypatch.setattr(settings_module, "FAST_COMPILE_ROWS", 0)
-    monkeypatch.setattr(placement, "FAST_COMPILE_ROWS", 0)  # (the initial score's too)
+    monkeypatch.setattr(initial_score_search, "FAST_COMPILE_ROWS", 0)  # (the initial score's too)
     default = Booster(loss=loss, n_estimators=20, max_depth=3).fit(X, y)
     np.testing.assert_array_equal(fast.predict_raw(X), default.predict_raw(X))

@@ -1,10 +1,10 @@
 """``Booster``: the settings, ``fit`` and the fitted model, behind one
 XGBoost-like class.
 
-``fit`` checks its arguments into one record
-(`jaxboost.frontends.fit_inputs`), hands them with a frozen record of the
-settings to `jaxboost.frontends.trainer.train` (or, holding rows out for
-early stopping, to `jaxboost.frontends.holdout`), and keeps the
+``fit`` hands its arguments with a frozen record of the settings to
+`jaxboost.frontends.fitting.fit_model` (checked into one record, then
+trained: `jaxboost.frontends.trainer.train`, or, holding rows out for
+early stopping, `jaxboost.frontends.holdout`), and keeps the
 `jaxboost.frontends.model.Model` it returns in ``model_``.  Prediction is
 the model's; the fitted attributes (``forest_``, ``base_score_``, ...: the
 fields of `jaxboost.frontends.model_fields`) read through to it.
@@ -18,23 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import losses as loss_catalogue
 from ..runtime.devices import device_keys, devices_from_keys
 from ..runtime.distributed import stops_when_a_process_leaves
 from ..runtime.precision import in_float32
-from .distribution_defaults import holds_out
 from .distribution_predict import checked_levels
 from .export import check_path, export_model
-from .fit_inputs import FitArguments, category_tables, coded_arguments, fit_inputs
-from .holdout import train_with_holdout
+from .fit_inputs import FitArguments
+from .fitting import fit_model
 from .loss_params import nested_params, pop_nested, set_nested
 from .model import ABSENT, FIELD_NAMES, Model
 from .model_fields import MODEL_FIELDS, RENAMED_FIELDS, renamed_field, with_current_names
 from .model_file import save_model
 from .program_settings import check_all_settings
-from .settings import choice
-from .settings_table import BOOSTER, HESSIAN_SETTINGS, settings_of, settings_record, takes_settings
-from .trainer import train
+from .settings_table import BOOSTER, settings_of, settings_record, takes_settings
 
 
 @takes_settings(BOOSTER)
@@ -154,38 +150,29 @@ class Booster:
         """
         check_all_settings(self)
         settings = settings_record(self)
-        categories = category_tables(settings, X, init_model)
         arguments = FitArguments(
-            X,
-            y,
-            sample_weight,
-            eval_set,
-            eval_sample_weight,
-            eval_metric,
-            early_stopping_rounds,
-            group,
-            qid,
-            eval_group,
-            eval_qid,
-            init_score,
-            eval_init_score,
-            init_model,
+            X=X,
+            y=y,
+            sample_weight=sample_weight,
+            eval_set=eval_set,
+            eval_sample_weight=eval_sample_weight,
+            eval_metric=eval_metric,
+            early_stopping_rounds=early_stopping_rounds,
+            group=group,
+            qid=qid,
+            eval_group=eval_group,
+            eval_qid=eval_qid,
+            init_score=init_score,
+            eval_init_score=eval_init_score,
+            init_model=init_model,
         )
-        coded = coded_arguments(arguments, categories)
-        watching = {
-            "callbacks": callbacks,
-            "verbose": verbose,
-            "seen_as": functools.partial(self._holding, settings),
-        }
-        hessian = choice("hessian", self.hessian, HESSIAN_SETTINGS)
-        loss = loss_catalogue.resolve(self.loss, self.loss_params)
-        if holds_out(self.early_stopping, hessian, loss, coded._asdict()):
-            self.model_ = train_with_holdout(settings, arguments, coded, categories, **watching)
-        else:
-            inputs = fit_inputs(settings, coded)._replace(categories=categories)
-            self.model_ = train(
-                settings, inputs, early_stopping_rounds=early_stopping_rounds, **watching
-            )
+        self.model_ = fit_model(
+            settings,
+            arguments,
+            callbacks=callbacks,
+            verbose=verbose,
+            seen_as=functools.partial(self._holding, settings),
+        )
         # what the model was fitted with, which save writes whatever
         # set_params does after (a file's params must describe its trees)
         self._fitted_settings = {  # (not devices: a file holds none, and they do not pickle)

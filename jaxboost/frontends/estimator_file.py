@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .model_file import ModelFileError, check_keys, decode_params, encode_params
+from .file_format import ModelFileError, check_keys, decode_params, encode_params
 
 ESTIMATOR_CLASSES = ("Regressor", "Classifier", "Ranker")
 _KEYS = ("class", "loss", "params", "state")

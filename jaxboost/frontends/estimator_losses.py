@@ -18,11 +18,6 @@ from .. import losses as loss_catalogue
 from ..losses.metadata import LossMetadata, metadata_of
 
 
-def link_function(link: str | Callable) -> Callable:
-    """A link name (see ``losses.links``) or a callable -> the callable."""
-    return link if callable(link) else loss_catalogue.links.get(link)
-
-
 class SumOverTargets:
     """``loss(y, f) = sum_k base(y_k, f_k)``: an elementwise loss made multi-target.
 

@@ -30,7 +30,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .. import losses as loss_catalogue
-from ..engine.predict import apply_link
 from ..losses.distribution_loss import as_distribution_loss
 from ..losses.metadata import metadata_of
 from ..runtime.devices import check_devices, device_keys, devices_from_keys
@@ -38,7 +37,7 @@ from .booster import Booster
 from .categories import CategoryColumn, frame_category_columns
 from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
-from .estimator_losses import SumOverTargets, WithLink, classifier_loss, link_function
+from .estimator_losses import SumOverTargets, WithLink, classifier_loss
 from .export import check_path, export_model
 from .loss_params import nested_params, pop_nested, set_nested
 from .model_fields import renamed_field, with_current_names
@@ -364,8 +363,8 @@ class Regressor(RegressorMixin, _BoosterEstimator):
             raise ValueError(f"{name}: expected numeric targets ({error})") from None
 
     def _response(self, raw: np.ndarray) -> np.ndarray:
-        link = link_function(metadata_of(self.booster_.loss_).link)
-        return np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
+        # the model's link: booster_.predict and a saved file's predict through it
+        return np.asarray(self.booster_.model_.link(raw), dtype=np.float64)
 
     def predict(self, X: Any, init_score: Any = None, pred_contrib: bool = False) -> np.ndarray:
         """Predictions on the response scale (the loss's link applied to the raw
@@ -532,9 +531,17 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         self._fit_booster(X, encoded.astype(np.float32), sample_weight, loss, n_outputs, fit_params)
         return self
 
+    def _linked_model(self) -> Any:
+        """``booster_``'s model, whose link gives the probabilities (a pickle
+        of an older jaxboost may hold a callable declaring none: the
+        sigmoid or softmax it was fitted to predict through)."""
+        model = self.booster_.model_
+        if getattr(model.loss_, "link", None) is None:
+            model = model.replace(loss_=classifier_loss(model.loss_, model.n_outputs_))
+        return model
+
     def _proba(self, raw: np.ndarray) -> np.ndarray:
-        link = link_function(metadata_of(self.booster_.loss_).link)  # WithLink: declared
-        proba = np.asarray(apply_link(link, np.asarray(raw, np.float32)), dtype=np.float64)
+        proba = np.asarray(self._linked_model().link(raw), dtype=np.float64)
         if proba.ndim == 1:
             proba = np.column_stack([1.0 - proba, proba])
         return proba / proba.sum(axis=1, keepdims=True)
@@ -575,7 +582,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
         if pred_contrib:
             return self._contributions(X, init_score)
         raw = self._raw(X, init_score)
-        link = metadata_of(self.booster_.loss_).link
+        link = metadata_of(self._linked_model().loss_).link
         if isinstance(link, str) and link in ("sigmoid", "softmax"):
             decision = self._decision(raw)
             if decision.ndim == 1:

@@ -5,7 +5,8 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +17,7 @@ from ..runtime.padding import bucket_size, in_place_on, pad_rows
 from .grouping import grouped_eval_set
 from .loss_checks import check_target_domain
 from .monitor import EvalSet
+from .offsets import as_offsets, start_scores
 from .validation import as_features, as_targets, as_weights, check_columns, feature_names
 
 
@@ -72,9 +74,55 @@ def prepare_eval_sets(
             X = jnp.asarray(pad_rows(X, X.shape[0], aligned=in_place_on(jax.default_backend())))
             sets.append(EvalSet(name, X, jnp.asarray(y), jnp.asarray(weight), groups))
             continue
-        n_padded = bucket_size(X.shape[0])
-        weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
-        X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
-        y = jnp.asarray(pad_rows(y, n_padded))
-        sets.append(EvalSet(name, X, y, jnp.asarray(weight)))
+        sets.append(padded_eval_set(name, X, y, weight))
+    return sets
+
+
+def padded_eval_set(
+    name: str, X: np.ndarray, y: np.ndarray, weight: np.ndarray, offsets: np.ndarray | None = None
+) -> EvalSet:
+    """An evaluation set of checked rows (``X (n_rows, n_features)``
+    float32, ``y``, ``weight (n_rows,)``, ``offsets (n_rows, K)`` or None)
+    padded to a bucket of rows, weight 0 on the padding, and placed on the
+    default device."""
+    n_padded = bucket_size(X.shape[0])
+    weight = np.concatenate([weight, np.zeros(n_padded - X.shape[0], np.float32)])
+    X = jnp.asarray(pad_rows(X, n_padded, aligned=in_place_on(jax.default_backend())))
+    y = jnp.asarray(pad_rows(y, n_padded))
+    evaluated = EvalSet(name, X, y, jnp.asarray(weight))
+    if offsets is None:
+        return evaluated
+    padded = start_scores(np.zeros(offsets.shape[1], np.float32), offsets, n_padded)
+    return evaluated._replace(offset=jnp.asarray(padded))
+
+
+def with_eval_offsets(
+    eval_sets: list[EvalSet],
+    given: Sequence[Any] | None,
+    eval_set: Any,
+    n_outputs: int,
+    loss: Any = None,
+) -> list[EvalSet]:
+    """``eval_sets`` holding ``given`` (``fit``'s ``eval_init_score``: one
+    entry per set, each None or the set's offsets), checked against each
+    set's rows (``eval_set``: the sets as given; ``loss`` names the
+    columns) and padded as the set is."""
+    if given is None:
+        return eval_sets
+    given = list(given)
+    if len(given) != len(eval_sets):
+        raise ValueError(
+            f"eval_init_score: expected one entry per eval_set ({len(eval_sets)}), got "
+            f"{len(given)} (None for a set without offsets)"
+        )
+    sets = []
+    for index, (evaluated, offsets, pair) in enumerate(zip(eval_sets, given, eval_set)):
+        name = f"eval_init_score[{index}]"
+        offsets = as_offsets(offsets, len(pair[0]), n_outputs, name, loss)
+        if offsets is not None and evaluated.groups:
+            raise ValueError(f"{name}: evaluation sets with groups take no offsets yet")
+        if offsets is not None:
+            padded = start_scores(np.zeros(n_outputs, np.float32), offsets, evaluated.X.shape[0])
+            evaluated = evaluated._replace(offset=jnp.asarray(padded))
+        sets.append(evaluated)
     return sets

@@ -40,7 +40,7 @@ from .continued import (
     fitted_model,
     with_model_scores,
 )
-from .eval_sets import prepare_eval_sets
+from .eval_sets import prepare_eval_sets, with_eval_offsets
 from .grouping import eval_set_groups, fit_groups
 from .loss_checks import (
     check_group_loss,
@@ -50,7 +50,7 @@ from .loss_checks import (
     check_target_spread,
     check_unbounded_targets,
 )
-from .offsets import as_offsets, with_eval_offsets
+from .offsets import as_offsets
 from .placement import FitInputs, init_search_rows
 from .program_settings import check_all_settings, constraint_settings
 from .settings import whole_number

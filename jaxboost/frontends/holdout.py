@@ -1,16 +1,23 @@
 """Early stopping on rows held out of the fit (``early_stopping=True``, or
-``"auto"`` for a Fisher-scored distribution loss: the reasons are
-`jaxboost.frontends.distribution_defaults`'): `HOLDOUT_FRACTION` of the
-rows, drawn by the fit's seed, are left out of a first fit, which stops
-when their likelihood (the first metric) has not improved for `PATIENCE`
-rounds (scikit-learn's ``HistGradientBoosting*(early_stopping="auto")``
-does the same above 10,000 rows); then all rows are fitted for the rounds
-it chose.  Both fits are `jaxboost.frontends.trainer.train`'s.  All rows
-are checked and their categories fitted once, before the split (errors
-name the user's rows), for the second fit; the first fit's inputs are the
-kept rows checked again, coded by their own categories (as a fit of those
-rows alone: the models are those of the two fits before `train` was one
-function).
+``"auto"`` for a Fisher-scored distribution loss): `HOLDOUT_FRACTION` of
+the rows, drawn by the fit's seed, are left out of a first fit, which
+stops when their likelihood (the first metric) has not improved for
+`PATIENCE` rounds (scikit-learn's
+``HistGradientBoosting*(early_stopping="auto")`` does the same above 10,000
+rows); then all rows are fitted for the rounds it chose.  Both fits are
+`jaxboost.frontends.trainer.train`'s, of the one checked record of all
+rows (checked, and their categories fitted, once: errors name the user's
+rows); the first fit's rows are a slice of it.
+
+Why a distribution's fit holds rows out by default: its scale learns from
+the training rows' residuals, which shrink as the trees fit those rows;
+after a few tens of rounds at learning rate 0.1 and depth 6 the predicted
+scale is that of the training residuals, far below the held-out ones, and
+the held-out likelihood collapses on a few hundred rows
+(benchmarks/bench_distributional.py: diabetes' held-out NLL 92 against 5.6
+for a constant scale).  Rounds chosen on held-out rows adapt to the data's
+size and noise, on any target scale (with the prior of
+`jaxboost.frontends.regularisation_defaults`).
 """
 
 from __future__ import annotations
@@ -19,13 +26,18 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 
+from ..engine.fisher import resolved_hessian
 from ..losses.catalogue import resolve
-from .fit_inputs import FitArguments, category_tables, coded_arguments, fit_inputs
-from .loss_checks import unbounded_targets_problem
+from ..runtime.same_function import plain
+from .computation_keys import keyed_loss, searches_from_init
+from .eval_sets import padded_eval_set
+from .loss_checks import check_metric, unbounded_targets_problem
 from .model import Model
-from .settings import draw_seed
+from .placement import FitInputs, init_search_rows
+from .settings import check_early_stopping, draw_seed
 from .trainer import train
 
 # the share of rows the automatic early stopping holds out, and its patience
@@ -44,72 +56,58 @@ def holdout_rows(n_rows: int, seed: int) -> np.ndarray:
     return held
 
 
-def _rows(values: Any, rows: np.ndarray) -> Any:
-    """``values``' rows ``rows`` (a pandas or polars frame's by position, by
-    its own indexing: its names and column types stay); None stays None."""
-    if values is None:
-        return None
-    if hasattr(values, "iloc"):
-        return values.iloc[rows]
-    if type(values).__module__.split(".")[0] == "polars":
-        return values[rows]
-    return np.asarray(values)[rows]
+def holds_out(setting: Any, hessian_setting: str, loss: Any, given: dict[str, Any]) -> bool:
+    """Whether a fit stops on rows held out of it: ``setting`` True, or
+    ``"auto"`` for a loss that ``hessian_setting`` scores by its Fisher
+    information; never when ``given`` (fit's arguments) holds an
+    ``eval_set``, ``early_stopping_rounds``, groups or an ``init_model``
+    (the user's own watching, or rounds added to a model), nor on several
+    processes (each holds only its own rows)."""
+    check_early_stopping(setting)
+    if setting is False:
+        return False
+    if setting == "auto" and resolved_hessian(hessian_setting, loss) != "fisher":
+        return False
+    watched = ("eval_set", "early_stopping_rounds", "group", "qid", "init_model")
+    if any(given.get(name) is not None for name in watched):
+        if setting is True:
+            raise ValueError(
+                "early_stopping=True holds out rows of its own; it does not take "
+                f"{[name for name in watched if given.get(name) is not None]}: set "
+                "early_stopping=False to watch your eval_set or add rounds to a model"
+            )
+        return False
+    return jax.process_count() == 1
 
 
 def train_with_holdout(
     settings: Any,
-    arguments: FitArguments,
-    coded: FitArguments,
-    categories: list | None,
+    inputs: FitInputs,
     *,
     callbacks: Any = None,
     verbose: int = 0,
     seen_as: Callable[[Model], Any] | None = None,
 ) -> Model:
-    """The model of all rows of ``arguments`` (as given; ``coded``: with
-    the codes of their categorical columns, ``categories``) for the rounds the held-out
-    rows choose: a fit of the other rows watching the held-out ones' first
-    metric (the loss unless ``arguments.eval_metric``), stopped after
-    `PATIENCE` rounds without improvement; then a fit of all rows for its
-    best round count.  ``best_iteration_`` and ``evals_result_`` are the
-    first fit's.  ``callbacks``, ``verbose`` and ``seen_as`` (as
+    """The model of all rows of ``inputs`` (checked, their categories
+    coded) for the rounds the held-out rows choose: a fit of the other rows
+    watching the held-out ones' first metric (``inputs.metrics``: the loss
+    unless fit's ``eval_metric``), stopped after `PATIENCE` rounds without
+    improvement; then a fit of all rows for its best round count.
+    ``best_iteration_`` and ``evals_result_`` are the first fit's.
+    ``callbacks``, ``verbose`` and ``seen_as`` (as
     `jaxboost.frontends.trainer.train`'s) watch the second."""
     settings = dataclasses.replace(settings, early_stopping=False)
-    X, y, sample_weight, init_score = (
-        arguments.X,
-        arguments.y,
-        arguments.sample_weight,
-        arguments.init_score,
-    )
-    n_rows = int(np.shape(X)[0])
-    small = n_rows < HOLDOUT_MIN_ROWS
-    # (the second fit has no evaluation set: its eval_metric is the probe's)
-    given = coded if small else coded._replace(eval_metric=None)
-    inputs = fit_inputs(settings, given)._replace(categories=categories)
     watching = {"callbacks": callbacks, "verbose": verbose, "seen_as": seen_as}
-    if small:
+    n_rows = int(inputs.features.shape[0])
+    if n_rows < HOLDOUT_MIN_ROWS:
         return train(settings, inputs, **watching)
     held = holdout_rows(n_rows, int(draw_seed(settings.random_state)))
-    kept = np.flatnonzero(~held)
-    held = np.flatnonzero(held)
+    kept, held = np.flatnonzero(~held), np.flatnonzero(held)
     loss = resolve(settings.loss, settings.loss_params)
-    kept, held = _events_kept(loss, y, sample_weight, kept, held)
-    probe_arguments = FitArguments(
-        _rows(X, kept),
-        _rows(y, kept),
-        _rows(sample_weight, kept),
-        eval_set=[(_rows(X, held), _rows(y, held))],
-        eval_sample_weight=None if sample_weight is None else [_rows(sample_weight, held)],
-        eval_metric=arguments.eval_metric,
-        early_stopping_rounds=PATIENCE,
-        init_score=_rows(init_score, kept),
-        eval_init_score=None if init_score is None else [_rows(init_score, held)],
-    )
-    probe_categories = category_tables(settings, probe_arguments.X)
-    probe_inputs = fit_inputs(settings, coded_arguments(probe_arguments, probe_categories))
+    kept, held = _events_kept(loss, inputs.targets, inputs.weight, kept, held)
     probe = train(
         settings,
-        probe_inputs._replace(categories=probe_categories),
+        _held_out(settings, inputs, kept, held),
         early_stopping_rounds=PATIENCE,
         seen_as=seen_as,
     )
@@ -118,16 +116,45 @@ def train_with_holdout(
     return model.replace(best_iteration_=probe.best_iteration_, evals_result_=probe.evals_result_)
 
 
+def _held_out(settings: Any, inputs: FitInputs, kept: np.ndarray, held: np.ndarray) -> FitInputs:
+    """The first fit's inputs: the rows ``kept`` of ``inputs``, watching
+    the rows ``held`` as its one evaluation set (its metrics checked on
+    them)."""
+    offsets = inputs.offsets
+    watched = padded_eval_set(
+        "validation_0",
+        inputs.features[held],
+        inputs.targets[held],
+        inputs.weight[held],
+        None if offsets is None else offsets[held],
+    )
+    for metric in inputs.metrics:
+        check_metric(metric, inputs.targets[held], inputs.n_outputs)
+    loss = inputs.loss
+    if searches_from_init(plain(loss), inputs.n_outputs, None):  # keyed at its rows' count
+        init_rows = init_search_rows(settings, len(kept))
+        loss = keyed_loss(
+            plain(loss), inputs.targets.shape[1:], inputs.n_outputs, init_rows=init_rows
+        )
+    return inputs._replace(
+        features=inputs.features[kept],
+        targets=inputs.targets[kept],
+        weight=inputs.weight[kept],
+        offsets=None if offsets is None else offsets[kept],
+        loss=loss,
+        eval_sets=[watched],
+    )
+
+
 def _events_kept(
-    loss: Any, y: Any, sample_weight: Any, kept: np.ndarray, held: np.ndarray
+    loss: Any, targets: np.ndarray, weight: np.ndarray, kept: np.ndarray, held: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(kept, held)`` rows, with one held-out row traded for a kept one
     where the kept rows' targets leave ``loss`` (the setting) without a
     finite minimiser (`jaxboost.frontends.loss_checks.unbounded_targets_problem`:
     the few counts above 0 all held out, the fit part all 0; a fit of all
     rows without any is refused before)."""
-    targets = np.asarray(_rows(y, np.arange(len(kept) + len(held))), np.float64)
-    weight = np.ones(len(targets)) if sample_weight is None else np.asarray(sample_weight)
+    targets = np.asarray(targets, np.float64)
     loss = resolve(loss)
     if unbounded_targets_problem(loss, targets[kept], weight[kept]) is None:
         return kept, held

@@ -13,8 +13,9 @@ import numpy as np
 from .booster import Booster
 from .estimator_file import read_estimator_section
 from .estimator_losses import WithLink
+from .file_format import DEFAULT_MAX_BYTES, ModelFileError
 from .model import Model
-from .model_file import DEFAULT_MAX_BYTES, ModelFileError, read_model
+from .model_file import read_model
 
 
 def _estimator_classes() -> dict[str, type]:

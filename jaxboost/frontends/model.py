@@ -179,12 +179,14 @@ class Model:
 
     @in_float32
     def link(self, raw: np.ndarray) -> np.ndarray:
-        """``raw`` scores through the loss's declared link (identity: none)."""
-        name = metadata_of(self.loss_).link
-        if name == "identity":
+        """``raw`` scores through the loss's declared link (a name of
+        ``losses.links``, or a callable; identity: none)."""
+        link = metadata_of(self.loss_).link
+        if isinstance(link, str) and link == "identity":
             return raw
+        link = link if callable(link) else loss_catalogue.links.get(link)
         # in chunks of a few sizes: a batch of any size compiles nothing new
-        return apply_link(loss_catalogue.links.get(name), raw)
+        return apply_link(link, np.asarray(raw, np.float32))
 
     def predict(
         self,

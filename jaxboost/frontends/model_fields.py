@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 class ModelField(NamedTuple):
     """A fitted attribute: its ``name``, its ``kind`` in a model file's
-    ``state`` (the codec of `jaxboost.frontends.model_file`; None: not in
+    ``state`` (the codec of `jaxboost.frontends.file_format`; None: not in
     ``state``), whether every model holds it (``required``; an optional
     field is absent or None where it does not apply, and in older files)
     and the key a file's ``state`` holds it under (``saved_as``; None: its

@@ -13,16 +13,13 @@ targets carry their offsets in ``K`` more columns.  The trees and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from ..losses.metadata import metadata_of
 from ..runtime.padding import pad_rows
-from .computation_keys import keyed_loss
-from .monitor import EvalSet
 
 # the catalogue metadata (jaxboost.losses._declare) the wrapped loss keeps
 _METADATA = (
@@ -134,22 +131,6 @@ class OffsetLoss:
         return self.loss(targets, f + offsets, *mask)
 
 
-def search_rows(
-    loss: Callable,
-    targets: np.ndarray,
-    offsets: np.ndarray,
-    n_outputs: int,
-    widths: tuple[int, ...] | None,
-) -> tuple[Callable, np.ndarray]:
-    """The loss and the ``(n_rows, T + K)`` float32 rows the initial score's
-    search runs on (`OffsetLoss`), keyed as a fit's loss is (``widths``: a
-    group loss's padded group lengths, else None)."""
-    columns = targets.reshape(targets.shape[0], -1)
-    rows = np.concatenate([columns, offsets], axis=1).astype(np.float32)
-    wrapped = OffsetLoss(loss, n_outputs, targets.ndim - 1)
-    return keyed_loss(wrapped, rows.shape[1:], n_outputs, widths), rows
-
-
 def start_scores(init_score: np.ndarray, offsets: np.ndarray | None, n_rows: int) -> np.ndarray:
     """``(n_rows, K)`` float32 raw scores the rounds start from:
     ``init_score (K,)`` plus ``offsets (n_rows, K)`` (padding rows past the
@@ -169,38 +150,6 @@ def round_start(init_score: np.ndarray, start: np.ndarray | None, n_padded: int)
     if start is None:
         return np.broadcast_to(init_score, (n_padded, len(init_score))).astype(np.float32)
     return pad_rows(np.asarray(start, np.float32), n_padded)
-
-
-def with_eval_offsets(
-    eval_sets: list[EvalSet],
-    given: Sequence[Any] | None,
-    eval_set: Any,
-    n_outputs: int,
-    loss: Any = None,
-) -> list[EvalSet]:
-    """``eval_sets`` holding ``given`` (``fit``'s ``eval_init_score``: one
-    entry per set, each None or the set's offsets), checked against each
-    set's rows (``eval_set``: the sets as given; ``loss`` names the
-    columns) and padded as the set is."""
-    if given is None:
-        return eval_sets
-    given = list(given)
-    if len(given) != len(eval_sets):
-        raise ValueError(
-            f"eval_init_score: expected one entry per eval_set ({len(eval_sets)}), got "
-            f"{len(given)} (None for a set without offsets)"
-        )
-    sets = []
-    for index, (evaluated, offsets, pair) in enumerate(zip(eval_sets, given, eval_set)):
-        name = f"eval_init_score[{index}]"
-        offsets = as_offsets(offsets, len(pair[0]), n_outputs, name, loss)
-        if offsets is not None and evaluated.groups:
-            raise ValueError(f"{name}: evaluation sets with groups take no offsets yet")
-        if offsets is not None:
-            padded = start_scores(np.zeros(n_outputs, np.float32), offsets, evaluated.X.shape[0])
-            evaluated = evaluated._replace(offset=jnp.asarray(padded))
-        sets.append(evaluated)
-    return sets
 
 
 def with_offsets(raw: np.ndarray, init_score: Any, n_outputs: int, loss: Any = None) -> np.ndarray:

@@ -1,5 +1,6 @@
 """A fit's rows on the devices: padded, sharded (a group loss's groups whole
-on one device), binned there, and the initial score computed with them.
+on one device), binned there (`jaxboost.frontends.row_binning`), and the
+initial score searched with them (`jaxboost.frontends.initial_score_search`).
 
 ``settings``: the fit's settings record
 (`jaxboost.frontends.settings_table.settings_record`: ``devices``,
@@ -14,28 +15,10 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from ..engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ..engine.groups import GroupBucket
-from ..engine.init_score import initial_score_on_host, not_converged_message
 from ..engine.metrics import Metric
-from ..engine.packed_split import packed_bins
-from ..engine.round_checks import float64_message, not_finite_init_error, scaled_message
-from ..engine.round_programs import slope_sums_program
-from ..engine.training import (
-    ShardData,
-    bin_rows_program,
-    group_loss_at_score_program,
-    init_score_program,
-    loss_at_score_program,
-)
-from ..kernels.registry import kernels_for
-from ..losses.metadata import metadata_of
-from ..runtime.devices import (
-    check_devices,
-    default_training_devices,
-    make_mesh,
-    memory_per_device,
-)
+from ..engine.training import ShardData
+from ..runtime.devices import check_devices, default_training_devices, make_mesh
 from ..runtime.distributed import (
     RowLayout,
     fetch,
@@ -43,13 +26,9 @@ from ..runtime.distributed import (
     gather,
     gather_same_shape,
     global_rows,
-    replicated,
     row_layout,
 )
-from ..runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
-from ..runtime.user_warning import warn
-from ..runtime.workarounds import FAST_COMPILE_ROWS
-from .categories import category_edges
+from ..runtime.precision import loss_in
 from .compile_ahead import start_loss_programs
 from .computation_keys import group_widths
 from .continued import ContinuedFrom
@@ -60,15 +39,11 @@ from .grouping import (
     place_groups,
     placement_shapes,
 )
+from .initial_score_search import finite_init_score, search_rows, start_init_score
 from .monitor import EvalSet
-from .offsets import search_rows, start_scores
-from .settings import (
-    UNMONITORED_ROUNDS_PER_CHUNK,
-    check_histogram_memory,
-    draw_seed,
-    given_base_score,
-    tree_leaves,
-)
+from .offsets import start_scores
+from .row_binning import bin_edges, shard_rows, trained_columns
+from .settings import draw_seed, given_base_score
 
 
 class FitInputs(NamedTuple):
@@ -161,55 +136,47 @@ def place_rows(settings, inputs: FitInputs) -> PlacedRows:
     # offsets of the initial score's search: a continued model's scores, or fit's init_score
     offsets = inputs.offsets if inputs.continued is None else inputs.continued.start
     placement, layout, features, targets, offsets, weight = _placed_order(inputs, mesh, offsets)
-    group_tables = None
     # the uint32 the hashes take; one drawn (random_state None or a
     # generator) differs between processes: process 0's counts
     seed = np.uint32(first_process_value(draw_seed(settings.random_state)))
     y_rows, weight_rows = target_rows(mesh, layout, targets, weight)
+    group_tables = None
     if placement is not None:
         group_tables = tuple(
             GroupBucket(*(global_rows(mesh, table) for table in bucket))
             for bucket in placement.buckets
         )
-    given = given_base_score(settings.base_score, inputs.n_outputs)
-    search_loss, search_y, search_targets = inputs.loss, y_rows, inputs.targets
-    if offsets is not None:  # the loss at every row's score plus its offset
-        if inputs.continued is not None:  # (the loss at the continued scores themselves)
-            given = np.zeros(inputs.n_outputs, np.float32)
-        search_loss, search_targets = _with_offsets(inputs, targets, offsets)
-        search_y = global_rows(mesh, search_targets, layout.n_padded)
+    search = _score_search(settings, inputs, mesh, layout, targets, offsets, y_rows)
     if placement is None and settings.loss_dtype != "float64":
         # the probe and rounds programs compile on other cores meanwhile
         rows_per_shard = layout.n_padded // mesh.local_mesh.size
         _compile_ahead(settings, inputs, (y_rows, weight_rows), rows_per_shard)
     first_dtype = "float64" if settings.loss_dtype == "float64" else "float32"
     pending_init = start_init_score(
-        loss_in(search_loss, first_dtype),
+        loss_in(search.loss, first_dtype),
         inputs.n_outputs,
         mesh,
-        search_y,
+        search.y,
         weight_rows,
-        given,
+        search.given,
         group_tables,
     )
     if jax.process_count() > 1:  # the edges' gather runs collectives of its own
         pending_init = fetch(pending_init)
-    edges = _bin_edges(settings, inputs, seed, layout.first_row)
-    columns = _trained_columns(settings, inputs, edges, mesh)
-    if columns is not None:
-        features = features[:, columns]
+    edges = bin_edges(settings, inputs, seed, layout.first_row)
+    columns = trained_columns(settings, inputs, edges, mesh)
     # fetched before the binning program is queued behind it
     init_score, init_loss, loss_dtype, loss_scale = finite_init_score(
-        search_loss,
+        search.loss,
         inputs.n_outputs,
         mesh,
-        search_y,
+        search.y,
         weight_rows,
-        given,
+        search.given,
         settings.loss_dtype,
         pending_init,
         group_tables,
-        rows=(search_targets if placement is None else inputs.targets, inputs.weight),
+        rows=(search.targets if placement is None else inputs.targets, inputs.weight),
     )
     start = None
     if inputs.continued is not None:
@@ -219,7 +186,7 @@ def place_rows(settings, inputs: FitInputs) -> PlacedRows:
     data = shard_rows(
         mesh,
         layout,
-        features,
+        features if columns is None else features[:, columns],
         edges if columns is None else edges[columns],
         y_rows,
         weight_rows,
@@ -229,17 +196,42 @@ def place_rows(settings, inputs: FitInputs) -> PlacedRows:
         categorical=bool(inputs.categories),
     )
     return PlacedRows(
-        mesh,
-        layout,
-        data,
-        edges,
-        seed,
-        init_score,
-        init_loss,
-        loss_dtype,
-        columns,
-        loss_scale,
-        start,
+        mesh=mesh,
+        layout=layout,
+        data=data,
+        edges=edges,
+        seed=seed,
+        init_score=init_score,
+        init_loss=init_loss,
+        loss_dtype=loss_dtype,
+        columns=columns,
+        loss_scale=loss_scale,
+        start=start,
+    )
+
+
+class _ScoreSearch(NamedTuple):
+    """What the initial score is searched with: the loss, the targets on
+    the devices and on the host, and the given score (or None)."""
+
+    loss: Callable
+    y: Any
+    targets: np.ndarray
+    given: np.ndarray | None
+
+
+def _score_search(settings, inputs: FitInputs, mesh, layout, targets, offsets, y_rows):
+    """The initial score's search of the placed ``targets`` (on the devices:
+    ``y_rows``): with ``offsets``, the loss at every row's score plus its
+    offset; a continued fit's, at the continued scores themselves."""
+    given = given_base_score(settings.base_score, inputs.n_outputs)
+    if offsets is None:
+        return _ScoreSearch(inputs.loss, y_rows, inputs.targets, given)
+    if inputs.continued is not None:
+        given = np.zeros(inputs.n_outputs, np.float32)
+    loss, search_targets = _with_offsets(inputs, targets, offsets)
+    return _ScoreSearch(
+        loss, global_rows(mesh, search_targets, layout.n_padded), search_targets, given
     )
 
 
@@ -269,51 +261,9 @@ def _compile_ahead(settings, inputs: FitInputs, rows: tuple, rows_per_shard: int
 
 def _with_offsets(inputs: FitInputs, targets: np.ndarray, offsets: np.ndarray):
     """``(loss, targets)`` whose loss at a score is ``inputs.loss`` at the
-    score plus each row's offset (`jaxboost.frontends.offsets.search_rows`)."""
+    score plus each row's offset (`jaxboost.frontends.initial_score_search.search_rows`)."""
     widths = None if inputs.groups is None else group_widths(inputs.groups.sizes)
     return search_rows(inputs.loss, targets, offsets, inputs.n_outputs, widths=widths)
-
-
-def _trained_columns(settings, inputs: FitInputs, edges: np.ndarray, mesh) -> np.ndarray | None:
-    """The columns trained on: those that can split (a constant column has
-    no split: the trees are the same without it; None: all), after
-    checking their histograms fit in the devices' memory."""
-    columns = None
-    if jax.process_count() == 1:
-        columns = splittable_columns(edges, inputs.features)
-    one_per_tree = settings.multi_strategy == "one_output_per_tree"
-    rounds_per_chunk = settings.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
-    check_histogram_memory(
-        int(settings.max_depth),
-        inputs.features.shape[1] if columns is None else len(columns),
-        edges.shape[1] + 1,
-        1 if one_per_tree else inputs.n_outputs,
-        memory_per_device(mesh.local_devices),
-        max_leaves=tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth)),
-        n_outputs=inputs.n_outputs,
-        trees_per_chunk=int(rounds_per_chunk) * (inputs.n_outputs if one_per_tree else 1),
-    )
-    return columns
-
-
-def _bin_edges(settings, inputs: FitInputs, seed: np.uint32, first_row: int) -> np.ndarray:
-    """The features' bin edges (`jaxboost.engine.binning`): a continued
-    fit's model's (its trees' thresholds are those edges), else fitted on
-    ``inputs.features`` (rows from ``first_row`` of all processes'), a
-    categorical column's one bin per code."""
-    if inputs.continued is not None:
-        return inputs.continued.edges
-    edges = fit_bin_edges(
-        inputs.features,
-        int(settings.max_bins),
-        seed=seed,
-        first_row=first_row,
-        gather=gather,
-        weight=inputs.weight,
-    )
-    if inputs.categories:  # one bin per category code
-        edges = category_edges(edges, inputs.categories)
-    return trim_unused_bins(edges)
 
 
 def target_rows(
@@ -324,158 +274,3 @@ def target_rows(
     n_padded = layout.n_padded
     weight = np.concatenate([weight, np.zeros(n_padded - weight.shape[0], np.float32)])
     return global_rows(mesh, y, n_padded), global_rows(mesh, weight)
-
-
-def shard_rows(
-    mesh,
-    layout: RowLayout,
-    features: np.ndarray,
-    edges: np.ndarray,
-    y: jax.Array,
-    weight: jax.Array,
-    placement: GroupPlacement | None = None,
-    groups: tuple[GroupBucket, ...] = (),
-    columns: np.ndarray | None = None,
-    categorical: bool = False,
-) -> ShardData:
-    """Pad this process's rows to ``layout.n_padded`` (copies of row 0),
-    place each shard on its device and bin it there; ``y`` and ``weight``
-    are `target_rows`'; ``edges`` the bin edges (which also give
-    the split search's packed bins); ``placement``: a group loss's groups
-    (the rows already in its order), ``groups`` their tables on the devices;
-    ``columns``: the data's columns that ``features`` and ``edges`` hold;
-    ``categorical``: no packed bins (the packed split search has no category
-    sets)."""
-    n_padded = layout.n_padded
-    row_id = (layout.first_row + np.arange(n_padded)).astype(np.uint32)
-    if placement is not None:
-        row_id = placement.row_number
-    # the float features live on the devices only until they are binned
-    native = kernels_for(mesh.devices.flat[0].platform).native
-    bins = bin_rows_program(mesh, native)(
-        global_rows(mesh, features, n_padded), replicated(mesh, edges)
-    )
-    row_id = global_rows(mesh, row_id)
-    packed = None if categorical else packed_bins(edges)
-    if packed is not None and jax.process_count() == 1:
-        # the kernels sum a feature without missing values unclamped
-        # (jaxboost/kernels/native/hist_layout.h)
-        packed = packed._replace(has_missing=np.isnan(features).any(axis=0))
-    packed = None if packed is None else jax.tree.map(lambda a: replicated(mesh, a), packed)
-    columns = None if columns is None else replicated(mesh, columns)
-    return ShardData(bins, y, weight, row_id, groups, packed, columns)
-
-
-def start_init_score(
-    loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, given, groups=None
-):
-    """Dispatches the initial score's program (the ``given`` one's, ``(K,)``
-    or None, training loss): ``(init_score, init_loss, converged)``, arrays
-    to fetch, ``converged`` False where a vector search stopped at its
-    budget (`jaxboost.engine.init_score.vector_initial_score`).  A group
-    loss (``groups``: its tables on the devices) starts
-    from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
-    and Cox losses do not change when every score moves by one number).
-    One output on at most ``FAST_COMPILE_ROWS`` rows searches from the host;
-    more rows, or vector outputs, in one program."""
-    init_score = given
-    if groups is not None:
-        score = np.zeros(1, np.float32) if init_score is None else init_score
-        loss_at = group_loss_at_score_program(loss, len(groups), mesh)
-        return score, loss_at(y, groups, replicated(mesh, score)), True
-    if init_score is None:
-        small = y.shape[0] <= FAST_COMPILE_ROWS
-        if small and n_outputs == 1 and jax.process_count() == 1:
-            # a small program of the loss's sums, the search on the host
-            sums = slope_sums_program(loss, mesh)
-            found = initial_score_on_host(
-                lambda scores: np.asarray(sums(y, weight, scores)),
-                np.asarray(fetch(y)),
-                np.asarray(fetch(weight)),
-                bool(metadata_of(loss).convex),
-            )
-            return *found, True
-        platform = mesh.devices.flat[0].platform
-        program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
-        return program(y, weight)
-    loss_at = loss_at_score_program(loss, mesh)
-    return init_score, loss_at(y, weight, replicated(mesh, init_score)), True
-
-
-def finite_init_score(
-    loss, n_outputs, mesh, y, weight, given, setting: str, pending, groups=None, rows=None
-):
-    """The initial score, its training loss, the loss's dtype and scale:
-    ``"float32"``, or ``"float64"`` where ``setting`` (the
-    ``loss_dtype``) asks for it or, ``"auto"``, where the loss is finite at
-    the initial score only in float64; there the loss is scaled by a power of
-    two (`jaxboost.runtime.precision.Float64Loss`) where its values or
-    gradients are beyond float32 even so.  ``given``, ``groups`` as for
-    `start_init_score`, ``pending`` its result, in float64 where
-    ``setting`` asks for it, else in float32; ``rows``: this process's
-    ``(targets, weight)`` on the host, for the scale and the error.  Warns,
-    naming the loss, where the search for the initial score did not converge."""
-    init_score, init_loss, converged = fetch(pending)
-    finite = _finite(init_score, init_loss)
-    dtype, scale = ("float64" if setting == "float64" else "float32"), 1.0
-    tries = ([1.0] if setting == "auto" else []) + ([None] if setting != "float32" else [])
-    for wide_scale in tries:
-        if finite or (wide_scale is None and (groups is not None or rows is None)):
-            break
-        if wide_scale is None:  # a power of two that brings the sums within float32
-            wide_scale = _float32_scale(loss, rows, _scale_score(rows, given, n_outputs))
-            if wide_scale is None or wide_scale == 1.0:
-                break
-        wide = loss_in(loss, "float64", wide_scale)
-        wide_score, wide_loss, wide_converged = fetch(
-            start_init_score(wide, n_outputs, mesh, y, weight, given, groups)
-        )
-        if _finite(wide_score, wide_loss):
-            scaled = "" if wide_scale == 1.0 else scaled_message(wide_scale)
-            if setting == "auto":
-                widened = float64_message("the training loss is", "at the initial score")
-                warn(widened + (f"; {scaled}" if scaled else ""))
-            elif scaled:
-                warn(f"loss: {scaled}")
-            init_score, init_loss = wide_score, float(wide_loss) / wide_scale
-            finite, dtype, scale = True, "float64", wide_scale
-            converged = wide_converged
-    if finite and not converged:
-        name = metadata_of(loss).name
-        warn(not_converged_message(name, init_score, float(init_loss)))
-    if not finite:
-        tried = "float32 and float64" if setting == "auto" else setting
-        rows = rows if groups is None else None  # (a group loss has no row's loss)
-        score = init_score if rows is None else _scale_score(rows, given, n_outputs)
-        raise not_finite_init_error(loss, rows, score, float(init_loss), tried)
-    return init_score, init_loss, dtype, scale
-
-
-def _finite(score, loss) -> bool:
-    return bool(np.all(np.isfinite(score)) and np.isfinite(loss))
-
-
-def _scale_score(rows, given, n_outputs: int) -> np.ndarray:
-    """``(K,)`` float64: where a loss's scale is measured: the given initial
-    score, else the targets' weighted median (one output), else 0."""
-    if given is not None:
-        return np.asarray(given, np.float64)
-    y, weight = rows
-    if n_outputs == 1 and y.ndim == 1:
-        order = np.argsort(y)
-        reached = np.cumsum(weight[order], dtype=np.float64)
-        return np.array([y[order][np.searchsorted(reached, 0.5 * reached[-1])]], np.float64)
-    return np.zeros(n_outputs, np.float64)
-
-
-def _float32_scale(loss, rows, score: np.ndarray) -> float | None:
-    """`jaxboost.runtime.precision.float32_scale` of ``loss`` at
-    ``score`` over every process's rows, or None where some row's loss or
-    gradient is not finite in float64 there."""
-    y, weight = rows
-    exponent = peak_exponent(*rows_in_float64(loss, y, score), weight)
-    # exponents, not sums, cross processes (gathered 64-bit values may be cut to 32)
-    no_scale = np.iinfo(np.int32).max
-    gathered = gather(np.array([no_scale if exponent is None else exponent], np.int32))
-    largest = int(np.max(gathered))
-    return None if largest == no_scale else float32_scale(largest)

@@ -40,7 +40,9 @@ from ..runtime.user_warning import warn
 from ..runtime.workarounds import FAST_COMPILE_ROWS
 from .categories import categorical_settings, check_not_monotone
 from .constraints import interaction_sets, monotone_directions
-from .distribution_defaults import (
+from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit, rows_from_hessian
+from .placement import FitInputs, PlacedRows
+from .regularisation_defaults import (
     POINT_REG_LAMBDA,
     heavy_min_child_weight_message,
     mean_positive_weight,
@@ -49,8 +51,6 @@ from .distribution_defaults import (
     small_hessian_message,
     small_weight_message,
 )
-from .hessian_probe import VECTOR_OPTIONS_ROWS, probe_fit, rows_from_hessian
-from .placement import FitInputs, PlacedRows
 from .rounds_loop import scaled_settings
 from .settings import (
     MONITORED_ROUNDS_PER_CHUNK,

@@ -309,6 +309,46 @@ def refit_leaves(
       ``forest_.leaf_value`` ``(n_trees, 2^D, K)`` and ``refit_loss_``
       ``(steps + 1,)``: the objective before each step, then at the result.
     """
+    features, targets, weight, user_loss, loss, optimizer = _checked_arguments(
+        model, X, y, sample_weight, loss=loss, optimizer=optimizer, steps=steps, l2=l2
+    )
+    mesh = make_mesh(model.devices)
+    data = _shard_rows(mesh, features, targets, weight)
+    replicated = NamedSharding(mesh, P())
+    forest = jax.device_put(jax.tree.map(np.asarray, model.forest_), replicated)
+    import optax
+
+    # keyed on what its init and update compute (a schedule reading a global
+    # that has changed is a new program)
+    optimizer = keyed_optimizer(
+        optax.with_extra_args_support(optimizer),
+        jax.ShapeDtypeStruct(np.shape(model.forest_.leaf_value), jnp.float32),
+    )
+    program = refit_program(loss, optimizer, int(steps), mesh)
+    leaf_value, objective = program(
+        data,
+        forest,
+        jax.device_put(np.asarray(model.base_score_, np.float32), replicated),
+        jax.device_put(_trainable_outputs(model), replicated),
+        jax.device_put(np.float32(l2), replicated),
+    )
+    objective = _checked_objective(objective)
+
+    if constrains_order(getattr(model, "monotone_constraints", None)):
+        # the refitted leaves put back in order along the constrained columns
+        leaf_value = _monotone_leaves(model, leaf_value)
+    refitted = copy.copy(model)  # (its settings; the model is a new one)
+    refitted.model_ = model.model_.replace(
+        forest_=model.forest_._replace(leaf_value=np.asarray(leaf_value)),
+        loss_=user_loss,
+        refit_loss_=objective,
+    )
+    return refitted
+
+
+def _checked_arguments(model, X, y, sample_weight, *, loss, optimizer, steps, l2) -> tuple:
+    """`refit_leaves`' arguments checked: ``(features, targets, weight,
+    the loss as given, the loss keyed, the optimizer)``."""
     if not isinstance(model, Booster):
         raise TypeError(f"model: expected a fitted jaxboost Booster, got {type(model).__name__}")
     features = model._features_for_predict(X)  # checks fitted, feature count and names
@@ -337,27 +377,13 @@ def refit_leaves(
         raise ValueError(f"steps: expected a non-negative integer, got {steps!r}")
     if not (np.isfinite(l2) and l2 >= 0):
         raise ValueError(f"l2: expected a finite non-negative penalty, got {l2!r}")
+    return features, targets, weight, user_loss, loss, optimizer
 
-    mesh = make_mesh(model.devices)
-    data = _shard_rows(mesh, features, targets, weight)
-    replicated = NamedSharding(mesh, P())
-    forest = jax.device_put(jax.tree.map(np.asarray, model.forest_), replicated)
-    import optax
 
-    # keyed on what its init and update compute (a schedule reading a global
-    # that has changed is a new program)
-    optimizer = keyed_optimizer(
-        optax.with_extra_args_support(optimizer),
-        jax.ShapeDtypeStruct(np.shape(model.forest_.leaf_value), jnp.float32),
-    )
-    program = refit_program(loss, optimizer, int(steps), mesh)
-    leaf_value, objective = program(
-        data,
-        forest,
-        jax.device_put(np.asarray(model.base_score_, np.float32), replicated),
-        jax.device_put(_trainable_outputs(model), replicated),
-        jax.device_put(np.float32(l2), replicated),
-    )
+def _checked_objective(objective) -> np.ndarray:
+    """The refit's objective before each step and at the end, or an error
+    where it is not finite: at the start (the loss does not suit the model),
+    or after a step (the optimizer diverged)."""
     objective = np.asarray(objective)
     if not np.isfinite(objective[0]):
         raise ValueError(
@@ -370,14 +396,4 @@ def refit_leaves(
             f"optimizer: the objective became {objective[bad[0]]} after step {bad[0]}: "
             "the optimizer diverged; lower its learning rate or raise l2"
         )
-
-    if constrains_order(getattr(model, "monotone_constraints", None)):
-        # the refitted leaves put back in order along the constrained columns
-        leaf_value = _monotone_leaves(model, leaf_value)
-    refitted = copy.copy(model)  # (its settings; the model is a new one)
-    refitted.model_ = model.model_.replace(
-        forest_=model.forest_._replace(leaf_value=np.asarray(leaf_value)),
-        loss_=user_loss,
-        refit_loss_=objective,
-    )
-    return refitted
+    return objective

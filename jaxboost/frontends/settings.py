@@ -315,3 +315,10 @@ def given_base_score(base_score: Any, n_outputs: int | None) -> np.ndarray | Non
             f"base_score: expected a finite number or one per output{count}, got {base_score!r}"
         )
     return score if n_outputs is None else np.broadcast_to(score, (n_outputs,)).copy()
+
+
+def check_early_stopping(setting: Any) -> None:
+    """``early_stopping``: ``"auto"``, True or False (not 1 or 0), or a ValueError naming it."""
+    auto = isinstance(setting, str) and setting == "auto"
+    if not (auto or setting is True or setting is False):  # (not 1, 0: bools only)
+        raise ValueError(f"early_stopping: expected 'auto', True or False, got {setting!r}")

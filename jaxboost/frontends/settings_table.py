@@ -32,10 +32,10 @@ from ..runtime.devices import check_devices
 from ..runtime.precision import LOSS_DTYPES
 from .categories import check_category_count, check_smoothing
 from .constraints import MONOTONE_METHODS, interaction_sets, monotone_directions
-from .distribution_defaults import check_early_stopping
 from .loss_params import check_loss_params
 from .settings import (
     GROW_POLICIES,
+    check_early_stopping,
     check_random_state,
     choice,
     finite_number,
@@ -156,7 +156,7 @@ SETTINGS: tuple[Setting, ...] = (
         Newton leaves, and the line-search leaves of losses with curvature);
         with ``hessian="fisher"`` in rows' Fisher information.  None: 1, or
         5 (rows) where the hessian resolves to ``"fisher"``
-        (`jaxboost.frontends.distribution_defaults`, docs/distributions.md);
+        (`jaxboost.frontends.regularisation_defaults`, docs/distributions.md);
         for a loss not from the catalogue, at most 100 rows' mean hessian
         (weighted; of the output where it is smallest) at the initial
         score, with a warning (docs/algorithm.md).  Group losses take 1.

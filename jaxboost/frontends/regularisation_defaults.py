@@ -1,31 +1,21 @@
-"""The defaults of a Fisher-scored fit (a distribution's likelihood): a prior
-worth a few rows, and the rounds chosen on rows held out of the fit.
+"""The defaults of ``reg_lambda`` and ``min_child_weight`` left at None,
+measured in the loss's hessian, and the warnings where the given ones (or
+the weights) make the trees barely fit.
 
-A distribution's scale learns from the training rows' residuals, which
-shrink as the trees fit those rows; after a few tens of rounds at learning
-rate 0.1 and depth 6 the predicted scale is that of the training residuals,
-far below the held-out ones, and the held-out likelihood collapses on a few
-hundred rows (benchmarks/bench_distributional.py: diabetes' held-out NLL 92
-against 5.6 for a constant scale).  When the user sets neither, such a fit
-
-- measures ``reg_lambda`` as `DISTRIBUTION_PRIOR_ROWS` rows' information
-  (`jaxboost.engine.fisher.information_per_row`): on a leaf of ``n`` rows the
-  step shrinks by ``n / (n + 5)``, much on the small leaves where the scale
-  overfits, little on the hundreds-of-rows leaves of large data;
-- holds out a fifth of the rows, stops when their likelihood has not
-  improved for 10 rounds, then fits all rows for the rounds the holdout
-  chose (`jaxboost.frontends.holdout`, which `holds_out` sends a fit to):
-  the number of rounds adapts to the data's size and noise, on any target
-  scale.
+A Fisher-scored fit (a distribution's likelihood) measures ``reg_lambda``
+as `DISTRIBUTION_PRIOR_ROWS` rows' information
+(`jaxboost.engine.fisher.information_per_row`): on a leaf of ``n`` rows the
+step shrinks by ``n / (n + 5)``, much on the small leaves where a
+distribution's scale overfits, little on the hundreds-of-rows leaves of
+large data (its rounds are chosen on held-out rows:
+`jaxboost.frontends.holdout`).  Otherwise ``reg_lambda`` is XGBoost's 1,
+but for a loss not from the catalogue at most `POINT_PRIOR_ROWS` rows'
+hessian at the initial score.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-
-from ..engine.fisher import resolved_hessian
 
 # reg_lambda of a Fisher-scored fit left at None: a prior worth 5 rows
 DISTRIBUTION_PRIOR_ROWS = 5.0
@@ -148,35 +138,3 @@ def small_weight_message(
         "weights up (e.g. sample_weight / sample_weight.mean()): their scale does not change "
         "the loss's minimiser, only how reg_lambda and min_child_weight weigh"
     )
-
-
-def check_early_stopping(setting: Any) -> None:
-    auto = isinstance(setting, str) and setting == "auto"
-    if not (auto or setting is True or setting is False):  # (not 1, 0: bools only)
-        raise ValueError(f"early_stopping: expected 'auto', True or False, got {setting!r}")
-
-
-def holds_out(setting: Any, hessian_setting: str, loss: Any, given: dict[str, Any]) -> bool:
-    """Whether a fit stops on rows held out of it: ``setting`` True, or
-    ``"auto"`` for a loss that ``hessian_setting`` scores by its Fisher
-    information; never when ``given`` (fit's arguments) holds an
-    ``eval_set``, ``early_stopping_rounds``, groups or an ``init_model``
-    (the user's own watching, or rounds added to a model), nor on several
-    processes (each holds only its own rows)."""
-    import jax
-
-    check_early_stopping(setting)
-    if setting is False:
-        return False
-    if setting == "auto" and resolved_hessian(hessian_setting, loss) != "fisher":
-        return False
-    watched = ("eval_set", "early_stopping_rounds", "group", "qid", "init_model")
-    if any(given.get(name) is not None for name in watched):
-        if setting is True:
-            raise ValueError(
-                "early_stopping=True holds out rows of its own; it does not take "
-                f"{[name for name in watched if given.get(name) is not None]}: set "
-                "early_stopping=False to watch your eval_set or add rounds to a model"
-            )
-        return False
-    return jax.process_count() == 1
