@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from _common import make_regression, print_header, print_table, timed
 
 import jaxboost as jb
-from jaxboost.frontends import round_by_round
+from jaxboost.frontends.training import round_by_round
 
 ROUND_BY_ROUND = round_by_round.runs_round_by_round
 

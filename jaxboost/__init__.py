@@ -16,11 +16,11 @@ from . import losses
 from .engine.metrics import metric
 from .engine.tree import Tree
 from .frontends.booster import Booster
-from .frontends.file_format import ModelFileError
+from .frontends.fitted.file_format import ModelFileError
 from .frontends.loading import load_model as load
-from .frontends.loss_derivatives import derivatives
-from .frontends.monitor import CallbackEnv
 from .frontends.refit import refit_leaves
+from .frontends.training.loss_derivatives import derivatives
+from .frontends.training.monitor import CallbackEnv
 from .runtime import distributed
 
 __all__ = [
@@ -48,11 +48,11 @@ def __getattr__(name: str):
     # The scikit-learn estimators need scikit-learn (the `sklearn` extra), which
     # the engine itself never imports: they load on first use.
     if name in ("Regressor", "Classifier"):
-        from .frontends import estimators
+        from .frontends.scikit_learn import estimators
 
         return getattr(estimators, name)
     if name == "Ranker":
-        from .frontends.ranker import Ranker
+        from .frontends.scikit_learn.ranker import Ranker
 
         return Ranker
     if name in ("plotting", "ranking_metrics"):  # (plots need matplotlib: the `plot` extra)

@@ -9,15 +9,15 @@ drawn.  Every function draws on ``ax`` (a new figure's axes when None) and
 returns the axes.
 """
 
-from .frontends.explain_plots import plot_shap_dependence, plot_shap_summary, plot_tree
-from .frontends.plotting import (
+from .frontends.fitted.explain_plots import plot_shap_dependence, plot_shap_summary, plot_tree
+from .frontends.fitted.plotting import (
     plot_calibration,
     plot_importance,
     plot_learning_curve,
     plot_partial_dependence,
     plot_pit,
 )
-from .frontends.tree_dump import dump_tree, trees_to_dataframe
+from .frontends.fitted.tree_dump import dump_tree, trees_to_dataframe
 
 __all__ = [
     "dump_tree",

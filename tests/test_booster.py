@@ -314,12 +314,12 @@ def test_numeric_settings_out_of_range_are_rejected_before_any_work(
     setting, value, message, monkeypatch
 ):
     X, y = _regression(n_rows=20)
-    import jaxboost.frontends.row_binning
+    import jaxboost.frontends.training.row_binning
 
     def no_binning(*args, **kwargs):
         raise AssertionError("the settings should have been refused before binning")
 
-    monkeypatch.setattr(jaxboost.frontends.row_binning, "fit_bin_edges", no_binning)
+    monkeypatch.setattr(jaxboost.frontends.training.row_binning, "fit_bin_edges", no_binning)
     with pytest.raises(ValueError, match=re.escape(message)):
         jb.Booster(**{"n_estimators": 2, setting: value}).fit(X, y)
 
@@ -397,9 +397,11 @@ def test_bins_no_feature_uses_are_cut_and_the_model_is_unchanged(settings, monke
     settings = {"n_estimators": 4, "max_depth": 3, **settings}
     trimmed = jb.Booster(**settings).fit(X, y)
     assert trimmed.bin_edges_.shape == (4, 31)  # 32 bins with the missing one
-    import jaxboost.frontends.row_binning
+    import jaxboost.frontends.training.row_binning
 
-    monkeypatch.setattr(jaxboost.frontends.row_binning, "trim_unused_bins", lambda edges: edges)
+    monkeypatch.setattr(
+        jaxboost.frontends.training.row_binning, "trim_unused_bins", lambda edges: edges
+    )
     full = jb.Booster(**settings).fit(X, y)
     assert full.bin_edges_.shape == (4, 255)
     # the same splits; sums over fewer bins may round differently in float32

@@ -13,7 +13,7 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.categorical import CategoricalSearch
 from jaxboost.engine.split import find_best_splits
-from jaxboost.frontends.categories import fit_categories
+from jaxboost.frontends.data.categories import fit_categories
 
 ONE_SPLIT = {"n_estimators": 1, "learning_rate": 1.0, "max_depth": 1, "reg_lambda": 0.0}
 

@@ -127,7 +127,7 @@ def test_deeper_trees_match_a_recursive_traversal_with_category_sets():
 def test_the_plot_draws_the_categories_along_their_axis():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
-    from jaxboost.frontends.plotting import plot_partial_dependence
+    from jaxboost.frontends.fitted.plotting import plot_partial_dependence
 
     X, y = _data(seed=3)
     frame = _frame(X)

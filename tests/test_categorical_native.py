@@ -20,8 +20,8 @@ from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_b
 from jaxboost.engine.categorical import CategoricalSettings, categorical_search
 from jaxboost.engine.predict import predict_forest, predict_forest_native
 from jaxboost.engine.tree import TreeParams, grow_tree
-from jaxboost.frontends import initial_score_search, row_binning
-from jaxboost.frontends import program_settings as settings_module
+from jaxboost.frontends.training import initial_score_search, row_binning
+from jaxboost.frontends.training import program_settings as settings_module
 from jaxboost.kernels.category_order import native_category_order, native_category_sums
 from jaxboost.kernels.histogram_kernels import HISTOGRAM_KERNELS, route_rows
 from jaxboost.kernels.interfaces import LevelSplit

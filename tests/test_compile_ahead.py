@@ -10,8 +10,8 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.derivatives import probe_hessian
 from jaxboost.engine.round_programs import derivatives_program
-from jaxboost.frontends.compile_ahead import start_loss_programs
-from jaxboost.frontends.hessian_probe import (
+from jaxboost.frontends.training.compile_ahead import start_loss_programs
+from jaxboost.frontends.training.hessian_probe import (
     derivatives_settings,
     probe_fit,
     probe_rows,

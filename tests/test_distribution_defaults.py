@@ -1,6 +1,6 @@
 """The defaults of a Fisher-scored fit: a prior of 5 rows
-(jaxboost.frontends.regularisation_defaults) and rounds chosen on held-out
-rows (jaxboost.frontends.holdout), only where the user set neither, and
+(jaxboost.frontends.settings.regularisation_defaults) and rounds chosen on held-out
+rows (jaxboost.frontends.training.holdout), only where the user set neither, and
 never for a point loss."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from sklearn.model_selection import KFold
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.frontends.holdout import HOLDOUT_FRACTION, holdout_rows
+from jaxboost.frontends.training.holdout import HOLDOUT_FRACTION, holdout_rows
 
 
 def _gaussian_nll(y, mean, sd):
@@ -161,7 +161,7 @@ def test_holdout_checks_offsets_against_the_users_rows(family, offsets, message)
 def test_a_count_held_out_alone_is_traded_into_the_fit_part():
     # one count in 64, drawn into the held-out rows: the fit part was all 0,
     # which has no finite minimiser (refused as y, though y has a count)
-    from jaxboost.frontends.settings import draw_seed
+    from jaxboost.frontends.settings.checks import draw_seed
 
     X, _, _ = _counts()
     held = np.flatnonzero(holdout_rows(64, int(draw_seed(0))))

@@ -31,8 +31,8 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine import scoring_rules
 from jaxboost.engine.metrics import resolve_metric
-from jaxboost.frontends import distribution_predict, file_loss
-from jaxboost.frontends.loss_checks import check_target_spread
+from jaxboost.frontends.fitted import distribution_predict, file_loss
+from jaxboost.frontends.training.loss_checks import check_target_spread
 
 # a target inside each family's domain
 _TARGET = {"any": 0.7, "positive": 1.3, "count": 3.0, "open_unit_interval": 0.3}

@@ -50,7 +50,7 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     api = (tmp_path / "api" / "index.html").read_text(encoding="utf-8")
     # the settings table's signatures and Args reach the reference
     # (docs/_griffe/settings_signatures.py): each class lists its own
-    from jaxboost.frontends.settings_table import settings_of
+    from jaxboost.frontends.settings.settings_table import settings_of
 
     classes = ("Booster", "Regressor", "Classifier", "Ranker", "load")
     starts = [api.index(f'id="jaxboost.{name}"') for name in classes]

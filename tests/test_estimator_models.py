@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 
 import jaxboost as jb
-from jaxboost.frontends.file_format import ModelFileError, document_checksum
+from jaxboost.frontends.fitted.file_format import ModelFileError, document_checksum
 
 SETTINGS = {"n_estimators": 10, "max_depth": 3}
 
@@ -332,7 +332,7 @@ def test_the_estimators_predict_through_the_models_one_link(diabetes, monkeypatc
     """`predict`, `staged_predict` and `predict_proba` are the model's
     link of the raw scores (they applied the link themselves), and equal
     ``booster_.predict`` on a frame with category and text columns."""
-    from jaxboost.frontends.model import Model
+    from jaxboost.frontends.fitted.model import Model
 
     X, y = diabetes
     X = X.assign(bmi_band=X["bmi_band"].astype(str))  # a text column: a category one too

@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import (
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.frontends.estimators import Classifier, Regressor
+from jaxboost.frontends.scikit_learn.estimators import Classifier, Regressor
 
 # Small instances: every new data shape compiles a boosting program.
 SMALL = {"n_estimators": 5, "max_depth": 2, "learning_rate": 0.3}
@@ -122,7 +122,7 @@ def built_boosters(monkeypatch):
             built.append(self)
             raise _Stop
 
-    monkeypatch.setattr("jaxboost.frontends.estimators.Booster", Recorder)
+    monkeypatch.setattr("jaxboost.frontends.scikit_learn.estimators.Booster", Recorder)
     return built
 
 

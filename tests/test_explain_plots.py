@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.frontends.explain_plots``: the SHAP plots draw a
+"""Tests of ``jaxboost.frontends.fitted.explain_plots``: the SHAP plots draw a
 point per row and feature at its SHAP value (`predict_contributions`),
 coloured or placed by the feature's value; the tree plot draws a box per
 node of `trees_to_dataframe`, named by column names and category labels."""

@@ -1,4 +1,4 @@
-"""Model files for other libraries (jaxboost.frontends.export_xgboost,
+"""Model files for other libraries (jaxboost.frontends.exports.export_xgboost,
 export_onnx): XGBoost, Treelite, shap and ONNX Runtime read them and give
 jaxboost's raw scores and SHAP values.  Each library's tests skip, with
 the reason, where it is not installed (the ``explain`` extra)."""

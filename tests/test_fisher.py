@@ -14,7 +14,7 @@ from jaxboost.engine.fisher import (
     information_per_row,
     sampled_fisher,
 )
-from jaxboost.frontends.program_settings import hessian_setting
+from jaxboost.frontends.training.program_settings import hessian_setting
 
 
 def _scores(rng, n):
@@ -251,8 +251,8 @@ def test_the_program_compiled_ahead_is_the_fisher_one_the_fit_calls():
     from test_compile_ahead import _COMPILES, _placed
 
     from jaxboost.engine.round_programs import derivatives_program
-    from jaxboost.frontends.compile_ahead import start_loss_programs
-    from jaxboost.frontends.hessian_probe import derivatives_settings
+    from jaxboost.frontends.training.compile_ahead import start_loss_programs
+    from jaxboost.frontends.training.hessian_probe import derivatives_settings
     from jaxboost.runtime.devices import make_mesh
     from jaxboost.runtime.distributed import global_rows
 

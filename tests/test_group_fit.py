@@ -10,7 +10,7 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.group_metrics import ndcg_at
 from jaxboost.engine.groups import group_grad_hess, mean_group_loss
-from jaxboost.frontends.grouping import GroupedRows, grouped_rows, place_groups
+from jaxboost.frontends.data.grouping import GroupedRows, grouped_rows, place_groups
 
 
 @losses.declare(name="test_listnet", link="identity", per="group")
@@ -246,7 +246,7 @@ def test_group_ids_are_stable_sorted_and_groups_placed_whole():
 
 
 def test_a_declared_row_order_sorts_each_group_s_rows():
-    from jaxboost.frontends.grouping import in_row_order
+    from jaxboost.frontends.data.grouping import in_row_order
 
     y = np.array([[5.0, 1], [2.0, 0], [9.0, 1], [1.0, 1], [3.0, 0]], np.float32)
     groups = GroupedRows(np.array([4, 0, 1, 2, 3]), np.array([2, 3]))
@@ -344,7 +344,7 @@ def test_ranking_losses_refuse_labels_outside_their_domain(case):
 
 
 def test_lambdarank_takes_grades_up_to_thirty():
-    from jaxboost.frontends.loss_checks import check_target_domain
+    from jaxboost.frontends.training.loss_checks import check_target_domain
 
     loss = losses.lambdarank()
     grades = np.array([30.0, 0.0, 29.0, 5.0, 30.0], np.float32)
@@ -389,7 +389,7 @@ def test_a_group_loss_indexing_mask_with_jax_passes_the_padding_probe_and_trains
 
 
 def test_a_group_loss_that_masks_and_the_catalogue_pass_the_padding_probe():
-    from jaxboost.frontends.padding_check import check_mask_respected
+    from jaxboost.frontends.training.padding_check import check_mask_respected
 
     _, y, _ = _ranking_data(10)
     _, time, event = _survival_data()

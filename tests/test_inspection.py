@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.frontends.inspection``: importances and node weights against hand
+"""Tests of ``jaxboost.frontends.fitted.inspection``: importances and node weights against hand
 counts and brute force, partial dependence against a hand computation, a
 recursive transcription of Friedman's algorithm and brute-force averaging of
 predictions where the two are exactly equal."""
@@ -11,7 +11,7 @@ import pytest
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost import Booster, losses
 from jaxboost.engine.tree import Tree
-from jaxboost.frontends.inspection import (
+from jaxboost.frontends.fitted.inspection import (
     feature_importances,
     grid_from_data,
     node_weights,

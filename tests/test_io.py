@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.frontends.model_file``: exact round trips, clear errors on bad files, checksums
+"""Tests of ``jaxboost.frontends.fitted.model_file``: exact round trips, clear errors on bad files, checksums
 that refuse edited arrays, a fuzz of mutated files, and loading that executes nothing
 from the file."""
 
@@ -21,7 +21,7 @@ import pytest
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
 from jaxboost import Booster, losses
 from jaxboost.engine.tree import Tree
-from jaxboost.frontends.file_format import (
+from jaxboost.frontends.fitted.file_format import (
     FOREST_FIELDS,
     FORMAT_VERSION,
     ModelFileError,
@@ -30,8 +30,8 @@ from jaxboost.frontends.file_format import (
     document_checksum,
     encode_array,
 )
+from jaxboost.frontends.fitted.model_file import save_model
 from jaxboost.frontends.loading import load_model
-from jaxboost.frontends.model_file import save_model
 
 N_ROWS, N_FEATURES = 120, 4
 SMALL = {"n_estimators": 4, "max_depth": 2, "max_bins": 16, "learning_rate": 0.3}

@@ -11,12 +11,12 @@ import pickle
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import jaxboost as jb
-from jaxboost import losses
 from jaxboost.frontends.estimator_losses import SumOverTargets, WithLink
 from jaxboost.frontends.model_file import MissingLoss
 from jaxboost.losses.metadata import FIELDS, LossMetadata, metadata_of
+
+import jaxboost as jb
+from jaxboost import losses
 from jaxboost.runtime.precision import Float64Loss
 
 _DECLARED = [
@@ -87,7 +87,7 @@ def test_a_declared_function_without_hessian_informative_is_probed_as_an_undecla
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)).astype(np.float32)
     y = (3.0 * X[:, 0] + rng.standard_t(2, size=200)).astype(np.float32)
-    settings = dict(n_estimators=3, max_depth=2, learning_rate=0.5)
+    settings = {"n_estimators": 3, "max_depth": 2, "learning_rate": 0.5}
 
     def fitted(loss):
         return jb.Booster(loss=loss, **settings).fit(X, y).predict(X)

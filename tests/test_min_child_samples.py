@@ -114,7 +114,7 @@ def test_hessians_that_depend_on_nothing_are_told_apart():
     hessian depends on neither target nor score, and refuses the rest."""
     import jax.numpy as jnp
 
-    from jaxboost.frontends.hessian_probe import hessian_is_constant
+    from jaxboost.frontends.training.hessian_probe import hessian_is_constant
 
     target = np.float32(0.5)
     assert hessian_is_constant(losses.squared_error, target, 1)
@@ -133,7 +133,7 @@ def test_rows_read_off_the_hessian_grow_the_trees_of_the_count_column(monkeypatc
     rows off the hessian sums, with no count column, and grow the very trees
     the count column grows; log loss and weights other than 0 and 1 keep
     the column."""
-    from jaxboost.frontends import program_settings
+    from jaxboost.frontends.training import program_settings
 
     rng, X, y = _data(seed=5)
     weight = np.where(rng.uniform(size=500) < 0.3, 0.0, 1.0).astype(np.float32)

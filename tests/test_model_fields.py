@@ -1,4 +1,4 @@
-"""One list of the fitted model's fields (jaxboost.frontends.model_fields)
+"""One list of the fitted model's fields (jaxboost.frontends.fitted.model_fields)
 serves fit, the model file, loading and docs/algorithm.md: a field one of
 them forgets (``loss_dtype_`` was set by fit and missing from files) fails
 here."""
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.frontends.file_format import STATE_FIELDS
-from jaxboost.frontends.model_fields import MODEL_FIELDS, saved_name
+from jaxboost.frontends.fitted.file_format import STATE_FIELDS
+from jaxboost.frontends.fitted.model_fields import MODEL_FIELDS, saved_name
 from jaxboost.frontends.refit import refit_leaves
 
 ROOT = Path(__file__).resolve().parents[1]

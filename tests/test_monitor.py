@@ -10,8 +10,8 @@ from sklearn.metrics import roc_auc_score
 import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.metrics import Metric, auc
-from jaxboost.frontends import monitor as monitor_module
-from jaxboost.frontends.monitor import EvalSet, Monitor, time_left
+from jaxboost.frontends.training import monitor as monitor_module
+from jaxboost.frontends.training.monitor import EvalSet, Monitor, time_left
 
 
 def _data(seed=0, n_rows=400):
@@ -294,7 +294,7 @@ def _check_rounds_so_far(seen, model, X):
 def test_a_callbacks_model_holds_the_rounds_grown_so_far_on_a_first_fit_and_a_refit(
     monkeypatch, path
 ):
-    from jaxboost.frontends import round_by_round
+    from jaxboost.frontends.training import round_by_round
 
     if path == "fused":
         monkeypatch.setattr(round_by_round, "runs_round_by_round", lambda cfg: False)

@@ -20,7 +20,7 @@ from jaxboost.losses import negative_binomial
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.frontends import distribution_predict
+from jaxboost.frontends.fitted import distribution_predict
 
 # (mean, concentration): overdispersed, near Poisson, few counts, large counts
 _GRID = [(5.8, 1.3), (0.1, 0.1), (30.0, 0.5), (2.0, 15.0), (4.0, 300.0), (1000.0, 5.0)]

@@ -238,7 +238,7 @@ def test_every_kernel_grows_the_same_tree_packed(kernel, quantised):
 
 
 def test_constant_columns_are_left_out_and_the_trees_are_the_same(monkeypatch):
-    from jaxboost.frontends import row_binning
+    from jaxboost.frontends.training import row_binning
 
     rng = np.random.default_rng(3)
     n = 2000

@@ -1,4 +1,4 @@
-"""Tests of ``jaxboost.frontends.plotting``: each plot returns the Axes it drew, with the
+"""Tests of ``jaxboost.frontends.fitted.plotting``: each plot returns the Axes it drew, with the
 expected bars, lines or contours, and saves to a PNG."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 
 import jaxboost  # (configures the CPU devices before JAX starts)
 from jaxboost import Booster, losses
-from jaxboost.frontends.inspection import feature_importances
-from jaxboost.frontends.plotting import (
+from jaxboost.frontends.fitted.inspection import feature_importances
+from jaxboost.frontends.fitted.plotting import (
     plot_importance,
     plot_learning_curve,
     plot_partial_dependence,

@@ -14,8 +14,8 @@ import jaxboost as jb
 from jaxboost import losses
 from jaxboost.engine.round_checks import first_event
 from jaxboost.engine.sampling import row_mask
-from jaxboost.frontends import program_settings as settings_module
-from jaxboost.frontends import rounds_loop
+from jaxboost.frontends.training import program_settings as settings_module
+from jaxboost.frontends.training import rounds_loop
 
 
 def _diabetes():

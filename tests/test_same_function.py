@@ -18,8 +18,8 @@ from jaxboost.engine.round_programs import (
     tree_round_program,
 )
 from jaxboost.engine.training import train_chunk_program
-from jaxboost.frontends.computation_keys import group_widths, keyed_loss
-from jaxboost.frontends.monitor import EvalSet
+from jaxboost.frontends.training.computation_keys import group_widths, keyed_loss
+from jaxboost.frontends.training.monitor import EvalSet
 from jaxboost.runtime.same_function import plain, same_computation
 
 _SCALAR = jax.ShapeDtypeStruct((), jnp.float32)

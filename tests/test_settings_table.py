@@ -1,5 +1,5 @@
 """The settings of Booster, Regressor, Classifier and Ranker are one table
-(jaxboost.frontends.settings_table): their signatures, docstrings,
+(jaxboost.frontends.settings.settings_table): their signatures, docstrings,
 get_params/set_params and checks come from it."""
 
 import inspect
@@ -8,15 +8,15 @@ import pytest
 from sklearn.base import clone
 
 import jaxboost as jb
-from jaxboost.frontends import settings_table
-from jaxboost.frontends.program_settings import check_all_settings
-from jaxboost.frontends.settings_table import (
+from jaxboost.frontends.settings import settings_table
+from jaxboost.frontends.settings.settings_table import (
     ALL,
     SETTINGS,
     Setting,
     settings_of,
     takes_settings,
 )
+from jaxboost.frontends.training.program_settings import check_all_settings
 
 FRONT_ENDS = {"Booster": jb.Booster, "Regressor": jb.Regressor, "Classifier": jb.Classifier}
 FRONT_ENDS["Ranker"] = jb.Ranker

@@ -1,5 +1,5 @@
 """SHAP values (jaxboost.engine.node_table, jaxboost.engine.shap,
-jaxboost.frontends.explain) against brute-force Shapley values: every
+jaxboost.frontends.fitted.explain) against brute-force Shapley values: every
 subset of 5 features, with path-dependent expectations over the covers."""
 
 import itertools
@@ -281,7 +281,7 @@ def test_covers_survive_a_file_and_a_file_without_them_says_what_to_do(tmp_path)
     document["version"] = 4
     del document["state"]["forest_"]["leaf_cover"]
     del document["checksums"]["state.forest_.leaf_cover"]
-    from jaxboost.frontends.file_format import document_checksum
+    from jaxboost.frontends.fitted.file_format import document_checksum
 
     document["checksum"] = document_checksum(document)
     path.write_text(json.dumps(document))

@@ -1,19 +1,19 @@
-"""`train` (jaxboost.frontends.trainer): settings and checked inputs in, a
+"""`train` (jaxboost.frontends.training.trainer): settings and checked inputs in, a
 `Model` out, without going back to a front end; the holdout's two fits
-(jaxboost.frontends.holdout) are two calls of it."""
+(jaxboost.frontends.training.holdout) are two calls of it."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import jaxboost as jb
-from jaxboost.frontends import fit_inputs as fit_inputs_module
-from jaxboost.frontends.fit_inputs import FitArguments, fit_inputs
-from jaxboost.frontends.holdout import PATIENCE, holdout_rows
-from jaxboost.frontends.model import Model
-from jaxboost.frontends.settings import draw_seed
-from jaxboost.frontends.settings_table import settings_record
-from jaxboost.frontends.trainer import train
+from jaxboost.frontends.fitted.model import Model
+from jaxboost.frontends.settings.checks import draw_seed
+from jaxboost.frontends.settings.settings_table import settings_record
+from jaxboost.frontends.training import fit_inputs as fit_inputs_module
+from jaxboost.frontends.training.fit_inputs import FitArguments, fit_inputs
+from jaxboost.frontends.training.holdout import PATIENCE, holdout_rows
+from jaxboost.frontends.training.trainer import train
 
 SMALL = {"n_estimators": 3, "max_depth": 2, "max_bins": 16, "random_state": 0}
 

@@ -1,4 +1,4 @@
-"""Trees as tables and text (jaxboost.frontends.tree_dump,
+"""Trees as tables and text (jaxboost.frontends.fitted.tree_dump,
 jaxboost.engine.node_table.node_places): the thresholds, sets and missing
 directions the dumps state, applied by hand to rows in the user's units,
 reach the leaves `apply` reports and sum to `predict_raw`."""

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import jaxboost as jb
-from jaxboost.frontends.settings import check_histogram_memory
-from jaxboost.frontends.validation import check_not_all_constant
+from jaxboost.frontends.data.validation import check_not_all_constant
+from jaxboost.frontends.settings.checks import check_histogram_memory
 
 
 @pytest.fixture
@@ -122,14 +122,16 @@ def test_a_loss_going_non_finite_mid_training_names_the_round(data):
 def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkeypatch):
     X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     y = X[:, 0].copy()
-    import jaxboost.frontends.placement
-    import jaxboost.frontends.row_binning
+    import jaxboost.frontends.training.placement
+    import jaxboost.frontends.training.row_binning
 
     # 1 GiB a device; depth 17 with 3 features and 256 bins needs 16 x 3 x 2^16
     # x 256 x 2 bytes, 1.5 GiB.  The bins a fit needs are known from the bin
     # edges (a sample of rows), before any row is binned.
-    monkeypatch.setattr(jaxboost.frontends.row_binning, "memory_per_device", lambda devices: 2**30)
-    monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _no_binning)
+    monkeypatch.setattr(
+        jaxboost.frontends.training.row_binning, "memory_per_device", lambda devices: 2**30
+    )
+    monkeypatch.setattr(jaxboost.frontends.training.placement, "shard_rows", _no_binning)
     message = r"max_depth: 17 needs about 1\.5 GiB per device: .* more than the 1\.0 GiB"
     with pytest.raises(ValueError, match=message):
         jb.Booster(n_estimators=1, max_depth=17, rounds_per_chunk=1).fit(X, y)
@@ -138,14 +140,16 @@ def test_a_tree_too_deep_for_the_device_memory_is_refused_before_any_work(monkey
 def test_a_deep_leafwise_tree_is_weighed_by_its_live_nodes(monkeypatch):
     X = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     y = X[:, 0].copy()
-    import jaxboost.frontends.placement
-    import jaxboost.frontends.row_binning
+    import jaxboost.frontends.training.placement
+    import jaxboost.frontends.training.row_binning
 
     # The depth-17 tree above, grown leaf-wise with 31 leaves: its levels
     # hold histograms for at most 30 live nodes, so it fits in 1 GiB and the
     # fit goes on to bin the rows.
-    monkeypatch.setattr(jaxboost.frontends.row_binning, "memory_per_device", lambda devices: 2**30)
-    monkeypatch.setattr(jaxboost.frontends.placement, "shard_rows", _reached_binning)
+    monkeypatch.setattr(
+        jaxboost.frontends.training.row_binning, "memory_per_device", lambda devices: 2**30
+    )
+    monkeypatch.setattr(jaxboost.frontends.training.placement, "shard_rows", _reached_binning)
     booster = jb.Booster(n_estimators=1, max_depth=17, grow_policy="lossguide", max_leaves=31)
     with pytest.raises(_BinningReached):
         booster.fit(X, y)
@@ -284,7 +288,7 @@ def test_a_dataframe_value_beyond_float32_is_named(data):
 
 
 def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure():
-    from jaxboost.frontends.loss_checks import check_loss
+    from jaxboost.frontends.training.loss_checks import check_loss
 
     def first_target_only(y, f):  # fine for scalar targets, not for vectors
         return jnp.square(f - y)
@@ -309,14 +313,14 @@ def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure
     ids=["reordered", "renamed", "renamed_and_reordered"],
 )
 def test_columns_other_than_the_fitted_ones_are_named(names, fitted, message):
-    from jaxboost.frontends.validation import check_columns
+    from jaxboost.frontends.data.validation import check_columns
 
     with pytest.raises(ValueError, match=message):
         check_columns(names, fitted, 3, 3)
 
 
 def test_names_on_one_side_only_warn_as_scikit_learn_does():
-    from jaxboost.frontends.validation import check_columns
+    from jaxboost.frontends.data.validation import check_columns
 
     with pytest.warns(UserWarning, match="X has feature names, but the model was fitted on an"):
         check_columns(["a", "b"], None, 2, 2)

@@ -21,8 +21,8 @@ from jaxboost.engine.training import (
     train_chunk_program,
 )
 from jaxboost.frontends.booster import Booster
-from jaxboost.frontends.hessian_probe import VECTOR_OPTIONS_ROWS
-from jaxboost.frontends.program_settings import program_config
+from jaxboost.frontends.training.hessian_probe import VECTOR_OPTIONS_ROWS
+from jaxboost.frontends.training.program_settings import program_config
 from jaxboost.runtime import workarounds as _workarounds
 from jaxboost.runtime.devices import make_mesh
 
@@ -155,8 +155,8 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
     emitters (where the jaxlib has them), the fused one too, and both paths
     fit the same model."""
     from jaxboost.engine import round_programs, training
-    from jaxboost.frontends import initial_score_search
-    from jaxboost.frontends import program_settings as settings_module
+    from jaxboost.frontends.training import initial_score_search
+    from jaxboost.frontends.training import program_settings as settings_module
     from jaxboost.runtime.workarounds import FAST_COMPILE_ROWS, fast_compile_options
 
     assert fast_compile_options("gpu") == {}

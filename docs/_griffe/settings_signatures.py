@@ -1,5 +1,5 @@
 """A griffe extension for the API reference: the signatures and Args
-sections that `jaxboost.frontends.settings_table` makes.
+sections that `jaxboost.frontends.settings.settings_table` makes.
 
 ``Booster``, ``Regressor``, ``Classifier`` and ``Ranker`` take their
 ``__init__`` and the Args section of their docstring from one table when

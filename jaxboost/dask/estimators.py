@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frontends.loss_params import PREFIX
+from ..frontends.settings.loss_params import PREFIX
 from .fitting import current_client, fit
 from .prediction import predict
 

@@ -13,7 +13,7 @@ training hessians' sum over a node's rows (XGBoost's cover), ``weight``
 their sample weights'.  A node that does not split (every row left) never
 appears on a path: its parent links to its left child.
 
-Model files for other libraries (`jaxboost.frontends.export_xgboost`,
+Model files for other libraries (`jaxboost.frontends.exports.export_xgboost`,
 `export_onnx`) number a tree's nodes `breadth_first`.
 
 A path (`tree_paths`) is one reachable leaf and the splits above it, each

@@ -97,7 +97,7 @@ class StaticSettings:
     vector_row_options: bool = False
     # a small fit (at most jaxboost.runtime.workarounds.FAST_COMPILE_ROWS
     # rows): runs round by round where its settings allow
-    # (jaxboost.frontends.round_by_round)
+    # (jaxboost.frontends.training.round_by_round)
     fast_compile: bool = False
     # a group loss (losses' per="group"): the widths of the shards' group
     # buckets (jaxboost.engine.groups), one table of ShardData.groups each;
@@ -114,7 +114,7 @@ class StaticSettings:
     # statistic (a hessian that depends on neither target nor score, or the
     # first-order criterion's weights, with every weight 0 or 1): the rows
     # are read off its sums, and no count column is summed
-    # (jaxboost.frontends.hessian_probe.rows_from_hessian)
+    # (jaxboost.frontends.training.hessian_probe.rows_from_hessian)
     rows_from_hessian: bool = False
     # per column of the data (all_features of them): -1, 0 or +1, the
     # monotone constraints (jaxboost.engine.constraints); () for none
@@ -236,7 +236,7 @@ def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
     """Split gains ``(n_nodes,)`` of gradients times ``unit`` (see
     `jaxboost.engine.split.gradient_unit`) in the gradients' own units, clipped
     to float32's positive range where a node splits: a gain > 0 is what marks
-    a split (`jaxboost.frontends.inspection`), even one that underflows unscaled."""
+    a split (`jaxboost.frontends.fitted.inspection`), even one that underflows unscaled."""
     finfo = jnp.finfo(jnp.float32)
     return jnp.where(gain > 0, jnp.clip(gain / unit / unit, finfo.tiny, finfo.max), 0.0)
 

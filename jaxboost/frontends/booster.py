@@ -2,12 +2,12 @@
 XGBoost-like class.
 
 ``fit`` hands its arguments with a frozen record of the settings to
-`jaxboost.frontends.fitting.fit_model` (checked into one record, then
-trained: `jaxboost.frontends.trainer.train`, or, holding rows out for
-early stopping, `jaxboost.frontends.holdout`), and keeps the
-`jaxboost.frontends.model.Model` it returns in ``model_``.  Prediction is
+`jaxboost.frontends.training.fitting.fit_model` (checked into one record, then
+trained: `jaxboost.frontends.training.trainer.train`, or, holding rows out for
+early stopping, `jaxboost.frontends.training.holdout`), and keeps the
+`jaxboost.frontends.fitted.model.Model` it returns in ``model_``.  Prediction is
 the model's; the fitted attributes (``forest_``, ``base_score_``, ...: the
-fields of `jaxboost.frontends.model_fields`) read through to it.
+fields of `jaxboost.frontends.fitted.model_fields`) read through to it.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import numpy as np
 from ..runtime.devices import device_keys, devices_from_keys
 from ..runtime.distributed import stops_when_a_process_leaves
 from ..runtime.precision import in_float32
-from .distribution_predict import checked_levels
-from .export import check_path, export_model
-from .fit_inputs import FitArguments
-from .fitting import fit_model
-from .loss_params import nested_params, pop_nested, set_nested
-from .model import ABSENT, FIELD_NAMES, Model
-from .model_fields import MODEL_FIELDS, RENAMED_FIELDS, renamed_field, with_current_names
-from .model_file import save_model
-from .program_settings import check_all_settings
-from .settings_table import BOOSTER, settings_of, settings_record, takes_settings
+from .exports.export import check_path, export_model
+from .fitted.distribution_predict import checked_levels
+from .fitted.model import ABSENT, FIELD_NAMES, Model
+from .fitted.model_fields import MODEL_FIELDS, RENAMED_FIELDS, renamed_field, with_current_names
+from .fitted.model_file import save_model
+from .settings.loss_params import nested_params, pop_nested, set_nested
+from .settings.settings_table import BOOSTER, settings_of, settings_record, takes_settings
+from .training.fit_inputs import FitArguments
+from .training.fitting import fit_model
+from .training.program_settings import check_all_settings
 
 
 @takes_settings(BOOSTER)
@@ -38,12 +38,12 @@ class Booster:
     """Gradient-boosted trees for any JAX loss ``loss(y, f) -> scalar`` of one
     sample, or ``loss(y, f, mask)`` of one group of rows.
 
-    After `fit`, ``model_`` holds the fitted `jaxboost.frontends.model.Model`;
+    After `fit`, ``model_`` holds the fitted `jaxboost.frontends.fitted.model.Model`;
     the fitted attributes (``forest_``, ``base_score_``, ...: docs/algorithm.md)
     read through to it.
 
     Args:
-      (the settings of `jaxboost.frontends.settings_table`: each with its
+      (the settings of `jaxboost.frontends.settings.settings_table`: each with its
       default and meaning in ``help(Booster)`` and the API reference)
     """
 
@@ -125,7 +125,7 @@ class Booster:
             evaluation set has not improved for this many rounds; the model
             keeps the best round (``best_iteration_``).
           callbacks: functions ``callback(env)`` called after every round with a
-            `jaxboost.frontends.monitor.CallbackEnv`; returning True stops.
+            `jaxboost.frontends.training.monitor.CallbackEnv`; returning True stops.
           verbose: print progress every ``verbose`` rounds (True: every round).
           group: for a group loss (``losses.lambdarank()``, ``losses.cox``, a
             function declared ``per="group"``), the sizes of the groups of

@@ -1,7 +1,7 @@
 """``jaxboost.load``: a fitted model from a model file: a ``Booster`` from a
 Booster's file, the scikit-learn estimator from an estimator's (the file's
-format and checks are `jaxboost.frontends.model_file`'s and
-`jaxboost.frontends.estimator_file`'s)."""
+format and checks are `jaxboost.frontends.fitted.model_file`'s and
+`jaxboost.frontends.scikit_learn.estimator_file`'s)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from typing import Any
 import numpy as np
 
 from .booster import Booster
-from .estimator_file import read_estimator_section
-from .estimator_losses import WithLink
-from .file_format import DEFAULT_MAX_BYTES, ModelFileError
-from .model import Model
-from .model_file import read_model
+from .fitted.file_format import DEFAULT_MAX_BYTES, ModelFileError
+from .fitted.model import Model
+from .fitted.model_file import read_model
+from .scikit_learn.estimator_file import read_estimator_section
+from .scikit_learn.estimator_losses import WithLink
 
 
 def _estimator_classes() -> dict[str, type]:
     # (the estimators need scikit-learn, loaded only for an estimator's file)
-    from .estimators import Classifier, Regressor
-    from .ranker import Ranker
+    from .scikit_learn.estimators import Classifier, Regressor
+    from .scikit_learn.ranker import Ranker
 
     return {"Regressor": Regressor, "Classifier": Classifier, "Ranker": Ranker}
 
@@ -29,9 +29,9 @@ def _estimator_classes() -> dict[str, type]:
 def _estimator_loss(loss: Any, section: Any, state: dict) -> Any:
     """The loss given to `load_model` as the file's estimator trains with
     it: a Classifier's callable without a link predicts through the sigmoid
-    (softmax) it was saved with (`jaxboost.frontends.estimator_losses.classifier_loss`)."""
+    (softmax) it was saved with (`jaxboost.frontends.scikit_learn.estimator_losses.classifier_loss`)."""
     if isinstance(section, dict) and section.get("class") == "Classifier":
-        from .estimator_losses import classifier_loss
+        from .scikit_learn.estimator_losses import classifier_loss
 
         return classifier_loss(loss, state["n_outputs_"])
     return loss
@@ -83,7 +83,7 @@ def loaded_estimator(
     """The fitted estimator of class ``cls`` that a model file holds:
     ``settings`` its constructor's (the loss, when the file names none, is
     ``booster``'s), ``booster`` the file's Booster, ``state`` the estimator's
-    own fitted attributes (`jaxboost.frontends.estimator_file`)."""
+    own fitted attributes (`jaxboost.frontends.scikit_learn.estimator_file`)."""
     loss = booster.loss_  # (the callable given, not the link added to it)
     estimator = cls(**{"loss": loss.base if isinstance(loss, WithLink) else loss, **settings})
     estimator._keep_booster(booster)

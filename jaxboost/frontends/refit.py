@@ -39,10 +39,10 @@ if TYPE_CHECKING:  # optax is imported when a refit runs: 0.3 s less at every im
 from ..losses.metadata import metadata_of
 from ..runtime.program_cache import one_program_per_shape
 from .booster import Booster
-from .computation_keys import keyed_loss, keyed_optimizer
-from .constraints import constrains_order, monotone_directions
-from .loss_checks import check_loss, check_target_domain
-from .validation import as_targets, as_weights
+from .data.validation import as_targets, as_weights
+from .settings.constraints import constrains_order, monotone_directions
+from .training.computation_keys import keyed_loss, keyed_optimizer
+from .training.loss_checks import check_loss, check_target_domain
 
 
 class RefitData(NamedTuple):

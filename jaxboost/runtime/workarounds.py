@@ -82,7 +82,7 @@ _FUSION_EMITTERS_OPTION = "xla_cpu_use_fusion_emitters"
 _FUSION_EMITTERS_VERSIONS = ((0, 10, 0), (0, 10, 99))
 # fits of at most this many rows (all shards) run round by round, a small
 # program per loss beside a loss-free tree program
-# (jaxboost.frontends.round_by_round); larger ones run the fused program,
+# (jaxboost.frontends.training.round_by_round); larger ones run the fused program,
 # whose one dispatch per chunk pays on many rows
 FAST_COMPILE_ROWS = 2**18
 

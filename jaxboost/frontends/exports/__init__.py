@@ -1,0 +1,1 @@
+"""A fitted model written for other libraries: XGBoost's JSON and ONNX."""

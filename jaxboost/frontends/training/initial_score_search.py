@@ -1,0 +1,162 @@
+"""A fit's initial score searched on its placed rows: the program
+dispatched (`start_init_score`: a group loss's from 0, one output's on
+the host for few rows, else on the devices), then fetched and checked
+finite (`finite_init_score`), in float64 where float32 overflows (the
+``loss_dtype`` setting), the loss scaled by a power of two where even
+float64's sums leave float32's range (`jaxboost.runtime.precision`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from ...engine.init_score import initial_score_on_host, not_converged_message
+from ...engine.round_checks import float64_message, not_finite_init_error, scaled_message
+from ...engine.round_programs import slope_sums_program
+from ...engine.training import (
+    group_loss_at_score_program,
+    init_score_program,
+    loss_at_score_program,
+)
+from ...kernels.registry import kernels_for
+from ...losses.metadata import metadata_of
+from ...runtime.distributed import fetch, gather, replicated
+from ...runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
+from ...runtime.user_warning import warn
+from ...runtime.workarounds import FAST_COMPILE_ROWS
+from ..data.offsets import OffsetLoss
+from .computation_keys import keyed_loss
+
+
+def start_init_score(
+    loss, n_outputs: int, mesh, y: jax.Array, weight: jax.Array, given, groups=None
+):
+    """Dispatches the initial score's program (the ``given`` one's, ``(K,)``
+    or None, training loss): ``(init_score, init_loss, converged)``, arrays
+    to fetch, ``converged`` False where a vector search stopped at its
+    budget (`jaxboost.engine.init_score.vector_initial_score`).  A group
+    loss (``groups``: its tables on the devices) starts
+    from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
+    and Cox losses do not change when every score moves by one number).
+    One output on at most ``FAST_COMPILE_ROWS`` rows searches from the host;
+    more rows, or vector outputs, in one program."""
+    init_score = given
+    if groups is not None:
+        score = np.zeros(1, np.float32) if init_score is None else init_score
+        loss_at = group_loss_at_score_program(loss, len(groups), mesh)
+        return score, loss_at(y, groups, replicated(mesh, score)), True
+    if init_score is None:
+        small = y.shape[0] <= FAST_COMPILE_ROWS
+        if small and n_outputs == 1 and jax.process_count() == 1:
+            # a small program of the loss's sums, the search on the host
+            sums = slope_sums_program(loss, mesh)
+            found = initial_score_on_host(
+                lambda scores: np.asarray(sums(y, weight, scores)),
+                np.asarray(fetch(y)),
+                np.asarray(fetch(weight)),
+                bool(metadata_of(loss).convex),
+            )
+            return *found, True
+        platform = mesh.devices.flat[0].platform
+        program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
+        return program(y, weight)
+    loss_at = loss_at_score_program(loss, mesh)
+    return init_score, loss_at(y, weight, replicated(mesh, init_score)), True
+
+
+def finite_init_score(
+    loss, n_outputs, mesh, y, weight, given, setting: str, pending, groups=None, rows=None
+):
+    """The initial score, its training loss, the loss's dtype and scale:
+    ``"float32"``, or ``"float64"`` where ``setting`` (the
+    ``loss_dtype``) asks for it or, ``"auto"``, where the loss is finite at
+    the initial score only in float64; there the loss is scaled by a power of
+    two (`jaxboost.runtime.precision.Float64Loss`) where its values or
+    gradients are beyond float32 even so.  ``given``, ``groups`` as for
+    `start_init_score`, ``pending`` its result, in float64 where
+    ``setting`` asks for it, else in float32; ``rows``: this process's
+    ``(targets, weight)`` on the host, for the scale and the error.  Warns,
+    naming the loss, where the search for the initial score did not converge."""
+    init_score, init_loss, converged = fetch(pending)
+    finite = _finite(init_score, init_loss)
+    dtype, scale = ("float64" if setting == "float64" else "float32"), 1.0
+    tries = ([1.0] if setting == "auto" else []) + ([None] if setting != "float32" else [])
+    for wide_scale in tries:
+        if finite or (wide_scale is None and (groups is not None or rows is None)):
+            break
+        if wide_scale is None:  # a power of two that brings the sums within float32
+            wide_scale = _float32_scale(loss, rows, _scale_score(rows, given, n_outputs))
+            if wide_scale is None or wide_scale == 1.0:
+                break
+        wide = loss_in(loss, "float64", wide_scale)
+        wide_score, wide_loss, wide_converged = fetch(
+            start_init_score(wide, n_outputs, mesh, y, weight, given, groups)
+        )
+        if _finite(wide_score, wide_loss):
+            scaled = "" if wide_scale == 1.0 else scaled_message(wide_scale)
+            if setting == "auto":
+                widened = float64_message("the training loss is", "at the initial score")
+                warn(widened + (f"; {scaled}" if scaled else ""))
+            elif scaled:
+                warn(f"loss: {scaled}")
+            init_score, init_loss = wide_score, float(wide_loss) / wide_scale
+            finite, dtype, scale = True, "float64", wide_scale
+            converged = wide_converged
+    if finite and not converged:
+        name = metadata_of(loss).name
+        warn(not_converged_message(name, init_score, float(init_loss)))
+    if not finite:
+        tried = "float32 and float64" if setting == "auto" else setting
+        rows = rows if groups is None else None  # (a group loss has no row's loss)
+        score = init_score if rows is None else _scale_score(rows, given, n_outputs)
+        raise not_finite_init_error(loss, rows, score, float(init_loss), tried)
+    return init_score, init_loss, dtype, scale
+
+
+def _finite(score, loss) -> bool:
+    return bool(np.all(np.isfinite(score)) and np.isfinite(loss))
+
+
+def _scale_score(rows, given, n_outputs: int) -> np.ndarray:
+    """``(K,)`` float64: where a loss's scale is measured: the given initial
+    score, else the targets' weighted median (one output), else 0."""
+    if given is not None:
+        return np.asarray(given, np.float64)
+    y, weight = rows
+    if n_outputs == 1 and y.ndim == 1:
+        order = np.argsort(y)
+        reached = np.cumsum(weight[order], dtype=np.float64)
+        return np.array([y[order][np.searchsorted(reached, 0.5 * reached[-1])]], np.float64)
+    return np.zeros(n_outputs, np.float64)
+
+
+def _float32_scale(loss, rows, score: np.ndarray) -> float | None:
+    """`jaxboost.runtime.precision.float32_scale` of ``loss`` at
+    ``score`` over every process's rows, or None where some row's loss or
+    gradient is not finite in float64 there."""
+    y, weight = rows
+    exponent = peak_exponent(*rows_in_float64(loss, y, score), weight)
+    # exponents, not sums, cross processes (gathered 64-bit values may be cut to 32)
+    no_scale = np.iinfo(np.int32).max
+    gathered = gather(np.array([no_scale if exponent is None else exponent], np.int32))
+    largest = int(np.max(gathered))
+    return None if largest == no_scale else float32_scale(largest)
+
+
+def search_rows(
+    loss: Callable,
+    targets: np.ndarray,
+    offsets: np.ndarray,
+    n_outputs: int,
+    widths: tuple[int, ...] | None,
+) -> tuple[Callable, np.ndarray]:
+    """The loss and the ``(n_rows, T + K)`` float32 rows the initial score's
+    search runs on (`OffsetLoss`), keyed as a fit's loss is (``widths``: a
+    group loss's padded group lengths, else None)."""
+    columns = targets.reshape(targets.shape[0], -1)
+    rows = np.concatenate([columns, offsets], axis=1).astype(np.float32)
+    wrapped = OffsetLoss(loss, n_outputs, targets.ndim - 1)
+    return keyed_loss(wrapped, rows.shape[1:], n_outputs, widths), rows

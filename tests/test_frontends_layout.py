@@ -1,0 +1,42 @@
+"""The front floor's grouped layout (jaxboost/frontends/__init__.py): the
+modules of the flat layout before it keep their names, so pickles of fitted
+models and estimators, which name their classes' modules, still load."""
+
+import importlib
+import pickle
+import re
+
+import numpy as np
+import pandas as pd
+
+import jaxboost as jb
+from jaxboost.frontends import MOVED
+
+
+def test_every_old_module_name_imports_the_moved_module():
+    for old, new in MOVED.items():
+        moved = importlib.import_module(f"jaxboost.frontends.{new}")
+        assert importlib.import_module(f"jaxboost.frontends.{old}") is moved
+
+
+def _flat(pickled: bytes) -> bytes:
+    """``pickled`` (protocol 2: module names as text) naming every class by
+    its module's name in the flat layout, as an older jaxboost wrote it."""
+    flat = {new: old for old, new in MOVED.items()}
+    pattern = re.compile(rb"jaxboost\.frontends\.(\w+\.\w+)\n")
+    moved = pattern.sub(
+        lambda m: b"jaxboost.frontends." + flat[m[1].decode()].encode() + b"\n", pickled
+    )
+    assert moved != pickled
+    return moved
+
+
+def test_pickles_naming_the_flat_modules_load():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=60), "cut": np.array(["x", "y", "z"] * 20)})
+    y = (X["a"] + (X["cut"] == "y")).to_numpy(np.float32)
+    settings = {"n_estimators": 3, "max_depth": 2}
+    for fitted in (jb.Booster(**settings).fit(X, y), jb.Regressor(**settings).fit(X, y)):
+        old = pickle.loads(_flat(pickle.dumps(fitted, protocol=2)))
+        assert type(old) is type(fitted)
+        np.testing.assert_array_equal(old.predict(X), fitted.predict(X))
