@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..losses.metadata import metadata_of
+from ...losses.metadata import metadata_of
 from .export_trees import ExportTree, export_trees, fitted_state, rounds_of
 
 _ROOT_PARENT = 2147483647  # XGBoost's "no parent"
