@@ -156,18 +156,24 @@ def child_check(
     row of positive weight adds the same amount to the hessian sums (a
     constant hessian, or the first-order criterion's unit weights), one
     over that amount, and the count is exact (to float32 rounding); else
-    each node's rows over its hessian sum (`rows_per_node_hessian`), an
+    each node's rows over its hessian sum (`estimated_row_rule`), an
     estimate.  None: no row rule."""
 
-    def child_ok(stats):
-        hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
-        heavy_enough = hess_sum >= min_child_weight
-        if rows_per_hessian is None:
-            return heavy_enough
+    least_hessian = min_child_weight
+    if rows_per_hessian is not None:
         # rows >= max(ceil(min_child_samples), 1) for a count rounded to an
-        # integer: half a row of margin for the float32 sums' rounding
-        least = jnp.maximum(jnp.ceil(min_child_samples), 1.0) - 0.5
-        return heavy_enough & (hess_sum * rows_per_hessian >= least)
+        # integer (half a row of margin for the float32 sums' rounding), as
+        # one bound on the hessian sum with min_child_weight's: one compare
+        # a child, as without the row rule
+        least_rows = jnp.maximum(jnp.ceil(min_child_samples), 1.0) - 0.5
+        counted = rows_per_hessian > 0
+        least_rows_hessian = jnp.where(
+            counted, least_rows / jnp.where(counted, rows_per_hessian, 1.0), jnp.inf
+        )
+        least_hessian = jnp.maximum(min_child_weight, least_rows_hessian)
+
+    def child_ok(stats):
+        return sum_over_outputs(stats[..., n_outputs : 2 * n_outputs]) >= least_hessian
 
     return child_ok
 
