@@ -23,7 +23,8 @@ for at least 4 rows).
 ``--timing ROWS`` measures what the default costs instead: fit seconds of
 ``min_child_samples`` 20 and 0 on ``ROWS`` rows of ``bench_fit.py``'s
 synthetic data (its settings, ``--rounds`` rounds), for squared error
-(whose constant hessian counts the rows) and log loss (a count column),
+(whose constant hessian counts the rows) and log loss (each node's rows counted,
+the children's estimated),
 alternating 20 and 0 ``--repeat`` times after a fit of each; the median of
 the pairs' ratios.  Run it with ``PYTHONPATH`` at another tree's copy to
 compare versions.

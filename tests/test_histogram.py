@@ -578,3 +578,41 @@ def test_native_live_slots_reject_nodes_or_slots_out_of_range(parent_node, paren
         jax.block_until_ready(
             native.level(bins, jnp.zeros(10, jnp.int32), stats, 8, 3, parent, split, live=live)
         )
+
+
+@pytest.mark.parametrize("kernel", sorted(HISTOGRAM_KERNELS))
+@pytest.mark.parametrize(
+    "n_nodes, live", [(1, None), (8, None), (8, ([3, 0], [3, 0])), (2048, None)]
+)
+def test_a_level_counts_each_nodes_rows_of_positive_weight(kernel, n_nodes, live):
+    """``row_positive``'s rows per node of the level (every node, live or
+    not), as the native kernel tallies them while it routes the rows (in
+    row order up to 1024 nodes, routed first beyond) and the XLA kernels
+    sum them: ``np.bincount``."""
+    histograms = HISTOGRAM_KERNELS[kernel]
+    rng = np.random.default_rng(11)
+    n_rows, n_bins = 3000, 4
+    node_of_row = rng.integers(0, n_nodes, n_rows).astype(np.int32)
+    positive = rng.uniform(size=n_rows) < 0.7
+    stats = jnp.asarray(rng.normal(size=(n_rows, 2)), jnp.float32)
+    bins = rng.integers(0, n_bins, (2, n_rows)).astype(np.uint8)
+    if n_nodes == 1:
+        level = (bins, node_of_row, stats, 1, n_bins, None, None)
+    else:  # routed from the parents by a routing feature
+        bins = _with_routing_feature(bins, node_of_row)
+        parent = histograms.level(
+            _bins_for(histograms, bins), node_of_row // 2, stats, n_nodes // 2, n_bins, None, None
+        )[1]
+        split = LevelSplit(
+            jnp.full(n_nodes // 2, bins.shape[0] - 1, jnp.int32),
+            jnp.zeros(n_nodes // 2, jnp.int32),
+            jnp.zeros(n_nodes // 2, bool),
+            missing_bin=n_bins - 1,
+        )
+        level = (bins, node_of_row // 2, stats, n_nodes, n_bins, parent, split)
+    slots = None if live is None else LiveSlots(*(jnp.asarray(part, jnp.int32) for part in live))
+    bins_read = _bins_for(histograms, level[0])
+    *_, routed, node_rows = histograms.level(bins_read, *level[1:], None, slots, positive)
+    np.testing.assert_array_equal(np.asarray(routed), node_of_row)
+    expected = np.bincount(node_of_row[positive], minlength=n_nodes)
+    np.testing.assert_array_equal(np.asarray(node_rows), expected)

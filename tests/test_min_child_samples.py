@@ -1,6 +1,8 @@
 """``min_child_samples``: no leaf holds fewer training rows of positive
-weight, and a stump takes the best split that leaves enough on each side
-(brute force in numpy)."""
+weight where every row adds the same to the hessian sums, a stump takes the
+best split that leaves enough on each side (brute force in numpy), and
+where hessians differ each child's rows are estimated from its node's
+counted rows, as documented, with no count column in the histograms."""
 
 import numpy as np
 import pytest
@@ -127,12 +129,13 @@ def test_hessians_that_depend_on_nothing_are_told_apart():
     assert not hessian_is_constant(lambda y, f: jnp.sum(jnp.cosh(f - y)), vector, 3)
 
 
-def test_rows_read_off_the_hessian_grow_the_trees_of_the_count_column(monkeypatch):
+def test_rows_read_off_the_hessian_grow_the_trees_of_the_counted_nodes(monkeypatch):
     """Squared error (hessian 1) and absolute error (the first-order
     criterion's weights), with rows of weight 0 and a subsample, read the
-    rows off the hessian sums, with no count column, and grow the very trees
-    the count column grows; log loss and weights other than 0 and 1 keep
-    the column."""
+    rows off the hessian sums, counting nothing, and grow the very trees
+    the nodes' counted rows grow (their hessians are equal: the estimate is
+    exact); log loss and weights other than 0 and 1 count the nodes'
+    rows."""
     from jaxboost.frontends.training import program_settings
 
     rng, X, y = _data(seed=5)
@@ -162,3 +165,105 @@ def test_rows_read_off_the_hessian_grow_the_trees_of_the_count_column(monkeypatc
     jb.Booster(losses.binary_logloss, n_estimators=1, max_depth=2).fit(X, labels)
     jb.Booster(n_estimators=1, max_depth=2).fit(X, y, 2.0 * weight)
     assert routes[2:] == [False, False]
+
+
+def _stump_split(x, y, weight, least, estimated):
+    """The best stump split ``x <= t`` of squared error at score 0 without
+    L2 (gain ``G_L^2 / H_L + G_R^2 / H_R``, ``G = -sum(w y)``, ``H =
+    sum(w)``) whose children hold ``least`` rows each: counted, or
+    ``estimated`` as the docs say, a child's share of the weight (the
+    hessian) times the node's rows, rounded."""
+    best_gain, best_threshold = -np.inf, None
+    for threshold in np.unique(x)[:-1]:
+        left = x <= threshold
+        rows = [left.sum(), (~left).sum()]
+        if estimated:
+            rows = [np.round(weight[side].sum() / weight.sum() * len(x)) for side in (left, ~left)]
+        if min(rows) < least:
+            continue
+        gain = sum((weight[s] * y[s]).sum() ** 2 / weight[s].sum() for s in (left, ~left))
+        if gain > best_gain:
+            best_gain, best_threshold = gain, threshold
+    return best_threshold
+
+
+def test_log_loss_refuses_a_child_below_the_limit():
+    """Log loss at a constant first score: every row's hessian is the same,
+    so the estimated rows are the counted ones, and the stump is the brute
+    force's (``x >= 37``, 30 rows, is too few for 40)."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 40, size=400).astype(np.float32)
+    labels = ((x >= 37) | (rng.uniform(size=400) < 0.1)).astype(np.float32)
+    least = 40
+    settings = {"n_estimators": 1, "max_depth": 1, "reg_lambda": 0.0, "base_score": 0.0}
+    model = jb.Booster(losses.binary_logloss, min_child_samples=least, **settings)
+    threshold = model.fit(x[:, None], labels).forest_.threshold[0, 0]
+    # at score 0: gradient 0.5 - y, hessian 0.25 on every row
+    expected = _stump_split(x, labels - 0.5, np.ones(400), least, estimated=False)
+    np.testing.assert_array_equal(x <= threshold, x <= expected)
+    unlimited = jb.Booster(losses.binary_logloss, min_child_samples=0, **settings)
+    threshold = unlimited.fit(x[:, None], labels).forest_.threshold[0, 0]
+    np.testing.assert_array_equal(x <= threshold, x <= 36)
+
+
+def test_unequal_hessians_estimate_the_childrens_rows_from_their_nodes():
+    """Weights 1 and 4 make the hessians unequal: a child's rows are its
+    share of the hessian times its node's (counted) rows, as documented, so
+    ``x >= 37`` (30 rows of weight 4: 69 estimated) may split off where
+    counted rows would refuse it."""
+    rng = np.random.default_rng(3)
+    x = np.repeat(np.arange(40), 10).astype(np.float32)
+    weight = np.where(x >= 30, 4.0, 1.0).astype(np.float32)
+    y = (3.0 * (x >= 37) + 0.1 * rng.normal(size=400)).astype(np.float32)
+    least = 40
+    model = jb.Booster(
+        n_estimators=1, max_depth=1, min_child_samples=least, reg_lambda=0.0, base_score=0.0
+    ).fit(x[:, None], y, weight)
+    estimated = _stump_split(x, y, weight, least, estimated=True)
+    assert estimated != _stump_split(x, y, weight, least, estimated=False)
+    np.testing.assert_array_equal(x <= model.forest_.threshold[0, 0], x <= estimated)
+
+
+def test_the_estimate_never_lets_an_empty_child_through():
+    """A child whose hessian sum is rounding of its node's (an empty one) is
+    refused even in a node of 2^26 rows, where its share times the rows
+    alone would pass; a child of one row's share passes."""
+    import jax.numpy as jnp
+
+    from jaxboost.engine.split import child_check, estimated_row_rule
+
+    node = jnp.asarray([[0.0, 100.0]])  # [grad, hess] of one node
+    rows = jnp.asarray([2.0**26])
+    least, per_hessian = estimated_row_rule(node[..., None, :], rows, 1, 1.0)
+    child_ok = child_check(1, 0.0, least, per_hessian)
+    for hess, ok in ((0.0, False), (3 * 2.0**-24 * 100.0, False), (100.0 * 2.0**-15, True)):
+        child = jnp.asarray([[[0.0, hess]]])
+        assert bool(child_ok(child)[0, 0]) is ok, hess
+
+
+def test_log_loss_at_the_default_sums_no_count_column(monkeypatch):
+    """The default fit of log loss builds histograms of ``[grad, hess]``
+    only (the kernel counts each node's rows as it routes them), as does
+    ``min_child_samples=0``."""
+    import jax
+
+    from jaxboost.engine import training
+
+    widths = []
+    grow_tree = training.grow_tree
+
+    def spied(bins, row_stats, *args, **kwargs):
+        widths.append((row_stats.shape[1], kwargs.get("row_positive") is not None))
+        return grow_tree(bins, row_stats, *args, **kwargs)
+
+    monkeypatch.setattr(training, "grow_tree", spied)
+    jax.clear_caches()  # (so that the programs are traced here)
+    _, X, y = _data(n_rows=200, seed=6)
+    labels = (y > 0).astype(np.float32)
+    jb.Booster(losses.binary_logloss, n_estimators=1, max_depth=2).fit(X, labels)
+    assert widths and set(widths) == {(2, True)}
+    widths.clear()
+    jb.Booster(losses.binary_logloss, n_estimators=1, max_depth=2, min_child_samples=0).fit(
+        X, labels
+    )
+    assert widths and set(widths) == {(2, False)}

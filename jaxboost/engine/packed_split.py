@@ -26,7 +26,7 @@ from jax import lax
 
 from ..kernels.interfaces import SlotLayout
 from .constraints import bounded_split_gain
-from .split import _GAIN_NOISE, SplitChoice, child_check, gain_functions
+from .split import _GAIN_NOISE, SplitChoice, child_check, estimated_row_rule, gain_functions
 
 # pack when the packed candidates are at most this share of the padded ones
 _WORTH_PACKING = 0.6
@@ -94,6 +94,7 @@ def find_best_packed_splits(
     node_mask: jax.Array | None = None,
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
     rows_per_hessian: jax.Array | None = None,
+    node_rows: jax.Array | None = None,
 ) -> SplitChoice:
     """`jaxboost.engine.split.find_best_splits` of every node of a
     level over the ``packed`` candidates (one slice of features: all).
@@ -107,7 +108,7 @@ def find_best_packed_splits(
       hist: ``(n_slots, n_nodes, C)`` histograms laid out as
         ``slot_layout(packed)``: running sums over each feature's value bins,
         then its missing bin.
-      node_mask, monotone, rows_per_hessian: as
+      node_mask, monotone, rows_per_hessian, node_rows: as
         `jaxboost.engine.split.find_best_splits`'s.
     """
     missing = hist[packed.slot_start[1:] - 1]  # (F, N, C)
@@ -120,7 +121,9 @@ def find_best_packed_splits(
     settings += (min_child_samples, rows_per_hessian)
 
     def search(directions: int) -> Callable[[], SplitChoice]:
-        return lambda: _search(hist, missing, packed, allowed, settings, directions, monotone)
+        return lambda: _search(
+            hist, missing, packed, allowed, settings, directions, monotone, node_rows
+        )
 
     return lax.cond(jnp.all(missing == 0), search(1), search(2))
 
@@ -133,16 +136,19 @@ def _search(
     settings: tuple,
     directions: int,
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
+    node_rows: jax.Array | None = None,
 ) -> SplitChoice:
     """The best of the ``allowed`` ``(P,)`` (or per node ``(P, N)``) candidates of ``hist``
     ``(S, N, C)`` (``missing`` ``(F, N, C)``: its missing bins), sending
     missing values right, and with ``directions`` 2 also left."""
     n_outputs, reg_lambda, min_child_weight, min_split_gain, *rows = settings
-    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, *rows)
     # the last value bin's running sum, and the missing bin: (F, N, C)
     total = hist[packed.slot_start[1:] - 2] + missing
     left = hist[packed.slot_start[packed.feature] + packed.threshold]  # (P, N, C)
     candidate_total = total[packed.feature]
+    if node_rows is not None and rows[1] is None:
+        rows = estimated_row_rule(candidate_total, node_rows[None, :], n_outputs, rows[0])
+    score, split_gain = gain_functions(n_outputs, reg_lambda, min_child_weight, *rows)
     lefts = (left, left + missing[packed.feature])[:directions]  # missing right, left
     middle = values = None
     if monotone is None:

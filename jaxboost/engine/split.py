@@ -1,7 +1,6 @@
 """Best split of every node of a level, from its histograms.
 
-The histogram's last axis holds ``[grad (K), hess (K)]`` or ``[grad (K), hess
-(K), weight]`` summed over rows.  The gain is the decrease of the second-order approximation of the loss,
+The histogram's last axis holds ``[grad (K), hess (K)]`` summed over rows.  The gain is the decrease of the second-order approximation of the loss,
 ``0.5 * (S(L) + S(R) - S(parent))`` with ``S = sum_k G_k^2 / (H_k + lambda)``.
 Friedman's first-order criterion (least squares on the pseudo-residuals) is the
 same formula with the hessian replaced by the sample weight, which the caller
@@ -139,40 +138,78 @@ def first_across_shards(axis_name: str) -> Callable:
     return pick_first
 
 
+# with a node's rows estimated, a child needs at least this share of them: an
+# empty child's hessian sum is float32 rounding of its node's, at most
+# 3 * 2^-24 of it (two roundings of the running sums and one addition)
+_LEAST_ROW_SHARE = 2.0**-20
+
+
 def child_check(
     n_outputs: int, min_child_weight, min_child_samples=0.0, rows_per_hessian=None
 ) -> Callable:
-    """``child_ok(stats) -> (...)`` bool: a child's ``[grad (K), hess (K)[,
-    count]]`` weighs at least ``min_child_weight`` (and, with the count
-    column, holds a row and at least ``min_child_samples`` rows).
+    """``child_ok(stats) -> (...)`` bool: a child's ``[grad (K), hess (K)]``
+    weighs at least ``min_child_weight`` and, with ``rows_per_hessian``,
+    holds at least ``max(ceil(min_child_samples), 1)`` rows as its hessian
+    sum times ``rows_per_hessian`` counts them, rounded.
 
-    ``rows_per_hessian`` (without the count column): every row of positive
-    weight adds the same amount ``1 / rows_per_hessian`` to the hessian
-    sums (a constant hessian, or the first-order criterion's unit weights),
-    so a child's rows are its hessian sum times it, an integer to float32
-    rounding: the same rule, read off the sums the search has anyway."""
+    ``rows_per_hessian`` (broadcast against ``stats[..., 0]``): where every
+    row of positive weight adds the same amount to the hessian sums (a
+    constant hessian, or the first-order criterion's unit weights), one
+    over that amount, and the count is exact (to float32 rounding); else
+    each node's rows over its hessian sum (`estimated_row_rule`), an
+    estimate.  None: no row rule."""
+
+    least_hessian = min_child_weight
+    if rows_per_hessian is not None:
+        # rows >= max(ceil(min_child_samples), 1) for a count rounded to an
+        # integer (half a row of margin for the float32 sums' rounding), as
+        # one bound on the hessian sum with min_child_weight's: one compare
+        # a child, as without the row rule
+        least_rows = jnp.maximum(jnp.ceil(min_child_samples), 1.0) - 0.5
+        counted = rows_per_hessian > 0
+        least_rows_hessian = jnp.where(
+            counted, least_rows / jnp.where(counted, rows_per_hessian, 1.0), jnp.inf
+        )
+        least_hessian = jnp.maximum(min_child_weight, least_rows_hessian)
 
     def child_ok(stats):
-        hess_sum = sum_over_outputs(stats[..., n_outputs : 2 * n_outputs])
-        heavy_enough = hess_sum >= min_child_weight
-        if stats.shape[-1] == 2 * n_outputs:  # no count column
-            if rows_per_hessian is None:
-                return heavy_enough
-            # count >= max(ceil(min_child_samples), 1) for an integer count,
-            # half a row of margin for the float32 sums' rounding
-            least = jnp.maximum(jnp.ceil(min_child_samples), 1.0) - 0.5
-            return heavy_enough & (hess_sum * rows_per_hessian >= least)
-        count = stats[..., -1]
-        return heavy_enough & (count > 0) & (count >= min_child_samples)
+        return sum_over_outputs(stats[..., n_outputs : 2 * n_outputs]) >= least_hessian
 
     return child_ok
+
+
+def estimated_row_rule(
+    total: jax.Array, node_rows: jax.Array, n_outputs: int, min_child_samples
+) -> tuple[jax.Array, jax.Array]:
+    """``(min_child_samples, rows_per_hessian)`` for `child_check` where a
+    node's rows of positive weight are counted and its children's are not:
+    LightGBM's ``cnt_factor``, the node's rows over its hessian sum, so a
+    child's rows are estimated as its share of the node's hessian times the
+    node's rows (exact where those rows have equal hessians).  A child
+    needs at least ``2^-20`` of its node's rows besides, so that one whose
+    hessian sum is float32 rounding (an empty one) never passes.
+
+    Args:
+      total: ``(..., C)`` the nodes' ``[grad (K), hess (K)]`` sums, laid out
+        as the candidates' sums (``(F, N, 1, C)``, ``(P, N, C)``).
+      node_rows: the nodes' rows of positive weight, broadcast against
+        ``total[..., 0]`` (``(1, N, 1)``, ``(1, N)``).
+    Returns:
+      Both broadcast against ``total[..., 0]``; ``rows_per_hessian`` 0 where
+      a node's hessian sum is not positive (no child of it passes).
+    """
+    hess_total = sum_over_outputs(total[..., n_outputs : 2 * n_outputs])
+    rows = node_rows.astype(jnp.float32)
+    positive = hess_total > 0
+    per_hessian = jnp.where(positive, rows / jnp.where(positive, hess_total, 1.0), 0.0)
+    return jnp.maximum(min_child_samples, rows * _LEAST_ROW_SHARE), per_hessian
 
 
 def gain_functions(
     n_outputs: int, reg_lambda, min_child_weight, min_child_samples=0.0, rows_per_hessian=None
 ) -> tuple[Callable, Callable]:
     """``score(stats) -> (...)`` (`node_score` of a histogram cell's
-    ``[grad (K), hess (K)[, count]]``) and ``split_gain(left, total) ->
+    ``[grad (K), hess (K)]``) and ``split_gain(left, total) ->
     (...)``: half the score gained by splitting ``total`` into ``left`` and
     the rest, ``-inf`` where a child fails `child_check`."""
 
@@ -205,6 +242,7 @@ def find_best_splits(
     monotone: tuple[jax.Array, jax.Array, jax.Array] | None = None,
     categorical: CategoricalSearch | None = None,
     rows_per_hessian: jax.Array | None = None,
+    node_rows: jax.Array | None = None,
 ) -> SplitChoice:
     """Choose a feature, a threshold and a missing-value direction per node.
 
@@ -217,8 +255,7 @@ def find_best_splits(
     returns the same choice.
 
     Args:
-      hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs [+ 1])`` histograms
-        (with the count column last, if any: rows of positive weight); the
+      hist: ``(n_features, n_nodes, n_bins, 2 * n_outputs)`` histograms; the
         last bin is the missing bin.
       feature_mask: ``(n_features,)`` bool, the features this tree may use
         (column subsampling, and padding features); None allows all.
@@ -227,18 +264,23 @@ def find_best_splits(
         bin is plain either way.
       node_mask: ``(n_features, n_nodes)`` bool, the features each node may
         use (interaction constraints), or None.
-      rows_per_hessian: without the count column, the rows a unit of the
-        hessian sums holds (`child_check`), or None: no row rule.
+      rows_per_hessian: where every row adds the same to the hessian sums,
+        the rows a unit of them holds (`child_check`: the rows counted
+        exactly), or None.
+      node_rows: ``(n_nodes,)`` the nodes' rows of positive weight, or
+        None: with ``rows_per_hessian`` None, no row rule; else each
+        child's rows are estimated from its share of its node's hessian
+        sum (`estimated_row_rule`).
       monotone: ``(direction (n_features,) int32, lower (n_nodes,), upper
         (n_nodes,))`` (`jaxboost.engine.constraints`, one output), or None.
     Returns:
       A `SplitChoice` (``feature`` numbered among all features).  A
       node splits when its best gain exceeds ``min_split_gain`` (and float32
       noise) and both children have hessian sum (summed over outputs) at least
-      ``min_child_weight``, and, when the histogram has the count column, a
-      row and at least ``min_child_samples`` rows.  (Without it, a child of
-      zero weight still never splits off: its weighted sums are 0, so the
-      split gains exactly 0.)
+      ``min_child_weight`` and, with ``rows_per_hessian`` or ``node_rows``,
+      a row and at least ``min_child_samples`` rows (counted or estimated).
+      (Without, a child of zero weight still never splits off: its weighted
+      sums are 0, so the split gains exactly 0.)
     """
     n_value_bins = hist.shape[2] - 1
     left_values = hist[:, :, :-1, :]  # (F, N, Bv, C): rows of bins <= b
@@ -254,6 +296,10 @@ def find_best_splits(
         is_categorical = categorical.is_categorical[:, None, None, None]
         left_values = jnp.where(is_categorical, category_sums, left_values)
 
+    if node_rows is not None and rows_per_hessian is None:
+        min_child_samples, rows_per_hessian = estimated_row_rule(
+            total, node_rows[None, :, None], n_outputs, min_child_samples
+        )
     score, split_gain = gain_functions(
         n_outputs, reg_lambda, min_child_weight, min_child_samples, rows_per_hessian
     )

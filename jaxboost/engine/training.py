@@ -108,12 +108,14 @@ class StaticSettings:
     # bins' own count
     all_features: int = 0
     # children must hold min_child_samples rows (min_child_samples > 0): the
-    # split statistics carry a count of rows, unless rows_from_hessian
+    # histogram kernel counts every node's rows, and the split search
+    # estimates its children's from their hessian sums (exact with
+    # rows_from_hessian, which counts nothing; jaxboost.engine.split)
     count_rows: bool = False
     # every row of positive weight adds the same to the second split
     # statistic (a hessian that depends on neither target nor score, or the
     # first-order criterion's weights, with every weight 0 or 1): the rows
-    # are read off its sums, and no count column is summed
+    # are read off its sums, exactly
     # (jaxboost.frontends.training.hessian_probe.rows_from_hessian)
     rows_from_hessian: bool = False
     # per column of the data (all_features of them): -1, 0 or +1, the
@@ -405,11 +407,11 @@ def _grow_one(
     else:
         unit = gradient_unit(grad_search, axis_name)
         stats = jnp.concatenate([grad_search * unit, second], axis=1)
-    rows_per_hessian = None
+    rows_per_hessian = row_positive = None
     if cfg.count_rows and cfg.rows_from_hessian:
         rows_per_hessian = _rows_per_hessian(second, data.weight, axis_name)
     elif cfg.count_rows:  # (this round's subsample: out-of-bag rows have weight 0)
-        stats = jnp.concatenate([stats, (data.weight > 0).astype(stats.dtype)[:, None]], axis=1)
+        row_positive = data.weight > 0
     params = TreeParams(
         cfg.max_depth,
         hyper.reg_lambda,
@@ -456,6 +458,7 @@ def _grow_one(
             data.columns,
             native_order=cfg.histogram_kernel == "native",
         ),
+        row_positive=row_positive,
     )
     structure, leaf_of_row, sums = grown[:3]
     structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))

@@ -74,13 +74,14 @@ class TreeParams(NamedTuple):
     min_child_weight: float
     min_split_gain: float
     histogram_kernel: str = "reference"
-    # least rows of positive weight in a child, read from the stats' count column
+    # least rows of positive weight in a child (jaxboost.engine.split.child_check)
     min_child_samples: float = 0.0
     # grow_policy="lossguide": at most this many leaves, chosen best-first
     # within the depth-max_depth tree (jaxboost.engine.leafwise); 0: depth-wise
     max_leaves: int = 0
-    # without a count column: the rows a unit of the stats' hessian sums
-    # holds, for min_child_samples (jaxboost.engine.split.child_check)
+    # the rows a unit of the stats' hessian sums holds where every row adds
+    # the same, for min_child_samples (jaxboost.engine.split.child_check);
+    # None: grow_tree's row_positive counts each node's rows
     rows_per_hessian: float | None = None
 
 
@@ -106,9 +107,10 @@ def _split_search(
     constraints=None,
     categorical=None,
 ):
-    """``(shard's histograms, NodeBounds) -> SplitChoice``, the same on every
-    shard (``constraints``: a `TreeConstraints`, or None: the bounds are
-    ignored).
+    """``(shard's histograms, NodeBounds, node_rows) -> SplitChoice``, the
+    same on every shard (``constraints``: a `TreeConstraints`, or None: the
+    bounds are ignored; ``node_rows``: the shard's rows of positive weight
+    per node, summed with the histograms, or None).
 
     With several shards the histograms are summed by a reduce-scatter over
     features (``psum_scatter``): each shard receives the full sums of its
@@ -136,9 +138,9 @@ def _split_search(
     one_shard = axis_name is None or lax.axis_size(axis_name) == 1
     if one_shard or jax.process_count() > 1 or packed is not None:
 
-        def search_whole(hist, bounds=None):
+        def search_whole(hist, bounds=None, node_rows=None):
             if axis_name is not None:
-                hist = lax.psum(hist, axis_name)
+                hist, node_rows = lax.psum((hist, node_rows), axis_name)
             node_mask, monotone = _node_constraints(constraints, bounds)
             if packed is not None:
                 return find_best_packed_splits(
@@ -148,6 +150,7 @@ def _split_search(
                     feature_mask,
                     min_child_samples=least_rows,
                     rows_per_hessian=per_hessian,
+                    node_rows=node_rows,
                     node_mask=node_mask,
                     monotone=monotone,
                 )
@@ -158,6 +161,7 @@ def _split_search(
                 cumulative=cumulative,
                 min_child_samples=least_rows,
                 rows_per_hessian=per_hessian,
+                node_rows=node_rows,
                 node_mask=node_mask,
                 monotone=monotone,
                 categorical=categorical,
@@ -178,9 +182,11 @@ def _split_search(
         padded = jnp.pad(per_feature, widths)
         return lax.dynamic_slice_in_dim(padded, first_feature, per_shard)
 
-    def search_slice(hist, bounds=None):
+    def search_slice(hist, bounds=None, node_rows=None):
         hist = jnp.pad(hist, ((0, padding), (0, 0), (0, 0), (0, 0)))
         part = lax.psum_scatter(hist, axis_name, scatter_dimension=0, tiled=True)
+        if node_rows is not None:
+            node_rows = lax.psum(node_rows, axis_name)
         node_mask, monotone = _node_constraints(constraints, bounds)
         if node_mask is not None:
             node_mask = shard_slice(node_mask)
@@ -202,6 +208,7 @@ def _split_search(
             cumulative=cumulative,
             min_child_samples=least_rows,
             rows_per_hessian=per_hessian,
+            node_rows=node_rows,
             node_mask=node_mask,
             monotone=monotone,
             categorical=shard_categorical,
@@ -248,21 +255,21 @@ def _live_level(held: list, depth: int, max_leaves: int):
     return live_slots(held, depth, max_leaves)
 
 
-def _level_choice(search, hist, bounds, live_level, n_nodes: int):
+def _level_choice(search, hist, bounds, live_level, n_nodes: int, node_rows=None):
     """``(choice, held)``: the `SplitChoice` of a level's ``n_nodes`` nodes
-    from its histograms, of every node or of its live nodes only
+    from its histograms (and this shard's rows per node, ``node_rows``
+    ``(n_nodes,)``, or None), of every node or of its live nodes only
     (``live_level``: `_live_level`; the others do not split), and the
     level's `HeldNodes`."""
     if live_level is None:
-        choice = search(hist) if bounds is None else search(hist, bounds)
+        choice = search(hist, bounds, node_rows)
         every = jnp.arange(n_nodes, dtype=jnp.int32)
         return choice, HeldNodes(every, jnp.ones(n_nodes, bool), choice.gain)
     live, index, valid = live_level
-    if bounds is None:
-        choice = search(hist)
-    else:
+    live_bounds = None
+    if bounds is not None:
         live_bounds = NodeBounds(*(None if part is None else part[index] for part in bounds))
-        choice = search(hist, live_bounds)
+    choice = search(hist, live_bounds, None if node_rows is None else node_rows[index])
     held = HeldNodes(index, valid, choice.gain, live.slot_of_node(n_nodes))
     return spread_choice(choice, index, valid, n_nodes), held
 
@@ -280,6 +287,7 @@ def grow_tree(
     packed: PackedBins | None = None,
     constraints: TreeConstraints | None = None,
     categorical: CategoricalSearch | None = None,
+    row_positive: jax.Array | None = None,
 ) -> tuple:
     """Grow the splits of one tree, level by level, on one shard of rows.
 
@@ -292,11 +300,7 @@ def grow_tree(
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
-      row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``, or
-        ``(n_rows, 2 * n_outputs + 1)`` ``[grad, hess, count]`` (1 on rows of
-        positive weight) when children must also hold
-        ``params.min_child_samples`` rows (see `find_best_splits`); without
-        it, ``params.rows_per_hessian`` reads the rows off the hessian sums.
+      row_stats: ``(n_rows, 2 * n_outputs)`` float32 ``[grad, hess]``.
       edges: ``(n_features, max_bins)`` float32 upper bin edges.
       axis_name: the mesh axis the rows are sharded over, or None.
       feature_mask: ``(n_features,)`` bool, the features the tree may split on.
@@ -316,6 +320,11 @@ def grow_tree(
       categorical: the categorical features (`jaxboost.engine.categorical`),
         or None; the kernel must route by `LevelSplit`'s ``category_left``
         (the reference's does).
+      row_positive: ``(n_rows,)`` bool, the rows of positive weight, when
+        children must hold ``params.min_child_samples`` rows and
+        ``params.rows_per_hessian`` is None: the kernel counts them in every
+        node as it routes the rows, and the search estimates each child's
+        rows from its node's (`jaxboost.engine.split.find_best_splits`).
     Returns:
       The tree's internal nodes, ``leaf_of_row``: ``(n_rows,)`` int32 in
       ``[0, 2^max_depth)``, and this shard's sums of ``leaf_columns`` by leaf,
@@ -353,9 +362,23 @@ def grow_tree(
         n_nodes, n_bins = 2**depth, max_bins + 1
         live_level = _live_level(held, depth, params.max_leaves)
         live = None if live_level is None else live_level[0]
-        if stats_scale is None:
+        node_rows = None
+        if stats_scale is None and row_positive is None:
             hist, carry, node_of_row = kernel.level(
                 bins, node_of_row, row_stats, n_nodes, n_bins, carry, split, slots, live
+            )
+        elif stats_scale is None:
+            hist, carry, node_of_row, node_rows = kernel.level(
+                bins,
+                node_of_row,
+                row_stats,
+                n_nodes,
+                n_bins,
+                carry,
+                split,
+                slots,
+                live,
+                row_positive,
             )
         else:
             hist, carry, node_of_row = kernel.level_quantised(
@@ -373,7 +396,7 @@ def grow_tree(
         if boxes is not None:
             lower, upper = search_bounds(constraints.monotone, boxes)
             bounds = bounds._replace(lower=lower, upper=upper)
-        choice, level_held = _level_choice(search, hist, bounds, live_level, n_nodes)
+        choice, level_held = _level_choice(search, hist, bounds, live_level, n_nodes, node_rows)
         if params.max_leaves and held:
             held[-1] = with_children(held[-1], level_held)
         held.append(level_held)

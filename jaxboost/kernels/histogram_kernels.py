@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from .histogram_native import native_level_histograms, native_level_histograms_quantised
 from .histogram_packed import build_histograms_packed
-from .histogram_reference import build_histograms, in_slots
+from .histogram_reference import build_histograms, in_slots, rows_by_node
 from .interfaces import LevelSplit, LiveSlots, SlotLayout
 from .route_native import native_route_leaf_sums, native_route_rows
 
@@ -119,11 +119,23 @@ def _level_by_level(build) -> HistogramFunctions:
     row_stats, n_nodes, n_bins)`` (quantised statistics: the reference's)."""
 
     def level_histograms(
-        bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots=None, live=None
+        bins,
+        node_of_row,
+        row_stats,
+        n_nodes,
+        n_bins,
+        parent,
+        split,
+        slots=None,
+        live=None,
+        row_positive=None,
     ):
         node_of_row = _routed(bins, node_of_row, split)
         hist = _build_live(build, bins, node_of_row, row_stats, n_nodes, n_bins, live)
-        return _laid_out(hist, slots), None, node_of_row
+        if row_positive is None:
+            return _laid_out(hist, slots), None, node_of_row
+        node_rows = rows_by_node(row_positive, node_of_row, n_nodes)
+        return _laid_out(hist, slots), None, node_of_row, node_rows
 
     return HistogramFunctions(
         level_histograms, False, _reference_quantised, route_rows, _route_then_sum(route_rows)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .histogram_reference import rows_by_node
 from .interfaces import LevelSplit, LiveSlots, SlotLayout
 from .native_library import load
 from .route_native import split_buffers
@@ -29,7 +30,8 @@ def native_level_histograms(
     split: LevelSplit | None = None,
     slots: SlotLayout | None = None,
     live: LiveSlots | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+    row_positive: jax.Array | None = None,
+) -> tuple:
     """One level's histograms, from its parents' when ``parent`` is given.
 
     Args:
@@ -50,6 +52,9 @@ def native_level_histograms(
         live ones, `jaxboost.kernels.interfaces.LiveSlots`), ``n_nodes``
         then read as ``2 n_pairs`` in what is returned, ``parent`` the level
         above's slots; None: every node.  Given with ``split`` only.
+      row_positive: ``(n_rows,)`` bool, the rows of positive weight: their
+        number in every node of the level is returned too, tallied as the
+        rows are routed (at the root, a sum); None: not counted.
     Returns:
       ``(n_features, n_nodes, n_bins, n_stats)`` float32 running sums over the
       value bins (bin ``b`` holds bins ``0..b`` of what
@@ -59,7 +64,9 @@ def native_level_histograms(
       same), and ``(n_rows,)`` int32 ``node_of_row`` within the level.  With
       ``slots`` (`jaxboost.kernels.interfaces.SlotLayout`), the
       running sums are ``(slots.n_slots, n_nodes, n_stats)`` and the plain
-      ones ``(n_nodes, slots.n_slots, n_stats)``.
+      ones ``(n_nodes, slots.n_slots, n_stats)``.  With ``row_positive``, a
+      fourth: ``(n_nodes,)`` int32, its rows in each node of the level (every
+      node, live or not).
     """
     load()
     n_stats = row_stats.shape[1]
@@ -77,11 +84,16 @@ def native_level_histograms(
             n_nodes=np.int64(n_nodes),
             n_bins=np.int64(n_bins),
         )
-        return cumulative, exact, node_of_row
+        if row_positive is None:
+            return cumulative, exact, node_of_row
+        return cumulative, exact, node_of_row, rows_by_node(row_positive, node_of_row, n_nodes)
+    tallied = 0 if row_positive is None else n_nodes
     call = jax.ffi.ffi_call(
-        "jaxboost_histogram_children", (_nodes_like(node_of_row), *sums), vmap_method="sequential"
+        "jaxboost_histogram_children",
+        (_nodes_like(node_of_row), *sums, jax.ShapeDtypeStruct((tallied,), jnp.int32)),
+        vmap_method="sequential",
     )
-    node_of_row, exact, cumulative = call(
+    node_of_row, exact, cumulative, node_rows = call(
         bins,
         node_of_row,
         row_stats,
@@ -89,9 +101,12 @@ def native_level_histograms(
         *_split_arguments(split),
         *_layout_arguments(slots),
         *_live_arguments(live),
+        jnp.zeros(0, jnp.bool_) if row_positive is None else row_positive.astype(jnp.bool_),
         **_attributes(n_bins, split),
     )
-    return cumulative, exact, node_of_row
+    if row_positive is None:
+        return cumulative, exact, node_of_row
+    return cumulative, exact, node_of_row, node_rows
 
 
 def native_level_histograms_quantised(

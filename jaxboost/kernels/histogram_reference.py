@@ -36,6 +36,14 @@ def build_histograms(
     return hist.reshape(bins.shape[0], n_nodes, n_bins, row_stats.shape[1])
 
 
+def rows_by_node(row_positive: jax.Array, node_of_row: jax.Array, n_nodes: int) -> jax.Array:
+    """``(n_nodes,)`` int32: the rows of ``row_positive (n_rows,)`` bool in
+    each node of ``node_of_row`` (a sum at the root)."""
+    if n_nodes == 1:
+        return jnp.sum(row_positive, dtype=jnp.int32)[None]
+    return jax.ops.segment_sum(row_positive.astype(jnp.int32), node_of_row, num_segments=n_nodes)
+
+
 def scatter_by_feature(
     bins: jax.Array, node_of_row: jax.Array, values: jax.Array, n_nodes: int, n_bins: int
 ) -> jax.Array:

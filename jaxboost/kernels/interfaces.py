@@ -69,13 +69,16 @@ class HistogramKernel(Protocol):
     """A way to build a level's histograms, and to route its rows down.
 
     ``level(bins, node_of_row, row_stats, n_nodes, n_bins, parent, split,
-    slots=None, live=None) -> (hist, carry, node_of_row)``: ``hist``
+    slots=None, live=None, row_positive=None) -> (hist, carry, node_of_row[,
+    node_rows])``: ``hist``
     ``(n_features, n_nodes, n_bins, n_stats)`` float32, or with ``slots`` (a
     `SlotLayout`) ``(n_slots, n_nodes, n_stats)`` running sums; with
     ``live`` (a `LiveSlots`, never at the root) its ``2 n_pairs`` slots in
     place of the ``n_nodes`` nodes,
     ``carry`` what the next level gets as ``parent`` (None at the root), and
-    the rows' nodes within the level.  With ``split`` (a
+    the rows' nodes within the level; with ``row_positive`` (``(n_rows,)``
+    bool) a fourth, ``node_rows`` ``(n_nodes,)`` int32: its rows in every
+    node of the level (live or not), counted as the rows are routed.  With ``split`` (a
     `LevelSplit`; None at the root), ``node_of_row`` is the level
     above's and the rows are routed by it first.  A kernel that sums
     children by subtraction (native) gets ``parent`` with ``split``.

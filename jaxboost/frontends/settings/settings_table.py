@@ -265,11 +265,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("min_child_samples", "auto", "int | str", doc="""
         least training rows of positive weight (of the
         round's subsample) in a child: a split leaving fewer is not taken
-        (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``); 0
-        checks none, and builds the histograms without the count.
+        (LightGBM's ``min_data_in_leaf``, HGB's ``min_samples_leaf``).  A
+        child's rows are read off its hessian sum: exactly where every row
+        adds the same to it (squared error, weights 0 and 1), else
+        estimated as LightGBM does, its share of its node's hessian sum
+        times the node's rows (counted), which may let a child of fewer
+        rows pass, never an empty one (docs/tabular.md); 0 checks none.
         ``"auto"`` (the default) is 20, as LightGBM's and HGB's defaults
         (``benchmarks/README.md``), or 0 with ``use_quantized_grad``, whose
-        histograms carry no count (a number > 0 with it is an error).
+        kernels count no rows (a number > 0 with it is an error).
         """),
     Setting("monotone_constraints", None, "list | dict | None", _of_value(monotone_directions),
             doc="""

@@ -171,7 +171,7 @@ def rows_from_hessian(
 ) -> bool:
     """`StaticSettings.rows_from_hessian`: whether every row of positive
     weight adds the same to the split search's second statistic, so that
-    ``min_child_samples`` reads the rows off its sums (no count column): the
+    ``min_child_samples`` reads the rows off its sums exactly (nothing counted): the
     first-order criterion's weights or a constant hessian
     (`hessian_is_constant`), every weight 0 or 1, one process, statistics
     neither quantised nor Fisher-scaled."""

@@ -47,7 +47,12 @@
 //                level above (-1: padding, zero), whose sums are slot
 //                parent_slot[j] of parent_hist; the other nodes' rows are
 //                routed and not summed
+//   row_positive (n_rows,) bool: the rows of positive weight, tallied by node
+//                of the level as they are routed (float children kernel); or
+//                (0,): none tallied
 //   next         (n_rows,) int32 node within the level (children kernels)
+//   node_rows    (n_nodes,) int32: row_positive's rows of each node of the
+//                level (every node, live or not); (0,) without row_positive
 //   result       (n_features, n_nodes, n_bins, n_stats) float64
 //   cumulative   (n_features, n_nodes, n_bins, n_stats) float32: the result
 //                summed over value bins 0..b (running sums), the missing bin
@@ -841,6 +846,41 @@ std::vector<uint8_t> LighterChildren(const typename Sums::Acc* parent, const Sum
   return summed;
 }
 
+// The rows of positive weight of every node of a level (min_child_samples'
+// rows, jaxboost.engine.split.child_check), tallied tile by tile as the rows
+// are routed, their nodes still in cache: four interleaved tallies, so that
+// consecutive rows of one node do not each wait for the previous store.
+// Without `positive` nothing is tallied.
+struct PositiveTally {
+  static constexpr int kTallies = 4;
+  const bool* positive;  // (n_rows,), or nullptr
+  int64_t n_nodes;
+  std::vector<int32_t> tally;
+
+  PositiveTally(const bool* positive_rows, int64_t nodes)
+      : positive(positive_rows), n_nodes(nodes),
+        tally(positive_rows == nullptr ? 0 : kTallies * nodes, 0) {}
+
+  // adds rows [t0, t1) of `next` (each in [0, n_nodes))
+  void Add(const int32_t* next, int64_t t0, int64_t t1) {
+    if (positive == nullptr) return;
+    int32_t* __restrict counts = tally.data();
+    const bool* __restrict weighted = positive;
+    for (int64_t r = t0; r < t1; ++r) {
+      counts[(r & (kTallies - 1)) * n_nodes + next[r]] += static_cast<int32_t>(weighted[r]);
+    }
+  }
+
+  void Write(int32_t* node_rows) const {
+    if (positive == nullptr) return;
+    for (int64_t k = 0; k < n_nodes; ++k) {
+      int32_t sum = 0;
+      for (int q = 0; q < kTallies; ++q) sum += tally[q * n_nodes + k];
+      node_rows[k] = sum;
+    }
+  }
+};
+
 // Routes the rows one level down (RouteTiles) and lists the rows of the
 // children marked in `summed` in row order, each tile as soon as it is
 // routed; false when a node is out of range.
@@ -848,7 +888,8 @@ template <int kUsual, typename Stat>
 bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* node,
                   const LevelSplits& splits, int64_t missing_bin, int32_t* next,
                   const Stat* stats, int64_t n_stats, const std::vector<uint8_t>& summed,
-                  int64_t node_size, const LevelPairs& pairs, RowList<Stat>* list) {
+                  int64_t node_size, const LevelPairs& pairs, RowList<Stat>* list,
+                  PositiveTally* tally) {
   const int64_t n_rows = tiles.last_start + tiles.last_pitch;
   list->Reserve(n_rows + 1, n_stats);
   list->size = 0;
@@ -856,6 +897,7 @@ bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* nod
     return RouteTiles(bins, tiles, node, splits, missing_bin, next, [&](int64_t t0, int64_t t1) {
       ListTileInRowOrder<kUsual>(next, stats, n_stats, summed.data(), node_size, t0, t1,
                                  tiles.Start(t0) - t0, list);
+      tally->Add(next, t0, t1);
     });
   }
   // rows listed by slot: a node without one goes to the spare slot, never summed
@@ -867,6 +909,7 @@ bool RouteAndList(const uint8_t* bins, const BinTiles& tiles, const int32_t* nod
     for (int64_t r = t0; r < t1; ++r) slot_of_row[r] = slot_of_child[next[r]];
     ListTileInRowOrder<kUsual>(slot_of_row.data(), stats, n_stats, keep.data(), node_size, t0,
                                t1, tiles.Start(t0) - t0, list);
+    tally->Add(next, t0, t1);
   });
 }
 
@@ -1136,7 +1179,7 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
                          ffi::Span<const int64_t> result_dims, typename Sums::Acc* result,
                          float* cumulative, int64_t n_bins,
                          int64_t missing_bin, const Sums& sums,
-                         RowList<typename Sums::Stat>* list) {
+                         RowList<typename Sums::Stat>* list, PositiveTally* tally) {
   const int64_t n_features = bins.dimensions()[0], n_rows = bins.dimensions()[1];
   const int64_t n_parents = static_cast<int64_t>(feature.element_count());
   LevelPairs pairs = LevelPairs::Identity(n_parents);
@@ -1178,7 +1221,7 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
     if (!RouteAndList<kUsual>(bins.typed_data(), BinTiles(n_features, n_rows),
                               node_of_row.typed_data(), splits, missing_bin, next, stats,
                               sums.n_stored, summed, layout.node_stride * sums.n_stored, pairs,
-                              list)) {
+                              list, tally)) {
       return ffi::Error::InvalidArgument("jaxboost histogram: node_of_row out of range");
     }
     SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, {}, summed, true,
@@ -1192,6 +1235,7 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
       err.failure()) {
     return err;
   }
+  tally->Add(next, 0, n_rows);
   SumChildren<kUsual>(bins.typed_data(), n_features, n_rows, next, stats, count,
                       SmallerChildren(count, n_parents), false, parent_layout, layout, pairs,
                       sums, list, parent, result, cumulative);
@@ -1204,17 +1248,33 @@ ffi::Error ChildrenImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of
                         ffi::Buffer<ffi::PRED> missing_left, ffi::Buffer<ffi::U32> category_left,
                         ffi::Buffer<ffi::S32> slot_start,
                         ffi::Buffer<ffi::PRED> has_missing, ffi::Buffer<ffi::S32> parent_node,
-                        ffi::Buffer<ffi::S32> parent_slot, ffi::ResultBuffer<ffi::S32> next,
-                        ffi::ResultBuffer<ffi::F64> result,
-                        ffi::ResultBuffer<ffi::F32> cumulative, int64_t n_bins,
+                        ffi::Buffer<ffi::S32> parent_slot, ffi::Buffer<ffi::PRED> row_positive,
+                        ffi::ResultBuffer<ffi::S32> next, ffi::ResultBuffer<ffi::F64> result,
+                        ffi::ResultBuffer<ffi::F32> cumulative,
+                        ffi::ResultBuffer<ffi::S32> node_rows, int64_t n_bins,
                         int64_t missing_bin) {
   const FloatSums sums{row_stats.dimensions()[1]};
-  return ChildrenLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
-                          parent_hist.dimensions(), parent_hist.typed_data(), feature,
-                          threshold_bin, missing_left, category_left, slot_start, has_missing,
-                          parent_node, parent_slot, next->typed_data(),
-                          result->dimensions(), result->typed_data(), cumulative->typed_data(),
-                          n_bins, missing_bin, sums, &tls_list);
+  // row_positive (n_rows,) bool and node_rows (2 n_parents,): the rows of
+  // positive weight of every node of the level; both (0,): none tallied
+  const bool tallied = row_positive.element_count() != 0;
+  if (tallied && (static_cast<int64_t>(row_positive.element_count()) !=
+                      static_cast<int64_t>(node_of_row.element_count()) ||
+                  node_rows->element_count() != 2 * feature.element_count())) {
+    return ffi::Error::InvalidArgument(
+        "jaxboost histogram: row_positive must be (n_rows,) and node_rows (2 n_parents,)");
+  }
+  PositiveTally tally(tallied ? row_positive.typed_data() : nullptr,
+                      static_cast<int64_t>(2 * feature.element_count()));
+  auto err = ChildrenLevel<2>(bins, node_of_row, row_stats.dimensions(), row_stats.typed_data(),
+                              parent_hist.dimensions(), parent_hist.typed_data(), feature,
+                              threshold_bin, missing_left, category_left, slot_start,
+                              has_missing, parent_node, parent_slot, next->typed_data(),
+                              result->dimensions(), result->typed_data(),
+                              cumulative->typed_data(), n_bins, missing_bin, sums, &tls_list,
+                              &tally);
+  if (err.failure()) return err;
+  tally.Write(node_rows->typed_data());
+  return ffi::Error::Success();
 }
 
 ffi::Error RootQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32> node_of_row,
@@ -1247,12 +1307,13 @@ ffi::Error ChildrenQuantisedImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::S32
                                  int64_t missing_bin) {
   if (auto err = CheckScale(scale, row_stats.dimensions()[1]); err.failure()) return err;
   const PackedSums sums{row_stats.dimensions()[1] / 2, scale.typed_data()};
+  PositiveTally untallied(nullptr, 0);  // (quantised fits take no min_child_samples)
   return ChildrenLevel<1>(bins, node_of_row, row_stats.dimensions(), PackedWords(row_stats),
                           parent_hist.dimensions(), parent_hist.typed_data(), feature,
                           threshold_bin, missing_left, category_left, slot_start, has_missing,
                           parent_node, parent_slot, next->typed_data(),
                           result->dimensions(), result->typed_data(), cumulative->typed_data(),
-                          n_bins, missing_bin, sums, &tls_packed_list);
+                          n_bins, missing_bin, sums, &tls_packed_list, &untallied);
 }
 
 }  // namespace
@@ -1283,9 +1344,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostHistogramChildren, ChildrenImpl,
                                   .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>()
                                   .Attr<int64_t>("n_bins")
                                   .Attr<int64_t>("missing_bin"));
 
