@@ -31,10 +31,14 @@ from .categorical import BITSET_WORDS, is_categorical_node
 # nodes searched at once: a level of fewer searches this many (its absent
 # slots' results dropped), a wider one ceil(nodes / CHUNK_NODES) chunks
 CHUNK_NODES = 4
-# deepest tree grown in the loop: up to 2^10 nodes a level the native kernel
-# picks each parent's lighter child from the parent's sums, as unrolled
-# (beyond, by row counts: jaxboost/kernels/native/histogram.cc)
-MAX_LOOPED_DEPTH = 10
+# deepest tree grown in the loop.  The loop writes a widest level's sums
+# more than the unrolled levels do (the root's padded to the widest level,
+# and the last level's passed through the loop's last step): about 36 MB a
+# tree at depth 8 with 28 features, 150 MB at depth 10, which a deep tree on
+# many rows would pay in run time.  (Past 2^10 nodes a level the native
+# kernel would also pick the children it sums by row counts, not as
+# unrolled: jaxboost/kernels/native/histogram.cc.)
+MAX_LOOPED_DEPTH = 8
 # a pair of LiveSlots that is absent: no rows, its slots not written
 ABSENT = -(2**31)  # INT32_MIN
 
