@@ -6,9 +6,9 @@ learning rate 0.1, L2 1 (`_common`'s settings), on a ``LocalCluster`` of 2
 worker processes of 1 thread each on 127.0.0.1; the training rows a
 ``dask.array`` of ``--partitions`` chunks persisted on the workers.  Each
 library's wall time covers its whole fit call, its own start-up included
-(jaxboost: a training process per worker, ``import jax``, meeting, programs
-from the disk compilation cache; XGBoost: its Rabit tracker; LightGBM: its
-socket network); test AUC on held-out rows predicted in this process.  The
+(jaxboost in new processes: a training process per worker, ``import jax``,
+meeting, programs from the disk compilation cache; in kept ones: the rows'
+hand-off; XGBoost: its Rabit tracker; LightGBM: its socket network); test AUC on held-out rows predicted in this process.  The
 libraries run in turn, ``--repeat`` times, alternating.
 
 jaxboost.dask runs twice in each turn: in the training processes the

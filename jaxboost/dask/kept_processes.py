@@ -147,6 +147,7 @@ def for_fit(session: str | None, devices: int, local_directory: str) -> Training
     """The process a fit of ``session`` runs in, marked busy: the kept one,
     else a new one (kept, replacing this worker's idle processes of other
     sessions, if ``session`` is not None; None: a process for one fit)."""
+    replaced = []
     with _LOCK:
         kept = _KEPT.get(session) if session is not None else None
         if kept is not None and kept.usable():
@@ -157,10 +158,11 @@ def for_fit(session: str | None, devices: int, local_directory: str) -> Training
         if session is not None:  # (it replaces this worker's idle ones)
             for name, other in list(_KEPT.items()):
                 if not other.busy:  # (a busy one is another client's fit)
-                    other.end()
-                    del _KEPT[name]
+                    replaced.append(_KEPT.pop(name))
             _KEPT[session] = started
-        return started
+    for other in replaced:  # (outside the lock: is_kept runs on the worker's event loop)
+        other.end()
+    return started
 
 
 def done(process: TrainingProcess, ok: bool) -> None:
