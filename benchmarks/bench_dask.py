@@ -6,19 +6,23 @@ learning rate 0.1, L2 1 (`_common`'s settings), on a ``LocalCluster`` of 2
 worker processes of 1 thread each on 127.0.0.1; the training rows a
 ``dask.array`` of ``--partitions`` chunks persisted on the workers.  Each
 library's wall time covers its whole fit call, its own start-up included
-(jaxboost: a training process per worker, ``import jax``, meeting, programs
-from the disk compilation cache; XGBoost: its Rabit tracker; LightGBM: its
-socket network); test AUC on held-out rows predicted in this process.  The
+(jaxboost in new processes: a training process per worker, ``import jax``,
+meeting, programs from the disk compilation cache; in kept ones: the rows'
+hand-off; XGBoost: its Rabit tracker; LightGBM: its socket network); test AUC on held-out rows predicted in this process.  The
 libraries run in turn, ``--repeat`` times, alternating.
 
-Beside them: the same jaxboost model fitted in this process on all rows
-(its first fit, programs from the disk cache), and a 1-round
-``jaxboost.dask`` fit twice, whose time is the start-up a fit pays (the
-first compiles what the disk cache lacks, the second reads it).  Bytes per
-round: the loopback interface's byte count (``/proc/net/dev``, every
-process of the machine on it) over a fit of ``--rounds`` rounds minus one
-of 1 round, divided by the rounds between, against the histograms one
-tree sums: ``28 features x 256 bins x 2 stats x 4 bytes`` per node.
+jaxboost.dask runs twice in each turn: in the training processes the
+previous fit kept (``keep_processes=True``, the default: the fit after the
+first on the same workers) and in new ones (``keep_processes=False``: what
+the first fit of a session pays).  Beside them: the same jaxboost model
+fitted in this process on all rows (its first fit, programs from the disk
+cache), and the start-up a fit pays: a 1-round ``jaxboost.dask`` fit in new
+processes twice (the first compiles what the disk cache lacks, the second
+reads it), then in the kept ones.  Bytes per round: the loopback
+interface's byte count (``/proc/net/dev``, every process of the machine on
+it) over a fit of ``--rounds`` rounds minus one of 1 round, divided by the
+rounds between, against the histograms one tree sums: ``28 features x 256
+bins x 2 stats x 4 bytes`` per node.
 
 ``--startup`` instead launches 2 processes by hand (no Dask), each with
 half the rows, and prints where a training process's time goes: ``import
@@ -77,10 +81,15 @@ def histogram_bytes_per_tree() -> int:
     return N_FEATURES * N_BINS * 2 * 4 * nodes
 
 
-def fit_jaxboost(client, dX, dy, rounds: int):
+def fit_jaxboost(client, dX, dy, rounds: int, keep: bool = True):
     import jaxboost.dask as jbd
 
-    return jbd.fit(client, dX, dy, model=jaxboost_booster("binary_logloss", rounds))
+    model = jaxboost_booster("binary_logloss", rounds)
+    return jbd.fit(client, dX, dy, model=model, keep_processes=keep)
+
+
+def fit_jaxboost_new_processes(client, dX, dy, rounds: int):
+    return fit_jaxboost(client, dX, dy, rounds, keep=False)
 
 
 def fit_xgboost(client, dX, dy, rounds: int):
@@ -176,12 +185,17 @@ def main(argv=None) -> None:
     from distributed import Client, LocalCluster
     from sklearn.metrics import roc_auc_score
 
+    import jaxboost.dask  # noqa: F401  (before the timings: its import is this process's)
+
     print_header(argv, ["dask", "distributed", "xgboost", "lightgbm"], show_devices=False)
     X, y, _ = make_data(args.rows + args.test_rows, seed=0)
     X_train, y_train = X[: args.rows], y[: args.rows]
     X_test, y_test = X[args.rows :], y[args.rows :]
     chunk = -(-args.rows // args.partitions)
-    libraries = {"jaxboost.dask": fit_jaxboost}
+    libraries = {
+        "jaxboost.dask": fit_jaxboost,
+        "jaxboost.dask, new processes": fit_jaxboost_new_processes,
+    }
     for name, fit in (("xgboost.dask", fit_xgboost), ("lightgbm.dask", fit_lightgbm)):
         try:
             __import__(name)
@@ -202,11 +216,19 @@ def main(argv=None) -> None:
         dX = da.from_array(X_train, chunks=(chunk, N_FEATURES)).persist()
         dy = da.from_array(y_train, chunks=chunk).persist()
         client.rebalance()
-        # the start-up (1 round: the first fit compiles what the disk cache
-        # lacks, the second reads it), and loopback bytes apart from rounds
-        for label, rounds in (("first", 1), ("again", 1), ("bytes", args.rounds)):
+        # the start-up (1 round in new processes: the first fit compiles what
+        # the disk cache lacks, the second reads it; then in kept ones), and
+        # loopback bytes apart from rounds
+        steps = (
+            ("new processes, first", 1, False),
+            ("new processes, again", 1, False),
+            ("new processes, kept", 1, True),
+            ("kept processes", 1, True),
+            ("bytes", args.rounds, True),
+        )
+        for label, rounds, keep in steps:
             before, start = loopback_bytes(), time.perf_counter()
-            fit_jaxboost(client, dX, dy, rounds)
+            fit_jaxboost(client, dX, dy, rounds, keep)
             seconds = time.perf_counter() - start
             bytes_seen[rounds] = loopback_bytes() - before
             if rounds == 1:

@@ -190,3 +190,23 @@ def test_jaxs_cache_writes_go_through_the_bounded_scan():
     import jaxboost  # noqa: F401  (enables the cache)
 
     assert getattr(LRUCache._evict_if_needed, "only_when_full", False)
+
+
+def test_processes_other_than_the_first_store_their_programs(monkeypatch):
+    """JAX stores programs from process 0 only, yet on CPU every process's
+    programs have keys of their own: without the wrap a Dask fit's process 1
+    compiled all its programs in every fit."""
+    from jax._src import compilation_cache as jax_cache
+    from jax._src import compiler, distributed
+
+    import jaxboost  # noqa: F401  (enables the cache)
+
+    stored = []
+    monkeypatch.setattr(
+        jax_cache, "put_executable_and_time", lambda key, *rest: stored.append((key, rest[-1]))
+    )
+    monkeypatch.setattr(distributed.global_state, "process_id", 1)
+    compiler._cache_write("slow-key", 5.4, "slow", None, object(), [])
+    compiler._cache_write("fast-key", 0.0, "fast", None, object(), [])  # under the threshold
+    compiler._cache_write("callback-key", 5.0, "callback", None, object(), [print])
+    assert stored == [("slow-key", 5)]

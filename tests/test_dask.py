@@ -144,6 +144,32 @@ def _query_rows():
     return X, relevance.astype(np.float32), qid
 
 
+def _kept_process_ids(client) -> dict[str, list[int]]:
+    """Per worker, the process ids of its kept training processes."""
+
+    def kept() -> list[int]:
+        from jaxboost.dask import kept_processes
+
+        return sorted(process.process.pid for process in kept_processes._KEPT.values())
+
+    return client.run(kept)
+
+
+def test_a_second_fit_on_the_same_workers_runs_in_the_kept_processes(client):
+    X, y = _regression_rows(seed=3)
+    first, second = _workers(client)
+    dX, dy = _placed(client, [_cut(X), _cut(y)], [second, first, first])
+    settings = {"n_estimators": 3, "max_depth": 2}
+    jbd.fit(client, dX, dy, model=jb.Booster(**settings))
+    kept = _kept_process_ids(client)
+    assert sorted(kept) == sorted([first, second])
+    assert all(len(ids) == 1 for ids in kept.values()), kept
+    model = jbd.fit(client, dX, dy, model=jb.Booster(learning_rate=0.5, **settings))
+    assert _kept_process_ids(client) == kept  # no process started
+    order = np.r_[150:900, 0:150]  # process 0: the second worker's partition
+    _same_model(model, jb.Booster(learning_rate=0.5, **settings).fit(X[order], y[order]), X)
+
+
 def test_lambdarank_on_whole_queries_per_worker_is_the_single_process_model(client):
     X, relevance, qid = _query_rows()
     single = jb.Ranker(n_estimators=3, max_depth=2).fit(X, relevance, qid=qid)

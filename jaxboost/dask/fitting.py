@@ -103,6 +103,7 @@ def fit(
     devices_per_worker: int | None = None,
     start_timeout: int = 120,
     heartbeat_timeout: int = 30,
+    keep_processes: bool = True,
     **fit_params: Any,
 ) -> Any:
     """Fit ``model`` on the rows of a Dask cluster; returns the fitted model.
@@ -122,6 +123,11 @@ def fit(
         start before giving up.
       heartbeat_timeout: seconds after which a silent training process
         counts as lost.
+      keep_processes: keep the training processes for the next fit on the
+        same workers with the same settings (which then skips their
+        start-up: importing JAX, meeting, loading the programs); they end
+        after 10 minutes unused, a failed fit, or a fit on other workers.
+        False: processes for this fit alone.
       fit_params: the rest of ``model.fit``'s arguments: ``init_score`` and
         ``qid`` per row, as ``y``; ``eval_set`` as a list of ``(X, y)`` Dask
         collections, with ``eval_sample_weight`` and ``eval_init_score``
@@ -154,5 +160,6 @@ def fit(
         "devices": devices_per_worker,
         "start_timeout": start_timeout,
         "heartbeat_timeout": heartbeat_timeout,
+        "keep": bool(keep_processes),
     }
     return cloudpickle.loads(run(client, placement, spec, eval_sets))

@@ -1,34 +1,37 @@
-"""How a Dask fit's training processes meet: one fresh process per worker per
-fit, started by a task on that worker and fed its partitions through a file.
+"""How a Dask fit's training processes meet: a training process per worker,
+started by a task on that worker, fed its partitions through a file, and
+kept for the next fit on the same workers.
 
 ``jax.distributed.initialize`` must run once per process, before JAX's
 backends start; a Dask worker lives across fits and may have run JAX
-already, so it cannot join a new job.  Instead a task on each worker that
+already, so it cannot join a job.  Instead a task on each worker that
 holds rows (`jaxboost.dask.partitions`) writes its partitions to a file in
-the worker's local directory and starts ``python -m
-jaxboost.dask.training_process`` on it, with process 0's address (a free
-port on process 0's worker, found by the client) and the process count.
-The processes meet there, fit (histograms and leaf sums cross by gloo),
-and process 0's model comes back to the client.  The cost: a process start
-and JAX import per worker per fit, and loading the programs (from the disk
-compilation cache once warm): benchmarks/README.md.
+the worker's local directory and hands it to the worker's training process
+(`jaxboost.dask.kept_processes`), which on its first fit joins the others
+at process 0's address (a free port on process 0's worker, found by the
+client).  The processes fit (histograms and leaf sums cross by gloo), and
+process 0's model comes back to the client.  The processes stay for the
+next fit of this client on the same workers with the same settings (a
+*session*): it finds JAX imported, the job joined and its programs in
+memory.  The cost of a new session: a process start and JAX import per
+worker, and loading the programs (from the disk compilation cache once
+warm): benchmarks/README.md.
 
 Failures end in bounded time: the client polls the workers, and a worker
 that leaves raises at once; a training process whose worker is gone ends
 itself, so the others see a lost peer in their next exchange and stop;
-processes that cannot meet stop after ``start_timeout`` seconds.
+processes that cannot meet stop after ``start_timeout`` seconds.  A failed
+fit ends its session's processes.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import socket
-import subprocess
-import sys
-import tempfile
+import threading
 import time
+import uuid
 from concurrent.futures import CancelledError
 
 from .partitions import Placement
@@ -55,44 +58,89 @@ def _log_tail(path: str, lines: int = 30) -> str:
 
 
 def train_on_worker(spec: dict, rows: dict[str, list], eval_sets: list | None) -> bytes | None:
-    """A Dask task: runs this worker's training process on ``rows`` (its
-    partitions, resolved by Dask) and returns process 0's fitted model
-    (cloudpickle bytes), None from the other processes."""
+    """A Dask task: runs this worker's part of a fit on ``rows`` (its
+    partitions, resolved by Dask) in its training process (kept across
+    fits of ``spec["session"]``: `jaxboost.dask.kept_processes`) and returns
+    process 0's fitted model (cloudpickle bytes), None from the others."""
     from distributed import get_worker
 
-    folder = tempfile.mkdtemp(prefix="jaxboost-fit-", dir=get_worker().local_directory)
+    from . import kept_processes
+
     where = f"process {spec['process_id']} on worker {get_worker().address}"
+    # (a new process imports jaxboost while the rows are written)
+    process = kept_processes.for_fit(spec["session"], spec["devices"], get_worker().local_directory)
+    ok = False
     try:
-        input_path = os.path.join(folder, "input.pickle")
-        output_path = os.path.join(folder, "output.pickle")
-        log_path = os.path.join(folder, "log.txt")
+        input_path, output_path = process.paths()
         with open(input_path, "wb") as file:
             pickle.dump({**spec, "rows": rows, "eval_sets": eval_sets}, file, protocol=5)
         del rows, eval_sets
-        environment = {**os.environ, "JAXBOOST_CPU_DEVICES": str(spec["devices"])}
-        command = [sys.executable, "-m", "jaxboost.dask.training_process", input_path, output_path]
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=environment
-            )
-            code = process.wait()
+        process.fit(input_path, output_path)  # (a failed fit's process ends: no answer)
+        os.remove(input_path)
         if os.path.exists(output_path):
             with open(output_path, "rb") as file:
                 result = pickle.load(file)
+            os.remove(output_path)
             if "error" in result:
                 kind, message = result["error"]
                 raise _ERRORS.get(kind, RuntimeError)(f"{message} [{kind} in {where}]")
+            ok = True
             return result["model"]
+        code = process.exit_code()
         raise RuntimeError(
             f"jaxboost.dask: the training {where} ended (exit code {code}) without a "
-            f"result; the end of its output:\n{_log_tail(log_path)}"
+            f"result; the end of its output:\n{_log_tail(process.log_path)}"
         )
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        kept_processes.done(process, ok)
 
 
 def _present_workers(client) -> set[str]:
     return set(client.scheduler_info(n_workers=-1)["workers"])
+
+
+class _Session:
+    """A client's kept training processes on one list of workers: the
+    session's name (None: processes for one fit), process 0's address, and
+    a lock held during a fit (fits of one session run one at a time)."""
+
+    def __init__(self, name: str | None = None, coordinator: str | None = None) -> None:
+        self.name, self.coordinator = name, coordinator
+        self.lock = threading.Lock()
+
+
+_SESSIONS: dict[tuple, _Session] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _coordinator(client, worker: str) -> str:
+    """``host:port``: a free port on ``worker``'s host, for process 0."""
+    host = worker.split("://")[-1].rsplit(":", 1)[0]
+    return f"{host}:{client.run(free_port, workers=[worker])[worker]}"
+
+
+def _session(client, workers: list[str], devices: list[int], spec: dict) -> _Session:
+    """The session a fit runs in, its lock held: the processes the last fit
+    on the same workers and settings kept, if every worker still holds
+    them; else new ones (kept when ``spec["keep"]``); processes for this
+    fit alone while another fit of this client runs on them."""
+    from . import kept_processes
+
+    if not spec["keep"]:
+        return _Session(None, _coordinator(client, workers[0]))
+    key = (client.id, tuple(workers), tuple(devices), spec["start_timeout"],
+           spec["heartbeat_timeout"])  # fmt: skip
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.setdefault(key, _Session())
+    if not session.lock.acquire(blocking=False):  # (another thread's fit runs there)
+        return _Session(None, _coordinator(client, workers[0]))
+    kept = session.name is not None and all(
+        client.run(kept_processes.is_kept, session.name, workers=workers).values()
+    )
+    if not kept:
+        session.name, session.coordinator = uuid.uuid4().hex, _coordinator(client, workers[0])
+        client.register_plugin(kept_processes.EndWithWorker(), name=kept_processes.__name__)
+    return session
 
 
 def run(
@@ -102,38 +150,53 @@ def run(
     eval_sets: list | None,
     poll_seconds: float = 1.0,
 ) -> bytes:
-    """Starts the training processes of ``placement`` (``spec``: what every
-    process gets besides its rows) and returns process 0's fitted model,
-    raising the first process's error, or a RuntimeError naming a worker
-    that left, as soon as it is known."""
+    """Runs a fit in the training processes of ``placement`` (``spec``:
+    what every process gets besides its rows) and returns process 0's fitted
+    model, raising the first process's error, or a RuntimeError naming a
+    worker that left, as soon as it is known."""
+    workers = placement.workers
+    threads = client.scheduler_info(n_workers=-1)["workers"]
+    devices = [int(spec.get("devices") or threads[w].get("nthreads", 1)) for w in workers]
+    session = _session(client, workers, devices, spec)
+    futures, ok = [], False
+    try:
+        for process_id, (worker, parts) in enumerate(zip(workers, placement.parts)):
+            process_spec = {
+                **spec,
+                "devices": devices[process_id],
+                "process_id": process_id,
+                "num_processes": len(workers),
+                "coordinator": session.coordinator,
+                "session": session.name,
+            }
+            futures.append(
+                client.submit(
+                    train_on_worker,
+                    process_spec,
+                    parts,
+                    eval_sets if process_id == 0 else None,
+                    workers=[worker],
+                    allow_other_workers=False,
+                    pure=False,
+                    retries=0,
+                )
+            )
+        model = _result(client, futures, placement, poll_seconds)
+        ok = True
+        return model
+    finally:
+        if not ok:
+            session.name = None  # (its processes end after a failed fit)
+        if session.lock.locked():
+            session.lock.release()
+
+
+def _result(client, futures: list, placement: Placement, poll_seconds: float) -> bytes:
+    """Process 0's model once every task of ``futures`` finished; the first
+    error, or a worker that left, raised as soon as it is known."""
     from distributed import wait
 
     workers = placement.workers
-    host = workers[0].split("://")[-1].rsplit(":", 1)[0]
-    port = client.run(free_port, workers=[workers[0]])[workers[0]]
-    threads = client.scheduler_info(n_workers=-1)["workers"]
-    futures = []
-    for process_id, (worker, parts) in enumerate(zip(workers, placement.parts)):
-        devices = spec.get("devices") or threads[worker].get("nthreads", 1)
-        process_spec = {
-            **spec,
-            "devices": int(devices),
-            "process_id": process_id,
-            "num_processes": len(workers),
-            "coordinator": f"{host}:{port}",
-        }
-        futures.append(
-            client.submit(
-                train_on_worker,
-                process_spec,
-                parts,
-                eval_sets if process_id == 0 else None,
-                workers=[worker],
-                allow_other_workers=False,
-                pure=False,
-                retries=0,
-            )
-        )
     lost_grace_end = 0.0
     try:
         while True:

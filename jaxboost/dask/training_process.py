@@ -1,24 +1,32 @@
-"""One training process of a Dask fit: ``python -m jaxboost.dask.training_process
-INPUT OUTPUT``.
+"""A training process of Dask fits: ``python -m jaxboost.dask.training_process
+IDLE_SECONDS``.
 
-A Dask worker starts one of these per fit (`jaxboost.dask.launch`): a fresh
+A Dask worker starts one of these (`jaxboost.dask.kept_processes`): a fresh
 Python process can call ``jax.distributed.initialize`` before its backends
-start, which a long-lived worker that may already have run JAX cannot.
+start, which a long-lived worker that may already have run JAX cannot.  It
+reads one request per fit on its standard input, a line ``INPUT\tOUTPUT``:
 ``INPUT`` is a pickle written by the worker: the unfitted model (cloudpickle
 bytes from the client), this process's rows (the worker's partitions, in
 collection order), ``fit``'s other arguments, and where process 0 listens.
-The process joins the others, fits on its rows, and writes to ``OUTPUT`` a
-pickle ``{"model": bytes}`` (process 0: the fitted model, cloudpickled;
-the others: None) or ``{"error": (type name, message)}``.
+The first request joins the other processes (once: the process serves fits
+of that job only); each fits on its rows, writes to ``OUTPUT`` a pickle
+``{"model": bytes}`` (process 0: the fitted model, cloudpickled; the
+others: None) or ``{"error": (type name, message)}``, and answers a line on
+standard output.  What a fit prints goes to standard error (the worker's
+log file of the process).
 
-It ends itself when the worker that started it is gone (killed, crashed),
-so the other processes see a lost peer and stop instead of waiting.
+It ends after a failed fit, after ``IDLE_SECONDS`` without a request (0:
+after its first fit), when its input closes, and when the worker that
+started it is gone (killed, crashed), so the other processes see a lost
+peer and stop instead of waiting.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
+import select
 import sys
 import threading
 import time
@@ -50,12 +58,18 @@ def joined(parts: list | None) -> Any:
     return np.concatenate([np.asarray(part) for part in parts], axis=0)
 
 
+# how long an ending process waits for the others at the shutdown barrier
+_END_SECONDS = 20.0
+_joined = []  # (the job this process joined, once)
+
+
 def _fit(inputs: dict) -> Any:
     import cloudpickle
 
     import jaxboost as jb
 
-    if inputs["num_processes"] > 1:
+    if inputs["num_processes"] > 1 and not _joined:
+        _joined.append(inputs["coordinator"])
         jb.distributed.initialize(
             inputs["coordinator"],
             inputs["num_processes"],
@@ -79,8 +93,8 @@ def _fit(inputs: dict) -> Any:
     return model.fit(X, y, **fit_kwargs)
 
 
-def main(input_path: str, output_path: str) -> None:
-    _end_with_parent(os.getppid())
+def _serve_one(input_path: str, output_path: str) -> None:
+    """One fit's request; a failed fit ends the process."""
     with open(input_path, "rb") as file:
         inputs = pickle.load(file)
     first = inputs["process_id"] == 0
@@ -101,5 +115,29 @@ def main(input_path: str, output_path: str) -> None:
         pickle.dump({"model": result}, file)
 
 
+def main(idle_seconds: float) -> None:
+    _end_with_parent(os.getppid())
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # (what a fit prints goes to the log, not among the answers)
+    while True:
+        if idle_seconds and not select.select([sys.stdin], [], [], idle_seconds)[0]:
+            break
+        request = sys.stdin.readline()
+        if not request:
+            break
+        _serve_one(*request.rstrip("\n").split("\t"))
+        gc.collect()  # (the fit's rows, before the next)
+        answers.write("done\n")
+        answers.flush()
+        if not idle_seconds:
+            break
+    # a normal exit waits at jax.distributed's shutdown barrier for the
+    # other processes, which end after the same fit; bounded, for a peer
+    # that ended otherwise (its worker ended it for another session)
+    ending = threading.Timer(_END_SECONDS, os._exit, (0,))
+    ending.daemon = True
+    ending.start()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(float(sys.argv[1]))

@@ -82,6 +82,7 @@ def enable_compilation_cache(
     jax.config.update("jax_enable_compilation_cache", True)
     _remove_entries_that_fail_to_read()
     _scan_for_eviction_only_when_full()
+    _write_from_every_process()
     return path
 
 
@@ -204,6 +205,63 @@ def _scan_for_eviction_only_when_full() -> None:
     except ImportError:  # a JAX without it: its writes stay as they are
         return
     _wrap_once(LRUCache, "_evict_if_needed", _evicting_only_when_full, "only_when_full")
+
+
+# -- writes from every process ----------------------------------------------------
+# JAX stores programs from process 0 only (against write contention on shared
+# filesystems, jax/_src/compiler.py's _cache_write), yet on CPU each process's
+# programs have keys of their own (the build options hold the process's
+# number): the other processes compiled every program in every fit (a Dask
+# fit's process 1: 21 programs, 3 s, its peer waiting in the first
+# collective; benchmarks/README.md).  This cache is one local directory,
+# locked for every write (`enable_compilation_cache`): each process stores its
+# own programs.
+
+
+def _writing_from_every_process(write: Callable) -> Callable:
+    """``write`` (JAX's ``_cache_write``), storing the programs of processes
+    other than 0 too."""
+
+    @functools.wraps(write)
+    def write_from_any_process(cache_key, compile_time_secs, module_name, backend, executable,
+                               host_callbacks):  # fmt: skip
+        from jax._src import compilation_cache as jax_cache
+        from jax._src import distributed
+
+        minimum = jax.config.jax_persistent_cache_min_compile_time_secs
+        if (
+            not distributed.global_state.process_id  # (0 or None: JAX writes it)
+            or host_callbacks
+            or compile_time_secs < minimum
+        ):
+            return write(cache_key, compile_time_secs, module_name, backend, executable,
+                         host_callbacks)  # fmt: skip
+        try:
+            jax_cache.put_executable_and_time(
+                cache_key, module_name, executable, backend, int(compile_time_secs)
+            )
+        except Exception as error:  # JAX too only warns when a write fails
+            if jax.config.jax_raise_persistent_cache_errors:
+                raise
+            warnings.warn(
+                f"jaxboost: could not store the compiled program {module_name!r}: "
+                f"{type(error).__name__}: {error}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return None
+
+    write_from_any_process.every_process = True
+    return write_from_any_process
+
+
+def _write_from_every_process() -> None:
+    """Wrap JAX's cache write once."""
+    try:
+        from jax._src import compiler
+    except ImportError:  # a JAX without it: its writes stay as they are
+        return
+    _wrap_once(compiler, "_cache_write", _writing_from_every_process, "every_process")
 
 
 def enable_by_default() -> Path | None:
