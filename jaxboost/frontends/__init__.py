@@ -25,16 +25,13 @@ import importlib.abc
 import importlib.util
 import sys
 
-# where the modules of the flat front floor (jaxboost <= the grouped
+# where the modules of the flat front floor (jaxboost before the grouped
 # layout) live now: pickles of fitted models and estimators name their
 # classes' modules (jaxboost.frontends.model.Model), so the old names import
-# the moved modules
+# the moved modules (modules new with the layout have no old name)
 MOVED = {
     # (settings.py is settings/checks.py: its old name is the package's now)
-    **{
-        name: f"settings.{name}"
-        for name in ("settings_table", "regularisation_defaults", "loss_params", "constraints")
-    },
+    **{name: f"settings.{name}" for name in ("settings_table", "loss_params", "constraints")},
     **{
         name: f"data.{name}"
         for name in ("validation", "categories", "category_union", "grouping", "offsets")
@@ -48,12 +45,9 @@ MOVED = {
             "loss_checks",
             "padding_check",
             "computation_keys",
-            "fitting",
             "trainer",
             "holdout",
             "placement",
-            "row_binning",
-            "initial_score_search",
             "program_settings",
             "hessian_probe",
             "compile_ahead",
@@ -72,9 +66,6 @@ MOVED = {
             "inspection",
             "explain",
             "model_file",
-            "file_format",
-            "file_loss",
-            "file_checks",
             "tree_dump",
             "plotting",
             "explain_plots",
