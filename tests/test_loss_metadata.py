@@ -11,12 +11,12 @@ import pickle
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxboost.losses.metadata import FIELDS, LossMetadata, metadata_of
 
 import jaxboost as jb
 from jaxboost import losses
 from jaxboost.frontends.estimator_losses import SumOverTargets, WithLink
 from jaxboost.frontends.model_file import MissingLoss
-from jaxboost.losses.metadata import FIELDS, LossMetadata, metadata_of
 from jaxboost.runtime.precision import Float64Loss
 
 _DECLARED = [
@@ -62,6 +62,17 @@ def test_a_distribution_records_its_family_and_parameters():
     assert pickle.loads(pickle.dumps(loss)) is loss
 
 
+def test_params_the_former_name_of_parameter_names_warns_and_gives_the_same_loss():
+    numpyro_dists = pytest.importorskip("numpyro.distributions")
+    named = losses.distribution(numpyro_dists.Laplace, parameter_names=("loc", "scale"))
+    with pytest.warns(FutureWarning, match="use parameter_names="):
+        assert losses.distribution(numpyro_dists.Laplace, params=("loc", "scale")) is named
+    assert named.params["parameter_names"] == ["loc", "scale"]  # (its factory's arguments)
+    assert metadata_of(named).parameter_names == ("loc", "scale")
+    with pytest.warns(FutureWarning, match="use parameter_names"):
+        assert losses.FAMILIES["gamma"].params == ("concentration", "rate")
+
+
 def test_an_undeclared_function_gets_the_explicit_defaults():
     record = metadata_of(_pinball)
     assert record == LossMetadata(name="_pinball")
@@ -87,7 +98,7 @@ def test_a_declared_function_without_hessian_informative_is_probed_as_an_undecla
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)).astype(np.float32)
     y = (3.0 * X[:, 0] + rng.standard_t(2, size=200)).astype(np.float32)
-    settings = dict(n_estimators=3, max_depth=2, learning_rate=0.5)
+    settings = {"n_estimators": 3, "max_depth": 2, "learning_rate": 0.5}
 
     def fitted(loss):
         return jb.Booster(loss=loss, **settings).fit(X, y).predict(X)

@@ -109,9 +109,7 @@ _OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover")
 # `jaxboost.frontends.model_fields` (the key a field is saved under); a new
 # kind needs an encoder and a decoder in ``_CODECS``.
 STATE_FIELDS = tuple(
-    (saved_name(field), field.kind, field.required)
-    for field in MODEL_FIELDS
-    if field.kind is not None
+    (saved_name(field), field.kind, field.required) for field in MODEL_FIELDS if field.kind
 )
 # a state key -> the model's attribute it holds
 _ATTRIBUTE_OF = {saved_name(field): field.name for field in MODEL_FIELDS}
@@ -582,22 +580,11 @@ class MissingLoss:
     It carries the saved ``link`` so ``predict`` works; training with it raises.
     """
 
-    hessian_informative = True
-
     def __init__(self, link: str, n_outputs: int):
         self.link = link
         self.n_outputs = n_outputs
-
-    @property
-    def loss_metadata(self) -> LossMetadata:
-        """What the file declares of the loss: its link and outputs."""
-        return LossMetadata(
-            name="MissingLoss",
-            link=self.link,
-            n_outputs=self.n_outputs,
-            hessian_informative=True,
-            declared=True,
-        )
+        # what the file declares of the loss (a Classifier's link stays its own)
+        self.loss_metadata = LossMetadata(link=link, n_outputs=n_outputs, declared=True)
 
     def __call__(self, y: Any, f: Any) -> Any:
         raise RuntimeError(
