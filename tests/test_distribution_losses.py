@@ -305,15 +305,6 @@ def test_catalogue_names_rebuild_and_pickle_the_same_loss():
     assert pickle.loads(pickle.dumps(custom)) is custom
 
 
-def test_params_the_former_name_of_parameter_names_warns_and_gives_the_same_loss():
-    named = losses.distribution(numpyro_dists.Laplace, parameter_names=("loc", "scale"))
-    with pytest.warns(FutureWarning, match="use parameter_names="):
-        assert losses.distribution(numpyro_dists.Laplace, params=("loc", "scale")) is named
-    assert named.params["parameter_names"] == ["loc", "scale"]  # (its factory's arguments)
-    with pytest.warns(FutureWarning, match="use parameter_names"):
-        assert losses.FAMILIES["gamma"].params == ("concentration", "rate")
-
-
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -11,12 +11,12 @@ import pickle
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxboost.frontends.estimator_losses import SumOverTargets, WithLink
-from jaxboost.frontends.model_file import MissingLoss
 from jaxboost.losses.metadata import FIELDS, LossMetadata, metadata_of
 
 import jaxboost as jb
 from jaxboost import losses
+from jaxboost.frontends.fitted.file_loss import MissingLoss
+from jaxboost.frontends.scikit_learn.estimator_losses import SumOverTargets, WithLink
 from jaxboost.runtime.precision import Float64Loss
 
 _DECLARED = [
@@ -60,6 +60,17 @@ def test_a_distribution_records_its_family_and_parameters():
     assert record.parameter_links == loss.parameter_links == ("exp", "exp")
     assert record.init is loss.init and record.sampler is loss.sampler
     assert pickle.loads(pickle.dumps(loss)) is loss
+
+
+def test_params_the_former_name_of_parameter_names_warns_and_gives_the_same_loss():
+    numpyro_dists = pytest.importorskip("numpyro.distributions")
+    named = losses.distribution(numpyro_dists.Laplace, parameter_names=("loc", "scale"))
+    with pytest.warns(FutureWarning, match="use parameter_names="):
+        assert losses.distribution(numpyro_dists.Laplace, params=("loc", "scale")) is named
+    assert named.params["parameter_names"] == ["loc", "scale"]  # (its factory's arguments)
+    assert metadata_of(named).parameter_names == ("loc", "scale")
+    with pytest.warns(FutureWarning, match="use parameter_names"):
+        assert losses.FAMILIES["gamma"].params == ("concentration", "rate")
 
 
 def test_an_undeclared_function_gets_the_explicit_defaults():
