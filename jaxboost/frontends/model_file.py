@@ -2,7 +2,7 @@
 
 The file is UTF-8 JSON::
 
-    {"format": "jaxboost-model", "version": 5,
+    {"format": "jaxboost-model", "version": 6,
      "params": {...constructor settings...},
      "loss":   {"name": "quantile", "params": {"alpha": 0.3}, "link": "identity",
                 "n_outputs": 1}            # a catalogue loss, rebuilt by name
@@ -33,7 +33,10 @@ document: version 2 files (array ``checksums`` only) with their arrays checked,
 version 1 files (no checksums) with the content checks alone.  A file that
 says version 3 or later without its ``checksum`` is refused.  Files before
 version 5 hold no ``leaf_cover`` (the trees' hessian sums): they load and
-predict, and ``predict_contributions`` on them says to fit again.  Loading is data only: no
+predict, and ``predict_contributions`` on them says to fit again.  Version 6
+adds leaf-wise trees grown without a depth bound, stored as node tables
+(``left_child``, ``right_child``: `jaxboost.engine.bestfirst`); heap trees
+omit them.  Loading is data only: no
 pickle, no eval, no import of a name from the file; the whole file is validated
 (checksums, types, shapes, value ranges, and the consistency of the fields with
 one another) before anything is built, and every problem raises
@@ -67,11 +70,12 @@ from .categories import categories_from_json, categories_to_json
 from .model_fields import MODEL_FIELDS
 
 FORMAT = "jaxboost-model"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 CHECKSUMS_SINCE = 2  # the first format version whose files carry array ``checksums``
 DOCUMENT_CHECKSUM_SINCE = 3  # ... and the whole document's ``checksum``
 ESTIMATOR_SINCE = 4  # the first whose files may hold an ``estimator`` section
 COVERS_SINCE = 5  # ... and trees' ``leaf_cover`` (an older jaxboost refuses them by version)
+NODE_TABLES_SINCE = 6  # ... and node-table trees (``left_child``, ``right_child``)
 DEFAULT_MAX_BYTES = 1 << 30
 FITTED_LOSS_DTYPES = tuple(dtype for dtype in LOSS_DTYPES if dtype != "auto")
 
@@ -101,8 +105,12 @@ FOREST_FIELDS = {
     "category_left": ("uint32", ("trees", "nodes", "words")),
     # only in models fitted by a jaxboost that records covers (format 5 on)
     "leaf_cover": ("float32", ("trees", "leaves")),
+    # only in leaf-wise models of node tables (format 6 on): an internal node
+    # (after its own) or ~leaf
+    "left_child": ("int32", ("trees", "nodes")),
+    "right_child": ("int32", ("trees", "nodes")),
 }
-_OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover")
+_OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover", "left_child", "right_child")
 
 # Fitted attributes in a file's "state": (name, kind, required), of
 # `jaxboost.frontends.model_fields`; a new kind needs an encoder and a
@@ -680,7 +688,10 @@ def _check_shapes(state: dict, params: dict) -> None:
         raise _fail("state", f"n_outputs_={n_outputs}, n_features_in_={n_features}: expected >= 1")
     n_trees, n_nodes = forest.feature.shape
     depth = (n_nodes + 1).bit_length() - 1
-    if n_nodes < 1 or 2**depth != n_nodes + 1:
+    tables = forest.left_child is not None
+    if tables != (forest.right_child is not None):
+        raise _fail("state.forest_", "expected both left_child and right_child, or neither")
+    if n_nodes < 1 or (not tables and 2**depth != n_nodes + 1):
         raise _fail("state.forest_.feature", f"{n_nodes} nodes per tree is not 2^depth - 1")
     dims = {"trees": n_trees, "nodes": n_nodes, "leaves": n_nodes + 1, "outputs": n_outputs}
     dims["words"] = BITSET_WORDS
@@ -706,7 +717,7 @@ def _check_shapes(state: dict, params: dict) -> None:
             f"expected shape [{n_features} (n_features_in_), "
             f"max_bins in [2, 255]], got {list(edges.shape)}",
         )
-    if "max_depth" in params and params["max_depth"] != depth:
+    if params.get("max_depth") is not None and not tables and params["max_depth"] != depth:
         raise _fail("params.max_depth", f"{params['max_depth']!r} differs from the trees' {depth}")
     # a fit keeps only the value bins its features use (binning.trim_unused_bins)
     if "max_bins" in params and not params["max_bins"] >= edges.shape[1]:
@@ -760,6 +771,8 @@ def _check_values(state: dict) -> None:
         raise _fail("state.forest_.feature", f"feature index outside [0, {n_features})")
     if forest.threshold_bin.min() < 0 or forest.threshold_bin.max() >= n_bins:
         raise _fail("state.forest_.threshold_bin", f"bin outside [0, {n_bins})")
+    if forest.left_child is not None:
+        _check_children(forest)
     if not np.array_equal(forest.threshold, edges[forest.feature, forest.threshold_bin]):
         raise _fail("state.forest_.threshold", "thresholds differ from the bin edges they split at")
     for name, values in (("leaf_value", forest.leaf_value), ("split_gain", forest.split_gain)):
@@ -774,6 +787,21 @@ def _check_values(state: dict) -> None:
     largest = np.abs(forest.leaf_value.astype(np.float64)).max(axis=(1, 2)).sum()
     if largest + np.abs(init.astype(np.float64)).max() > _FLOAT32_MAX / 2:
         raise _fail("state.forest_.leaf_value", "so large that predictions overflow float32")
+
+
+def _check_children(forest: Tree) -> None:
+    """A node table's children: an internal node after the parent's, or a
+    leaf ``~j`` of the tree's (so every walk ends at a leaf)."""
+    n_nodes = forest.feature.shape[1]
+    node = np.arange(n_nodes)
+    for field in ("left_child", "right_child"):
+        child = getattr(forest, field)
+        inner = (child >= 0) & ((child <= node) | (child >= n_nodes))
+        if inner.any() or (child < -(n_nodes + 1)).any():
+            raise _fail(
+                f"state.forest_.{field}",
+                f"expected a later node in [0, {n_nodes}) or a leaf ~j, j in [0, {n_nodes}]",
+            )
 
 
 def _check_loss(info: dict, state: dict, params: dict) -> None:

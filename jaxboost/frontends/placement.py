@@ -66,7 +66,7 @@ from .settings import (
     check_histogram_memory,
     draw_seed,
     given_base_score,
-    tree_leaves,
+    tree_shape,
 )
 
 
@@ -282,13 +282,14 @@ def _trained_columns(settings, inputs: FitInputs, edges: np.ndarray, mesh) -> np
         columns = splittable_columns(edges, inputs.features)
     one_per_tree = settings.multi_strategy == "one_output_per_tree"
     rounds_per_chunk = settings.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
+    max_depth, max_leaves = tree_shape(settings)
     check_histogram_memory(
-        int(settings.max_depth),
+        max_depth,
         inputs.features.shape[1] if columns is None else len(columns),
         edges.shape[1] + 1,
         1 if one_per_tree else inputs.n_outputs,
         memory_per_device(mesh.local_devices),
-        max_leaves=tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth)),
+        max_leaves=max_leaves,
         n_outputs=inputs.n_outputs,
         trees_per_chunk=int(rounds_per_chunk) * (inputs.n_outputs if one_per_tree else 1),
     )

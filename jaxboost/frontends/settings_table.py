@@ -128,7 +128,11 @@ SETTINGS: tuple[Setting, ...] = (
         """),
     Setting("n_estimators", 100, "int", whole_number, doc="boosting rounds."),
     Setting("learning_rate", 0.1, "float", _POSITIVE, doc="shrinkage of every tree."),
-    Setting("max_depth", 6, "int", whole_number, doc="depth of the (complete, padded) trees."),
+    Setting("max_depth", None, "int | None", _optional(whole_number), doc="""
+        depth of the (complete, padded) trees; None: 6, but leaf-wise trees
+        (``grow_policy="lossguide"``) then have no depth bound but
+        ``max_leaves`` (LightGBM's ``max_depth=-1``; docs/tabular.md).
+        """),
     Setting("n_outputs", None, "int | None", front_ends=frozenset({BOOSTER, REGRESSOR}), doc="""
         raw scores per sample; None takes the loss's declared
         ``n_outputs`` (``"n_classes"``: max label + 1; ``"n_targets"``: the
