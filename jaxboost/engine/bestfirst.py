@@ -29,11 +29,13 @@ every row (``O(L n F)`` a tree), which it must equal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ..kernels.histogram_reference import build_histograms
@@ -72,6 +74,33 @@ class _Grown(NamedTuple):
     open: _Open
     tree: NodeTree  # with threshold still unset (filled from the bins' edges)
     n_splits: jax.Array  # int32 scalar
+    # the histograms of the two leaves the last split made (F, 2, B, S), to
+    # search at the next step, and the leaves (L: none, its search dropped)
+    pending: jax.Array
+    pending_leaves: jax.Array  # (2,) int32
+    done: jax.Array  # bool scalar: no leaf splits
+
+
+def children_problems(left_child, right_child) -> list[tuple[str, str]]:
+    """``(field, problem)`` of each children array (``(n_trees, L - 1)``
+    numpy, or None: heap trees) that breaks the layout: every child an
+    internal node after its own, or a leaf ``~j`` with ``j`` in ``[0, L)``
+    (so every walk ends at a leaf)."""
+    if left_child is None:
+        return []
+    n_nodes = left_child.shape[1]
+    node = np.arange(n_nodes)
+    problems = []
+    for field, child in (("left_child", left_child), ("right_child", right_child)):
+        inner = (child >= 0) & ((child <= node) | (child >= n_nodes))
+        if inner.any() or (child < -(n_nodes + 1)).any():
+            problems.append(
+                (
+                    field,
+                    f"expected a later node in [0, {n_nodes}) or a leaf ~j, j in [0, {n_nodes}]",
+                )
+            )
+    return problems
 
 
 def feature_bins(bins: jax.Array, feature: jax.Array, tiled: bool) -> jax.Array:
@@ -126,8 +155,9 @@ def _search(
 
 def _set(table, index, values):
     """``table`` (a pytree of arrays with a leading axis) with its entries
-    ``index`` replaced by ``values``' (leading axis of ``index``'s length)."""
-    return jax.tree.map(lambda whole, part: whole.at[index].set(part), table, values)
+    ``index`` replaced by ``values``' (leading axis of ``index``'s length;
+    an index past the table: dropped)."""
+    return jax.tree.map(lambda whole, part: whole.at[index].set(part, mode="drop"), table, values)
 
 
 def _empty_tree(n_leaves: int, max_bins: int, categorical: bool) -> NodeTree:
@@ -158,12 +188,25 @@ def _leaf_histograms(native, bins, node_of_row, row_stats, stats_scale, leaves, 
     return hist if stats_scale is None else hist.astype(jnp.float32) * stats_scale
 
 
-def _split_step(
-    native, bins, row_stats, stats_scale, n_bins, max_depth, search, grown: _Grown
-) -> _Grown:
-    """One step: split the open leaf of largest gain (``grown`` has one)."""
+def _step(native, bins, row_stats, stats_scale, n_bins, max_depth, search, grown: _Grown) -> _Grown:
+    """One step: search the leaves the last split made, then split the open
+    leaf of largest gain, or finish (``done``) where none gains or the
+    leaves are all made.  (The search at the step's start, not its end, is
+    one search in the program for the root's and every split's.)"""
+    n_leaves = grown.open.depth.shape[0]
+    children = search(grown.pending)
+    opened = grown.open._replace(choice=_set(grown.open.choice, grown.pending_leaves, children))
+    scores = _scores(opened, max_depth)
+    best = jnp.argmax(scores).astype(jnp.int32)
+    take = (scores[best] > -jnp.inf) & (grown.n_splits < n_leaves - 1)
+    grown = grown._replace(open=opened)
+    split = functools.partial(_split, native, bins, row_stats, stats_scale, n_bins, best)
+    return lax.cond(take, split, lambda grown: grown._replace(done=jnp.bool_(True)), grown)
+
+
+def _split(native, bins, row_stats, stats_scale, n_bins, best, grown: _Grown) -> _Grown:
+    """Split leaf ``best``, its best split kept in ``grown.open``."""
     opened = grown.open
-    best = jnp.argmax(_scores(opened, max_depth)).astype(jnp.int32)
     new = grown.n_splits + 1  # the right child's leaf
     node = grown.n_splits  # the internal node the split becomes
     leaf_choice = jax.tree.map(lambda values: values[best], opened.choice)
@@ -176,7 +219,6 @@ def _split_step(
     children_hist = _leaf_histograms(
         native, bins, node_of_row, row_stats, stats_scale, both, n_bins
     )
-    children = search(children_hist)
     depth = opened.depth[best] + 1
     parent, is_right = opened.parent[best], opened.is_right[best]
     tree = grown.tree
@@ -198,13 +240,12 @@ def _split_step(
     )
     if category is not None:
         tree = tree._replace(category_left=tree.category_left.at[node].set(category[0]))
-    opened = _Open(
-        choice=_set(opened.choice, both, children),
+    opened = opened._replace(
         depth=opened.depth.at[both].set(depth),
         parent=opened.parent.at[both].set(node),
         is_right=opened.is_right.at[both].set(jnp.array([False, True])),
     )
-    return _Grown(node_of_row, opened, tree, grown.n_splits + 1)
+    return _Grown(node_of_row, opened, tree, grown.n_splits + 1, children_hist, both, grown.done)
 
 
 def _scores(opened: _Open, max_depth: int) -> jax.Array:
@@ -257,34 +298,30 @@ def grow_best_first(
         return _search(hist, n_outputs, params, feature_mask, categorical, axis_name, native)
 
     node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
-    root_leaves = jnp.array([0, -1], jnp.int32)  # (no row is in leaf -1)
+    root_leaves = jnp.array([0, n_leaves], jnp.int32)  # (no row is in leaf L)
     root_hist = _leaf_histograms(
         native, bins, node_of_row, row_stats, stats_scale, root_leaves, max_bins + 1
-    )[:, :1]
-    root = search(root_hist)
+    )
     choice = jax.tree.map(
-        lambda values: jnp.zeros((n_leaves,) + values.shape[1:], values.dtype), root
+        lambda values: jnp.zeros((n_leaves,) + values.shape[1:], values.dtype),
+        jax.eval_shape(search, root_hist),
     )
     opened = _Open(
-        choice=_set(choice, jnp.zeros(1, jnp.int32), root),
+        choice=choice,
         depth=jnp.zeros(n_leaves, jnp.int32),
         parent=jnp.full(n_leaves, -1, jnp.int32),
         is_right=jnp.zeros(n_leaves, bool),
     )
     tree = _empty_tree(n_leaves, max_bins, categorical is not None)
-    grown = _Grown(node_of_row, opened, tree, jnp.int32(0))
-
-    def more(grown: _Grown):
-        splittable = jnp.max(_scores(grown.open, params.max_depth)) > -jnp.inf
-        return (grown.n_splits < n_leaves - 1) & splittable
+    grown = _Grown(
+        node_of_row, opened, tree, jnp.int32(0), root_hist, root_leaves, jnp.bool_(False)
+    )
 
     def step(grown: _Grown) -> _Grown:
         n_bins = max_bins + 1
-        return _split_step(
-            native, bins, row_stats, stats_scale, n_bins, params.max_depth, search, grown
-        )
+        return _step(native, bins, row_stats, stats_scale, n_bins, params.max_depth, search, grown)
 
-    grown = lax.while_loop(more, step, grown)
+    grown = lax.while_loop(lambda grown: ~grown.done, step, grown)
     tree = grown.tree
     used = jnp.arange(n_leaves - 1) < grown.n_splits
     threshold = jnp.where(used, edges[tree.feature, tree.threshold_bin], jnp.inf)

@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from .. import losses as loss_catalogue
+from ..engine.bestfirst import children_problems
 from ..engine.categorical import BITSET_WORDS
 from ..engine.training import LEAF_METHODS, SPLIT_CRITERIA
 from ..engine.tree import Tree
@@ -771,8 +772,8 @@ def _check_values(state: dict) -> None:
         raise _fail("state.forest_.feature", f"feature index outside [0, {n_features})")
     if forest.threshold_bin.min() < 0 or forest.threshold_bin.max() >= n_bins:
         raise _fail("state.forest_.threshold_bin", f"bin outside [0, {n_bins})")
-    if forest.left_child is not None:
-        _check_children(forest)
+    for field, problem in children_problems(forest.left_child, forest.right_child):
+        raise _fail(f"state.forest_.{field}", problem)
     if not np.array_equal(forest.threshold, edges[forest.feature, forest.threshold_bin]):
         raise _fail("state.forest_.threshold", "thresholds differ from the bin edges they split at")
     for name, values in (("leaf_value", forest.leaf_value), ("split_gain", forest.split_gain)):
@@ -787,21 +788,6 @@ def _check_values(state: dict) -> None:
     largest = np.abs(forest.leaf_value.astype(np.float64)).max(axis=(1, 2)).sum()
     if largest + np.abs(init.astype(np.float64)).max() > _FLOAT32_MAX / 2:
         raise _fail("state.forest_.leaf_value", "so large that predictions overflow float32")
-
-
-def _check_children(forest: Tree) -> None:
-    """A node table's children: an internal node after the parent's, or a
-    leaf ``~j`` of the tree's (so every walk ends at a leaf)."""
-    n_nodes = forest.feature.shape[1]
-    node = np.arange(n_nodes)
-    for field in ("left_child", "right_child"):
-        child = getattr(forest, field)
-        inner = (child >= 0) & ((child <= node) | (child >= n_nodes))
-        if inner.any() or (child < -(n_nodes + 1)).any():
-            raise _fail(
-                f"state.forest_.{field}",
-                f"expected a later node in [0, {n_nodes}) or a leaf ~j, j in [0, {n_nodes}]",
-            )
 
 
 def _check_loss(info: dict, state: dict, params: dict) -> None:
