@@ -6,7 +6,9 @@ For each data set and each leaf budget in ``--leaves``: LightGBM with
 leaves (jaxboost grows the tree of that depth level by level, building
 histograms for the live nodes only, at most ``2 max_leaves`` a level, then
 keeps the best-first tree of ``max_leaves`` leaves within it: see
-docs/tabular.md), and jaxboost's depth-wise trees of depth 6 beside them.
+docs/tabular.md), depth 0 for no bound (``max_depth=None``: grown
+best-first as LightGBM does, `jaxboost.engine.bestfirst`), and jaxboost's
+depth-wise trees of depth 6 beside them.
 Both libraries: L2 1, at least 20 rows and 1e-3 hessian in a leaf, 255 bins;
 LightGBM on ``--threads`` threads, jaxboost on as many CPU devices.
 - ``multiclass``: LightGBM's 5-class example (``multiclass.train`` 7000 x 28,
@@ -27,7 +29,7 @@ LightGBM's, the process's peak resident memory so far (run one depth alone,
 ``--no-depthwise --depths 14``, for that fit's peak), and the machine's load
 average.
 
-    python benchmarks/bench_leafwise.py --data multiclass --leaves 31 --depths 8 10 12 14
+    python benchmarks/bench_leafwise.py --data multiclass --leaves 31 --depths 0 8 10 12 14
     python benchmarks/bench_leafwise.py --data diamonds --leaves 31 --depths 6 8 10
     python benchmarks/bench_leafwise.py --data synthetic --rows 1000000 --leaves 31 255
 """
@@ -189,7 +191,7 @@ def main(argv=None) -> None:
             cells = [name, "LightGBM", leaves, "none", f"{reference:.4f}", 1]
             print_row(cells + [f"{reference_seconds:.1f}", 1])
             for depth in args.depths:
-                if 2**depth < leaves:
+                if depth and 2**depth < leaves:
                     continue
                 probabilities, seconds, compiling = fit_jaxboost(
                     data,
@@ -198,10 +200,10 @@ def main(argv=None) -> None:
                     devices,
                     grow_policy="lossguide",
                     max_leaves=leaves,
-                    max_depth=depth,
+                    max_depth=depth or None,
                 )
                 loss = test_loss(name, y_test, probabilities)
-                cells = [name, "jaxboost lossguide", leaves, depth, f"{loss:.4f}"]
+                cells = [name, "jaxboost lossguide", leaves, depth or "none", f"{loss:.4f}"]
                 cells += [f"{loss / reference:.3f}", f"{seconds:.1f} ({compiling:.1f} compiling)"]
                 print_row(cells + [f"{seconds / reference_seconds:.1f}"])
 

@@ -73,6 +73,7 @@ SLOW_TESTS = {
         "test_line_search_leaves_of_one_class_stay_finite",
         "test_newton_leaves_for_a_loss_without_curvature_warn",
     ),
+    "test_bestfirst": ("test_without_max_depth_the_tree_is_deeper_than_the_depthwise_bound",),
     "test_leafwise": (
         "test_estimators_take_the_policy",
         "test_group_losses_grow_leafwise",

@@ -9,6 +9,7 @@ from run_script import four_device_cases
 def test_four_cpu_devices_train_the_single_device_model_with_the_tabular_features():
     assert four_device_cases(2) == [
         "lossguide",
+        "lossguide_tables",
         "redescending",
         "groups",
         "groups_joint_newton",

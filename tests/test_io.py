@@ -511,8 +511,10 @@ def _changed(*places):
     return re.escape(f"checksum: the content does not match it (these arrays changed: {changed})")
 
 
-# (category_left: only in models with categorical columns, tests/test_categorical.py)
-ARRAY_PLACES = [f"state.forest_.{f}" for f in Tree._fields if f != "category_left"] + [
+# (category_left: only in models with categorical columns, tests/test_categorical.py;
+# the children: only in leaf-wise models of node tables, tests/test_node_tables.py)
+_ONLY_IN_SOME = ("category_left", "left_child", "right_child")
+ARRAY_PLACES = [f"state.forest_.{f}" for f in Tree._fields if f not in _ONLY_IN_SOME] + [
     "state.init_score_",
     "state.bin_edges_",
 ]

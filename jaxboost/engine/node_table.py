@@ -65,11 +65,16 @@ def node_table(forest: Tree) -> NodeTable:
     resolved to the first split or leaf down its left side.  Internal covers
     and weights are the sums of the leaves' below.
 
+    A node table's trees (``forest.left_child``, leaf-wise growth) keep
+    their internal nodes and list leaf ``j`` as node ``L - 1 + j``.
+
     Raises:
       ValueError: the forest holds no covers (``leaf_cover`` None).
     """
     if forest.leaf_cover is None:
         raise ValueError("forest: the trees hold no covers (leaf_cover)")
+    if forest.left_child is not None:
+        return _table_of_node_trees(forest)
     gain = np.asarray(forest.split_gain)
     n_trees, n_internal = gain.shape
     n_nodes = 2 * n_internal + 1
@@ -113,6 +118,58 @@ def node_table(forest: Tree) -> NodeTable:
         weight=_heap_sums(np.asarray(forest.leaf_weight, np.float64)),
         value=value,
         root=root.astype(np.int32),
+        gain=np.where(splits, per_node(gain, 0), 0).astype(np.float32),
+    )
+
+
+def _table_of_node_trees(forest: Tree) -> NodeTable:
+    """`node_table` of trees that are node tables already
+    (`jaxboost.engine.bestfirst`): children ``~j`` become node ``L - 1 + j``;
+    the unused internal nodes (gain 0) are off the tree."""
+    gain = np.asarray(forest.split_gain)
+    n_trees, n_internal = gain.shape
+    splits = np.concatenate([gain > 0, np.zeros((n_trees, n_internal + 1), bool)], axis=1)
+
+    def child(children):  # (T, n_internal) -> (T, N), -1 at leaves and unused nodes
+        children = np.asarray(children, np.int64)
+        node = np.where(children >= 0, children, n_internal + ~children)
+        padded = np.concatenate([node, np.full((n_trees, n_internal + 1), -1)], axis=1)
+        return np.where(splits, padded, -1).astype(np.int32)
+
+    left, right = child(forest.left_child), child(forest.right_child)
+
+    def per_node(internal_values, fill):  # (T, n_internal, ...) padded over the leaves
+        values = np.asarray(internal_values)
+        pad = np.full((n_trees, n_internal + 1) + values.shape[2:], fill, values.dtype)
+        return np.concatenate([values, pad], axis=1)
+
+    def sums(leaf):  # (T, L) -> every node's sum of the leaves below it
+        total = np.concatenate([np.zeros((n_trees, n_internal)), leaf], axis=1)
+        rows = np.arange(n_trees)
+        for node in reversed(range(n_internal)):  # children come after their parent
+            below = total[rows, np.maximum(left[:, node], 0)]
+            below = below + total[rows, np.maximum(right[:, node], 0)]
+            total[:, node] = np.where(splits[:, node], below, 0.0)
+        return total
+
+    category_left = forest.category_left
+    if category_left is not None:
+        category_left = per_node(category_left, 0)
+    value = np.asarray(forest.leaf_value)
+    value = np.concatenate(
+        [np.zeros((n_trees, n_internal) + value.shape[2:], value.dtype), value], 1
+    )
+    return NodeTable(
+        left=left,
+        right=right,
+        feature=np.where(splits, per_node(forest.feature, 0), 0).astype(np.int32),
+        threshold=per_node(forest.threshold, np.inf).astype(np.float32),
+        missing_left=per_node(forest.missing_left, True).astype(bool),
+        category_left=category_left,
+        cover=sums(np.asarray(forest.leaf_cover, np.float64)),
+        weight=sums(np.asarray(forest.leaf_weight, np.float64)),
+        value=value,
+        root=np.where(splits[:, 0], 0, n_internal).astype(np.int32),
         gain=np.where(splits, per_node(gain, 0), 0).astype(np.float32),
     )
 

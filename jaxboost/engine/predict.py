@@ -42,6 +42,37 @@ def tree_depth(forest: Tree) -> int:
     return (forest.feature.shape[-1] + 1).bit_length() - 1
 
 
+def _goes_right(tree: Tree, node: jax.Array, value: jax.Array) -> jax.Array:
+    """``(n_rows,)`` bool: each row's ``value`` goes right at its ``node``."""
+    # (traced in the plain test's operand order: the same program without sets)
+    is_missing, missing_right = jnp.isnan(value), ~tree.missing_left[node]
+    value_goes_right = value > tree.threshold[node]
+    if tree.category_left is not None:  # categorical nodes: codes in the set go left
+        node_set = tree.category_left[node]  # (n_rows, 8)
+        code = jnp.clip(jnp.nan_to_num(value), 0, 255).astype(jnp.int32)
+        value_goes_right = jnp.where(
+            is_categorical_node(node_set), ~bin_goes_left(node_set, code), value_goes_right
+        )
+    return jnp.where(is_missing, missing_right, value_goes_right)
+
+
+def _table_leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
+    """`leaf_of_rows` of a node-table tree (``tree.left_child``): every row
+    walks its own path until a leaf (``~j``), at most ``L - 1`` steps."""
+    n_rows, n_features = X.shape
+    values = X.reshape(-1)
+    row_start = jnp.arange(n_rows, dtype=jnp.int32) * n_features
+
+    def step(node):
+        at = jnp.maximum(node, 0)
+        right = _goes_right(tree, at, values[row_start + tree.feature[at]])
+        below = jnp.where(right, tree.right_child[at], tree.left_child[at])
+        return jnp.where(node >= 0, below, node)
+
+    node = lax.while_loop(lambda node: jnp.any(node >= 0), step, jnp.zeros(n_rows, jnp.int32))
+    return ~node
+
+
 def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
     """Leaf reached by every row in one tree.
 
@@ -54,25 +85,17 @@ def leaf_of_rows(tree: Tree, X: jax.Array) -> jax.Array:
       tree: one tree (no leading axis).
       X: ``(n_rows, n_features)`` float32, NaN for missing.
     Returns:
-      ``(n_rows,)`` int32 leaf index in ``[0, 2^D)``.
+      ``(n_rows,)`` int32 leaf index in ``[0, 2^D)`` (a node table's: ``[0, L)``).
     """
+    if tree.left_child is not None:
+        return _table_leaf_of_rows(tree, X)
     depth = tree_depth(tree)
     n_rows, n_features = X.shape
     values = X.reshape(-1)
     row_start = jnp.arange(n_rows, dtype=jnp.int32) * n_features
     node = jnp.zeros(n_rows, jnp.int32)
     for _ in range(depth):
-        value = values[row_start + tree.feature[node]]
-        # (traced in the plain test's operand order: the same program without sets)
-        is_missing, missing_right = jnp.isnan(value), ~tree.missing_left[node]
-        value_goes_right = value > tree.threshold[node]
-        if tree.category_left is not None:  # categorical nodes: codes in the set go left
-            node_set = tree.category_left[node]  # (n_rows, 8)
-            code = jnp.clip(jnp.nan_to_num(value), 0, 255).astype(jnp.int32)
-            value_goes_right = jnp.where(
-                is_categorical_node(node_set), ~bin_goes_left(node_set, code), value_goes_right
-            )
-        goes_right = jnp.where(is_missing, missing_right, value_goes_right)
+        goes_right = _goes_right(tree, node, values[row_start + tree.feature[node]])
         node = 2 * node + 1 + goes_right.astype(jnp.int32)
     return node - (2**depth - 1)
 
@@ -111,6 +134,8 @@ def predict_forest_native(forest: Tree, init_score: jax.Array, X: jax.Array) -> 
     """`predict_forest` by the native CPU kernel (``native/predict.cc``):
     the same arguments and ``(n_rows, K)`` raw scores (summed over trees in
     float64, so they agree with the reference to float32 rounding)."""
+    if forest.left_child is not None:  # node tables: the XLA walk (the host's is native)
+        return predict_forest(forest, init_score, X)
     load()
     n_outputs = forest.leaf_value.shape[-1]
     result = jax.ShapeDtypeStruct((X.shape[0], n_outputs), jnp.float32)
@@ -135,7 +160,7 @@ def _host_walk() -> Callable[..., int]:
     function = host_library().JaxboostPredictForestHost
     pointer, size = ctypes.c_void_p, ctypes.c_int64
     function.argtypes = [pointer, size, size, *[pointer] * 5, size, size, size, size]
-    function.argtypes += [pointer, ctypes.c_char_p, size]
+    function.argtypes += [pointer, pointer, ctypes.c_char_p, size]
     function.restype = ctypes.c_int
     return function
 
@@ -173,8 +198,16 @@ def predict_forest_host(
     n_outputs = leaf_value.shape[-1]
     if leaf_value.shape[:2] != (n_trees, n_internal + 1) or threshold.shape != feature.shape:
         raise ValueError("jaxboost predict: tree arrays disagree")
+    children = None  # node tables: (n_trees, n_internal, 2) [left, right]
+    if forest.left_child is not None:
+        children = np.ascontiguousarray(
+            np.stack([forest.left_child, forest.right_child], axis=-1), np.int32
+        )
+        if children.shape != (n_trees, n_internal, 2):
+            raise ValueError("jaxboost predict: tree arrays disagree")
     raw = np.empty((n_rows, n_outputs), np.float32)
     walk = _host_walk()
+    child_pointer = None if children is None else children.ctypes.data
     trees = [a.ctypes.data for a in (feature, threshold, missing_left, leaf_value, sets)]
     shape = (sets.size, n_trees, n_internal, n_outputs)
 
@@ -182,7 +215,9 @@ def predict_forest_host(
         error = ctypes.create_string_buffer(200)
         rows = X.ctypes.data + start * n_features * 4
         out = raw.ctypes.data + start * n_outputs * 4
-        failed = walk(rows, stop - start, n_features, *trees, *shape, out, error, 200)
+        failed = walk(
+            rows, stop - start, n_features, *trees, *shape, child_pointer, out, error, 200
+        )
         return error.value if failed else None
 
     n_parts = max(1, min(n_threads, n_rows))

@@ -157,8 +157,10 @@ class RoundRecord(NamedTuple):
 
 def empty_record(cfg: StaticSettings) -> RoundRecord:
     """A `RoundRecord` of ``cfg.rounds_per_chunk`` rounds of zeros (numpy)."""
-    rounds, n_trees, n_nodes = cfg.rounds_per_chunk, cfg.trees_per_round, 2**cfg.max_depth
-    nodes = (rounds, n_trees, n_nodes - 1)
+    rounds, n_trees = cfg.rounds_per_chunk, cfg.trees_per_round
+    n_internal, n_nodes = cfg.tree_nodes
+    nodes = (rounds, n_trees, n_internal)
+    children = np.zeros(nodes, np.int32) if cfg.node_tables else None
     trees = Tree(
         feature=np.zeros(nodes, np.int32),
         threshold=np.zeros(nodes, np.float32),
@@ -171,6 +173,8 @@ def empty_record(cfg: StaticSettings) -> RoundRecord:
         if cfg.categorical is None
         else np.zeros((*nodes, BITSET_WORDS), np.uint32),
         leaf_cover=np.zeros((rounds, n_trees, n_nodes), np.float32),
+        left_child=children,
+        right_child=children,
     )
     losses = np.zeros((rounds, 3) if judges_rises_in_bag(cfg) else rounds, np.float32)
     return RoundRecord(trees, losses, np.zeros(rounds, np.int32), np.zeros(rounds, np.int32))

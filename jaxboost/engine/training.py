@@ -28,6 +28,7 @@ from ..runtime.devices import ROWS, collective_axis
 from ..runtime.lifted_values import bound
 from ..runtime.program_cache import one_program_per_shape, values_as_input
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
+from .bestfirst import grow_best_first
 from .binning import apply_bins, apply_bins_native
 from .categorical import CategoricalSettings, categorical_search
 from .constraints import clip_to_bounds, tree_constraints
@@ -130,12 +131,26 @@ class StaticSettings:
     # (jaxboost.engine.categorical; unpacked bins with them), or None
     categorical: CategoricalSettings | None = None
     # grow_policy="lossguide": the leaves of each tree, chosen best-first
-    # within depth max_depth (jaxboost.engine.leafwise); 0: depth-wise
+    # within depth max_depth (jaxboost.engine.leafwise), or with max_depth
+    # 0 grown best-first as node tables (jaxboost.engine.bestfirst); 0:
+    # depth-wise
     max_leaves: int = 0
 
     @property
     def grouped(self) -> bool:
         return bool(self.group_widths)
+
+    @property
+    def node_tables(self) -> bool:
+        """Leaf-wise trees without a depth bound (``max_depth`` 0): grown
+        by `jaxboost.engine.bestfirst` as node tables of ``max_leaves``."""
+        return bool(self.max_leaves) and self.max_depth == 0
+
+    @property
+    def tree_nodes(self) -> tuple[int, int]:
+        """``(internal nodes, leaves)`` of each tree."""
+        n_leaves = self.max_leaves if self.node_tables else 2**self.max_depth
+        return n_leaves - 1, n_leaves
 
     @property
     def trees_per_round(self) -> int:
@@ -440,26 +455,43 @@ def _grow_one(
         data.columns,
         cfg.monotone_method,
     )
-    grown = grow_tree(
-        data.bins,
-        stats,
-        edges,
-        params,
-        axis_name,
-        features,
-        stats_scale=scale,
-        leaf_columns=per_row.columns,
-        leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
-        packed=data.packed,
-        constraints=constraints,
-        categorical=categorical_search(
-            cfg.categorical,
-            cfg.all_features or data.bins.shape[0],
-            data.columns,
-            native_order=cfg.histogram_kernel == "native",
-        ),
-        row_positive=row_positive,
+    categorical = categorical_search(
+        cfg.categorical,
+        cfg.all_features or data.bins.shape[0],
+        data.columns,
+        native_order=cfg.histogram_kernel == "native",
     )
+    if cfg.node_tables:  # (the front ends keep constraints on grow_tree)
+        grown = grow_best_first(
+            data.bins,
+            stats,
+            edges,
+            params,
+            axis_name,
+            features,
+            stats_scale=scale,
+            leaf_columns=per_row.columns,
+            leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
+            categorical=categorical,
+            native=cfg.histogram_kernel == "native",
+            row_positive=row_positive,
+        )
+    else:
+        grown = grow_tree(
+            data.bins,
+            stats,
+            edges,
+            params,
+            axis_name,
+            features,
+            stats_scale=scale,
+            leaf_columns=per_row.columns,
+            leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
+            packed=data.packed,
+            constraints=constraints,
+            categorical=categorical,
+            row_positive=row_positive,
+        )
     structure, leaf_of_row, sums = grown[:3]
     structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
     totals = totals_from_sums(across_shards(sums, axis_name), per_row)
@@ -505,6 +537,8 @@ def _grow_one(
         leaf_weight=totals.weight,
         category_left=structure.category_left,
         leaf_cover=_leaf_cover(totals.hess),
+        left_child=getattr(structure, "left_child", None),
+        right_child=getattr(structure, "right_child", None),
     )
     return tree, values[leaf_of_row], n_stuck
 

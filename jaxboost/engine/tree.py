@@ -6,6 +6,10 @@ leaf ``j`` is node ``2^D - 1 + j``.  A node that does not split sends every row
 left (``threshold = +inf``, missing left), so the shape never changes; the
 leaves under its empty right side are never reached and hold 0.
 
+A leaf-wise tree grown without a depth bound is a node table instead
+(`jaxboost.engine.bestfirst`): ``L - 1`` internal nodes with explicit
+children (``Tree.left_child``) and ``L`` leaves.
+
 A forest is the same structure with a leading ``(n_trees,)`` axis.
 """
 
@@ -65,6 +69,12 @@ class Tree(NamedTuple):
     # weighs a node's children by (jaxboost.engine.node_table); None in
     # models saved before covers were recorded
     leaf_cover: jax.Array | None = None
+    # a node table (leaf-wise trees, jaxboost.engine.bestfirst) instead of
+    # the heap: (L - 1,) int32 each internal node's children, an internal
+    # node (> its parent) or a leaf j written ~j; the leaves then number
+    # L = max_leaves, not 2^D.  None: heap order
+    left_child: jax.Array | None = None
+    right_child: jax.Array | None = None
 
 
 class TreeParams(NamedTuple):

@@ -39,6 +39,7 @@ SOURCES = tuple(
         "route.cc",
         "category_order.cc",
         "shap.cc",
+        "leaf_histogram.cc",
     )
 )
 # included by the sources: part of what a library was built from

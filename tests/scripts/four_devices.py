@@ -94,6 +94,12 @@ def main(part: int) -> int:
             y,
             {"grow_policy": "lossguide", "max_leaves": 5, "monotone_constraints": [1, 0, 0, -1, 0]},
         ),
+        # no depth bound: node tables, each step's two leaves summed over devices
+        "lossguide_tables": (
+            losses.squared_error,
+            y,
+            {"grow_policy": "lossguide", "max_leaves": 9, "max_depth": None},
+        ),
         # F0 from the targets' median: at 0 every residual is on the flat stretch
         "redescending": (tukey_biweight, y + 30.0, {"hessian_mode": "clip", "armijo": True}),
         # groups of 1 to 40 rows, whole on one device each, rows subsampled

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...engine.bestfirst import children_problems
 from ...engine.categorical import BITSET_WORDS
 from .file_format import (
     CHECKSUMS_SINCE,
@@ -130,7 +131,10 @@ def _check_shapes(state: dict, params: dict) -> None:
         )
     n_trees, n_nodes = forest.feature.shape
     depth = (n_nodes + 1).bit_length() - 1
-    if n_nodes < 1 or 2**depth != n_nodes + 1:
+    tables = forest.left_child is not None
+    if tables != (forest.right_child is not None):
+        raise file_error("state.forest_", "expected both left_child and right_child, or neither")
+    if n_nodes < 1 or (not tables and 2**depth != n_nodes + 1):
         raise file_error("state.forest_.feature", f"{n_nodes} nodes per tree is not 2^depth - 1")
     dims = {"trees": n_trees, "nodes": n_nodes, "leaves": n_nodes + 1, "outputs": n_outputs}
     dims["words"] = BITSET_WORDS
@@ -156,7 +160,7 @@ def _check_shapes(state: dict, params: dict) -> None:
             f"expected shape [{n_features} (n_features_in_), "
             f"max_bins in [2, 255]], got {list(edges.shape)}",
         )
-    if "max_depth" in params and params["max_depth"] != depth:
+    if params.get("max_depth") is not None and not tables and params["max_depth"] != depth:
         raise file_error(
             "params.max_depth", f"{params['max_depth']!r} differs from the trees' {depth}"
         )
@@ -212,6 +216,8 @@ def _check_values(state: dict) -> None:
         raise file_error("state.forest_.feature", f"feature index outside [0, {n_features})")
     if forest.threshold_bin.min() < 0 or forest.threshold_bin.max() >= n_bins:
         raise file_error("state.forest_.threshold_bin", f"bin outside [0, {n_bins})")
+    for field, problem in children_problems(forest.left_child, forest.right_child):
+        raise file_error(f"state.forest_.{field}", problem)
     if not np.array_equal(forest.threshold, edges[forest.feature, forest.threshold_bin]):
         raise file_error(
             "state.forest_.threshold", "thresholds differ from the bin edges they split at"

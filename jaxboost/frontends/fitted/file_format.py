@@ -29,11 +29,12 @@ from ..data.categories import categories_from_json, categories_to_json
 from .model_fields import MODEL_FIELDS, saved_name
 
 FORMAT = "jaxboost-model"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 CHECKSUMS_SINCE = 2  # the first format version whose files carry array ``checksums``
 DOCUMENT_CHECKSUM_SINCE = 3  # ... and the whole document's ``checksum``
 ESTIMATOR_SINCE = 4  # the first whose files may hold an ``estimator`` section
 COVERS_SINCE = 5  # ... and trees' ``leaf_cover`` (an older jaxboost refuses them by version)
+NODE_TABLES_SINCE = 6  # ... and node-table trees (``left_child``, ``right_child``)
 DEFAULT_MAX_BYTES = 1 << 30
 FITTED_LOSS_DTYPES = tuple(dtype for dtype in LOSS_DTYPES if dtype != "auto")
 
@@ -63,8 +64,12 @@ FOREST_FIELDS = {
     "category_left": ("uint32", ("trees", "nodes", "words")),
     # only in models fitted by a jaxboost that records covers (format 5 on)
     "leaf_cover": ("float32", ("trees", "leaves")),
+    # only in leaf-wise models of node tables (format 6 on): an internal node
+    # (after its own) or ~leaf
+    "left_child": ("int32", ("trees", "nodes")),
+    "right_child": ("int32", ("trees", "nodes")),
 }
-_OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover")
+_OPTIONAL_FOREST_FIELDS = ("category_left", "leaf_cover", "left_child", "right_child")
 
 # Fitted attributes in a file's "state": (key, kind, required), of
 # `jaxboost.frontends.fitted.model_fields` (the key a field is saved under); a

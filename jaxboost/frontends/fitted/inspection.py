@@ -63,14 +63,18 @@ def node_weights(forest: Tree) -> np.ndarray:
     """Training sample weight reaching every internal node.
 
     Sums ``leaf_weight`` bottom-up: in heap order node ``i``'s children are
-    ``2i+1`` and ``2i+2``, so each level is the pairwise sum of the one below.
+    ``2i+1`` and ``2i+2``, so each level is the pairwise sum of the one below;
+    in a node table (``forest.left_child``) children follow their parent.
 
     Args:
       forest: ``leaf_weight`` of shape ``(..., 2^D)`` (e.g. ``(n_trees, 2^D)``).
     Returns:
-      ``(..., 2^D - 1)`` float64 internal-node weights in heap order.
+      ``(..., 2^D - 1)`` float64 internal-node weights in heap order (a node
+      table's: ``(..., L - 1)`` in its order).
     """
     weight = np.asarray(forest.leaf_weight, dtype=np.float64)
+    if forest.left_child is not None:
+        return _table_node_weights(forest, weight)
     leading = weight.shape[:-1]
     levels = []
     while weight.shape[-1] > 1:
@@ -79,6 +83,65 @@ def node_weights(forest: Tree) -> np.ndarray:
     if not levels:
         return np.zeros(leading + (0,))
     return np.concatenate(levels[::-1], axis=-1)
+
+
+def _table_node_weights(forest: Tree, leaf_weight: np.ndarray) -> np.ndarray:
+    """`node_weights` of node tables ``(..., L - 1)``: children after parents."""
+    left, right = np.asarray(forest.left_child), np.asarray(forest.right_child)
+    internal = np.zeros(left.shape)
+
+    def weight_of(child):  # (...,) an internal node's weight, or a leaf's
+        inner = np.take_along_axis(internal, np.maximum(child, 0)[..., None], -1)[..., 0]
+        leaf = np.take_along_axis(leaf_weight, np.maximum(~child, 0)[..., None], -1)[..., 0]
+        return np.where(child >= 0, inner, leaf)
+
+    for node in reversed(range(left.shape[-1])):
+        internal[..., node] = weight_of(left[..., node]) + weight_of(right[..., node])
+    return internal
+
+
+def _table_partial_dependence(
+    tree: Tree, all_weight: jax.Array, features: jax.Array, points: jax.Array
+) -> jax.Array:
+    """`_tree_partial_dependence` of a node table (``tree.left_child``):
+    each point's reach flows from node 0 down the children, which follow
+    their parents; ``all_weight``: the internal nodes' then the leaves'."""
+    n_internal = tree.feature.shape[0]
+
+    def place(child):  # an internal node's or a leaf's place in all_weight
+        return jnp.where(child >= 0, child, n_internal + ~child)
+
+    left_place, right_place = place(tree.left_child), place(tree.right_child)
+    left_weight, right_weight = all_weight[left_place], all_weight[right_place]
+    go_left = _left_shares(tree, left_weight, left_weight + right_weight, features, points)
+    reach = jnp.zeros((points.shape[0], all_weight.shape[0]), jnp.float32).at[:, 0].set(1.0)
+
+    def flow(node, reach):
+        here, share = reach[:, node], go_left[:, node]
+        reach = reach.at[:, left_place[node]].add(here * share)
+        return reach.at[:, right_place[node]].add(here * (1 - share))
+
+    reach = lax.fori_loop(0, n_internal, flow, reach)
+    return reach[:, n_internal:] @ tree.leaf_value
+
+
+def _left_shares(tree, left_weight, parent_weight, features, points) -> jax.Array:
+    """``(P, N)`` the share of each point's reach that goes left at each
+    node: 1 or 0 where the node splits on a target feature, else the
+    training weight's share (everything left where no row reached)."""
+    share_left = jnp.where(
+        parent_weight > 0, left_weight / jnp.where(parent_weight > 0, parent_weight, 1.0), 1.0
+    )
+    is_target = tree.feature[:, None] == features[None, :]  # (N, n_targets)
+    goes_left = points[:, None, :] <= tree.threshold[None, :, None]  # (P, N, n_targets)
+    if tree.category_left is not None:  # categorical nodes: codes in the set go left
+        goes_left = jnp.where(
+            is_categorical_node(tree.category_left)[None, :, None],
+            _codes_go_left(tree.category_left, points),
+            goes_left,
+        )
+    target_left = jnp.any(is_target & goes_left, axis=-1).astype(jnp.float32)
+    return jnp.where(jnp.any(is_target, axis=-1), target_left, share_left)  # (P, N)
 
 
 def _tree_partial_dependence(
@@ -94,23 +157,12 @@ def _tree_partial_dependence(
     Returns:
       ``(n_points, K)`` the tree's partial dependence at every point.
     """
+    if tree.left_child is not None:
+        return _table_partial_dependence(tree, all_weight, features, points)
     depth = tree_depth(tree)
     left_weight, right_weight = all_weight[1::2], all_weight[2::2]  # children of 0..2^D-2
-    parent_weight = left_weight + right_weight
     # a node no training row reaches has no preference: send everything left
-    share_left = jnp.where(
-        parent_weight > 0, left_weight / jnp.where(parent_weight > 0, parent_weight, 1.0), 1.0
-    )
-    is_target = tree.feature[:, None] == features[None, :]  # (N, n_targets)
-    goes_left = points[:, None, :] <= tree.threshold[None, :, None]  # (P, N, n_targets)
-    if tree.category_left is not None:  # categorical nodes: codes in the set go left
-        goes_left = jnp.where(
-            is_categorical_node(tree.category_left)[None, :, None],
-            _codes_go_left(tree.category_left, points),
-            goes_left,
-        )
-    target_left = jnp.any(is_target & goes_left, axis=-1).astype(jnp.float32)
-    left = jnp.where(jnp.any(is_target, axis=-1), target_left, share_left)  # (P, N)
+    left = _left_shares(tree, left_weight, left_weight + right_weight, features, points)
     reach = jnp.ones((points.shape[0], 1), jnp.float32)
     for level in range(depth):
         left_of_level = left[:, 2**level - 1 : 2 ** (level + 1) - 1]

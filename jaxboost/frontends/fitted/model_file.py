@@ -2,7 +2,7 @@
 
 The file is UTF-8 JSON::
 
-    {"format": "jaxboost-model", "version": 5,
+    {"format": "jaxboost-model", "version": 6,
      "params": {...constructor settings...},
      "loss":   {"name": "quantile", "params": {"alpha": 0.3}, "link": "identity",
                 "n_outputs": 1}            # a catalogue loss, rebuilt by name
@@ -33,7 +33,10 @@ document: version 2 files (array ``checksums`` only) with their arrays checked,
 version 1 files (no checksums) with the content checks alone.  A file that
 says version 3 or later without its ``checksum`` is refused.  Files before
 version 5 hold no ``leaf_cover`` (the trees' hessian sums): they load and
-predict, and ``predict_contributions`` on them says to fit again.  Loading is data only: no
+predict, and ``predict_contributions`` on them says to fit again.  Version 6
+adds leaf-wise trees grown without a depth bound, stored as node tables
+(``left_child``, ``right_child``: `jaxboost.engine.bestfirst`); heap trees
+omit them.  Loading is data only: no
 pickle, no eval, no import of a name from the file; the whole file is validated
 (checksums, types, shapes, value ranges, and the consistency of the fields with
 one another) before anything is built, and every problem raises

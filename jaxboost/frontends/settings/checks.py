@@ -172,12 +172,24 @@ def check_histogram_memory(
     And the heap arrays of the trees a program returns
     (``trees_per_chunk``, each ``2^max_depth`` leaves of ``n_outputs``
     values: `jaxboost.engine.tree.Tree`).  Without this check a deep tree
-    fails inside XLA's allocator.
+    fails inside XLA's allocator.  ``max_depth`` 0 (leaf-wise node tables):
+    every leaf's histograms and ``max_leaves`` leaves a tree.
     """
     if memory is None:
         return
-    held = histogram_nodes(max_depth, max_leaves)
     per_node = n_features * n_bins * 2 * outputs_per_tree
+    if max_depth == 0:  # node tables (jaxboost.engine.bestfirst): by the leaves alone
+        histogram_bytes = per_node * 4 * 3  # a step's two leaves (the reference: and the rest)
+        tree_bytes = trees_per_chunk * max_leaves * (_TREE_BYTES_PER_LEAF + 8 + 4 * n_outputs)
+        if histogram_bytes + tree_bytes > memory:
+            raise ValueError(
+                f"max_leaves: {max_leaves} needs about "
+                f"{(histogram_bytes + tree_bytes) / 2**30:.1f} GiB per device, more than "
+                f"the {memory / 2**30:.1f} GiB a device has; use a smaller max_leaves, "
+                "max_bins or rounds_per_chunk"
+            )
+        return
+    held = histogram_nodes(max_depth, max_leaves)
     level_bytes = [
         per_node * (12 * nodes + (8 * held[depth - 1] if depth else 0))
         for depth, nodes in enumerate(held)
@@ -204,14 +216,40 @@ def check_histogram_memory(
 
 
 GROW_POLICIES = ("depthwise", "lossguide")
+# max_depth None: depth-wise trees' depth (and leaf-wise trees' bound under
+# monotone or interaction constraints)
+DEFAULT_MAX_DEPTH = 6
 
 
-def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int) -> int:
+def tree_shape(settings: Any) -> tuple[int, int]:
+    """``(max_depth, max_leaves)`` the engine grows for ``settings``
+    (``max_depth``, ``max_leaves``, ``grow_policy`` and the constraints).
+
+    ``max_leaves`` as `tree_leaves` gives it.  ``max_depth`` as given;
+    None: `DEFAULT_MAX_DEPTH` for depth-wise trees, and 0 for leaf-wise
+    ones, whose depth ``max_leaves`` alone bounds (node tables,
+    `jaxboost.engine.bestfirst`), but for monotone or interaction
+    constraints, which leaf-wise trees keep within `DEFAULT_MAX_DEPTH`
+    (`jaxboost.engine.leafwise`)."""
+    given = settings.max_depth is not None
+    max_depth = whole_number("max_depth", settings.max_depth) if given else DEFAULT_MAX_DEPTH
+    max_leaves = tree_leaves(
+        settings.grow_policy, settings.max_leaves, max_depth if given else None
+    )
+    constrained = (
+        settings.monotone_constraints is not None or settings.interaction_constraints is not None
+    )
+    if max_leaves and not given and not constrained:
+        return 0, max_leaves
+    return max_depth, max_leaves
+
+
+def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int | None) -> int:
     """The leaves of a leaf-wise tree (``max_leaves``, None:
     `jaxboost.engine.leafwise.DEFAULT_MAX_LEAVES`), or 0 for depth-wise trees;
     ``grow_policy="auto"`` grows leaf-wise when ``max_leaves`` is given, as
-    LightGBM's ``num_leaves`` does.  A ValueError names the setting out of
-    range and the fix."""
+    LightGBM's ``num_leaves`` does; ``max_depth`` None: no bound on the
+    depth.  A ValueError names the setting out of range and the fix."""
     choice("grow_policy", grow_policy, ("auto", *GROW_POLICIES))
     if grow_policy == "auto":
         grow_policy = "depthwise" if max_leaves is None else "lossguide"
@@ -233,7 +271,7 @@ def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int) -> int
             f"max_leaves: expected a whole number >= 2 (a tree of one leaf does not split), "
             f"got {max_leaves!r}"
         )
-    if int(max_leaves) > 2**max_depth:
+    if max_depth is not None and int(max_leaves) > 2**max_depth:
         needed = (int(max_leaves) - 1).bit_length()
         raise ValueError(
             f"max_leaves: {int(max_leaves)} leaves do not fit in trees of max_depth={max_depth} "

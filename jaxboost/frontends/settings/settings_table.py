@@ -128,7 +128,11 @@ SETTINGS: tuple[Setting, ...] = (
         """),
     Setting("n_estimators", 100, "int", whole_number, doc="boosting rounds."),
     Setting("learning_rate", 0.1, "float", _POSITIVE, doc="shrinkage of every tree."),
-    Setting("max_depth", 6, "int", whole_number, doc="depth of the (complete, padded) trees."),
+    Setting("max_depth", None, "int | None", _optional(whole_number), doc="""
+        depth of the (complete, padded) trees; None: 6, but leaf-wise trees
+        (``grow_policy="lossguide"``) then have no depth bound but
+        ``max_leaves`` (LightGBM's ``max_depth=-1``; docs/tabular.md).
+        """),
     Setting("n_outputs", None, "int | None", front_ends=frozenset({BOOSTER, REGRESSOR}), doc="""
         raw scores per sample; None takes the loss's declared
         ``n_outputs`` (``"n_classes"``: max label + 1; ``"n_targets"``: the
@@ -334,14 +338,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("grow_policy", "auto", "str", _one_of("auto", *GROW_POLICIES), doc="""
         ``"depthwise"`` (every node of a level splits where it
         gains: complete trees of ``max_depth``), ``"lossguide"`` (the leaf
-        of largest gain splits next, up to ``max_leaves`` leaves within
-        ``max_depth``: LightGBM's leaf-wise growth; docs/tabular.md) or
+        of largest gain splits next, up to ``max_leaves`` leaves, within
+        ``max_depth`` where it is given: LightGBM's leaf-wise growth;
+        docs/tabular.md) or
         ``"auto"`` (the default): ``"lossguide"`` when ``max_leaves`` is
         given, as LightGBM's ``num_leaves``, else ``"depthwise"``.
         """),
     Setting("max_leaves", None, "int | None", doc="""
-        the leaves of a leaf-wise tree, at most ``2^max_depth``
-        (LightGBM's ``num_leaves``, XGBoost's ``max_leaves``); given alone
+        the leaves of a leaf-wise tree, at most ``2^max_depth`` where
+        ``max_depth`` is given (LightGBM's ``num_leaves``, XGBoost's
+        ``max_leaves``); given alone
         it grows trees leaf-wise (``grow_policy="auto"``).  None: 31,
         LightGBM's default, with ``grow_policy="lossguide"``; depth-wise
         trees take None.

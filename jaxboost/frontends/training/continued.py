@@ -24,6 +24,7 @@ import numpy as np
 from ...engine.predict import predict_on_devices, scores_after_rounds, tree_depth
 from ...engine.tree import Tree
 from ...runtime.padding import bucket_size, pad_rows
+from ..settings.checks import tree_shape
 from .monitor import EvalSet
 
 
@@ -62,6 +63,28 @@ def check_feature_count(model: Any, n_features: int) -> None:
         )
 
 
+def _check_tree_shape(forest, settings: Any) -> None:
+    """The trees ``settings`` grow have the shape of ``forest``'s (its
+    heap's depth, or a node table's leaves); else a ValueError with the fix."""
+    max_depth, max_leaves = tree_shape(settings)
+    if forest.left_child is not None:
+        n_leaves = forest.leaf_value.shape[-2]
+        if max_depth != 0 or max_leaves != n_leaves:
+            raise ValueError(
+                f"init_model: its trees are leaf-wise without a depth bound, {n_leaves} "
+                f"leaves each; set grow_policy='lossguide', max_leaves={n_leaves} and "
+                "max_depth=None (no monotone or interaction constraints) to continue it"
+            )
+        return
+    depth = tree_depth(forest)
+    if max_depth != depth:
+        shown = settings.max_depth if max_depth else "None (leaf-wise: no depth bound)"
+        raise ValueError(
+            f"init_model: its trees have depth {depth}, max_depth is {shown}: "
+            f"set max_depth={depth} to continue it"
+        )
+
+
 def check_compatible(model: Any, settings: Any, n_features: int, names, n_outputs: int) -> None:
     """``model`` can take more rounds of the fit of ``settings`` (their
     ``max_depth``, ``max_bins`` and ``multi_strategy`` attributes) on ``n_features``
@@ -79,12 +102,7 @@ def check_compatible(model: Any, settings: Any, n_features: int, names, n_output
             f"init_model: has {model.n_outputs_} outputs, this fit {n_outputs}: the loss and "
             "n_outputs must give as many raw scores per row"
         )
-    depth = tree_depth(model.forest_)
-    if int(settings.max_depth) != depth:
-        raise ValueError(
-            f"init_model: its trees have depth {depth}, max_depth is {settings.max_depth}: "
-            f"set max_depth={depth} to continue it"
-        )
+    _check_tree_shape(model.forest_, settings)
     value_bins = int(np.shape(model.bin_edges_)[1])
     if int(settings.max_bins) < value_bins:  # (its file would say max_bins is too small)
         raise ValueError(

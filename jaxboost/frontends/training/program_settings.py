@@ -45,7 +45,7 @@ from ..settings.checks import (
     choice,
     given_base_score,
     least_child_rows,
-    tree_leaves,
+    tree_shape,
 )
 from ..settings.constraints import interaction_sets, monotone_directions
 from ..settings.regularisation_defaults import (
@@ -86,7 +86,7 @@ def check_all_settings(settings: Any) -> None:
     ``devices`` of the wrong type) names the first one out of range."""
     check_settings(settings, BOOSTER)
     # (the checks that weigh several settings together)
-    tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth))
+    tree_shape(settings)
     numeric_settings(settings)
     given_base_score(settings.base_score, None)
 
@@ -143,10 +143,11 @@ def program_config(
     chunk = settings.rounds_per_chunk
     if chunk is None:
         chunk = MONITORED_ROUNDS_PER_CHUNK if monitored else UNMONITORED_ROUNDS_PER_CHUNK
+    max_depth, max_leaves = tree_shape(settings)
     cfg = StaticSettings(
         loss=loss,
         n_outputs=n_outputs,
-        max_depth=int(settings.max_depth),
+        max_depth=max_depth,
         leaf_method=choice("leaf_method", leaf_method, LEAF_METHODS),
         split_criterion=choice("split_criterion", split_criterion, SPLIT_CRITERIA),
         hessian=hessian_setting(settings, loss),
@@ -166,7 +167,7 @@ def program_config(
         vector_row_options=n_outputs > 1 and rows_per_shard >= VECTOR_OPTIONS_ROWS,
         fast_compile=n_rows <= FAST_COMPILE_ROWS,
         count_rows=bool(numeric_settings(settings).min_child_samples > 0),
-        max_leaves=tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth)),
+        max_leaves=max_leaves,
     )
     return cfg, _numeric_defaults(settings, cfg.hessian, probe, n_outputs, weight_scale)
 

@@ -22,7 +22,7 @@ from ...runtime.devices import memory_per_device
 from ...runtime.distributed import RowLayout, gather, global_rows, replicated
 from ..data.categories import category_edges
 from ..data.grouping import GroupPlacement
-from ..settings.checks import UNMONITORED_ROUNDS_PER_CHUNK, check_histogram_memory, tree_leaves
+from ..settings.checks import UNMONITORED_ROUNDS_PER_CHUNK, check_histogram_memory, tree_shape
 
 
 def bin_edges(settings, inputs: Any, seed: np.uint32, first_row: int) -> np.ndarray:
@@ -54,13 +54,14 @@ def trained_columns(settings, inputs: Any, edges: np.ndarray, mesh) -> np.ndarra
         columns = splittable_columns(edges, inputs.features)
     one_per_tree = settings.multi_strategy == "one_output_per_tree"
     rounds_per_chunk = settings.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
+    max_depth, max_leaves = tree_shape(settings)
     check_histogram_memory(
-        int(settings.max_depth),
+        max_depth,
         inputs.features.shape[1] if columns is None else len(columns),
         edges.shape[1] + 1,
         1 if one_per_tree else inputs.n_outputs,
         memory_per_device(mesh.local_devices),
-        max_leaves=tree_leaves(settings.grow_policy, settings.max_leaves, int(settings.max_depth)),
+        max_leaves=max_leaves,
         n_outputs=inputs.n_outputs,
         trees_per_chunk=int(rounds_per_chunk) * (inputs.n_outputs if one_per_tree else 1),
     )

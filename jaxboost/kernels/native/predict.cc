@@ -3,7 +3,8 @@
 // it must equal is jaxboost/predict.py (leaf_of_rows, predict_forest).
 //
 // Trees are complete and in heap order (node i has children 2i+1, 2i+2; the
-// 2^D - 1 internal nodes first): x <= threshold goes left, NaN goes left
+// 2^D - 1 internal nodes first), or node tables with explicit children
+// (leaf-wise trees, walked as compacted trees below): x <= threshold goes left, NaN goes left
 // where missing_left; at a categorical node (a non-empty category set) the
 // code x (clamped to [0, 255], truncated) goes left when it is in the set.
 // Rows are walked in blocks, one level of every row of the block at a time,
@@ -204,13 +205,42 @@ void WalkCompactBlock(const float* block, int64_t rows, int64_t n_features,
   for (int64_t i = 0; i < rows; ++i) node[i] = ~node[i];
 }
 
+// A node-table tree (jaxboost.engine.bestfirst) as a compacted one: its
+// internal nodes in their order (node 0 the root, children after their
+// parent), children[2k + side] an internal node or ~leaf; nullptr, or what
+// is wrong with the children.
+const char* FromTable(const TreeNodes& tree, const int32_t* children, int64_t n_internal,
+                      CompactTree& out) {
+  out.is_compact = true;
+  out.nodes.resize(n_internal);
+  for (int64_t k = 0; k < n_internal; ++k) {
+    uint32_t feature = static_cast<uint32_t>(tree.feature[k]);
+    if (!tree.missing_left[k]) feature |= kMissingRight;
+    if (tree.sets && tree.categorical[k]) feature |= kCategorical;
+    CompactNode node{feature, tree.threshold[k], {children[2 * k], children[2 * k + 1]}};
+    for (int side = 0; side < 2; ++side) {
+      const int32_t c = node.child[side];
+      if ((c >= 0 && (c <= k || c >= n_internal)) || (c < 0 && ~c > n_internal)) {
+        return "jaxboost predict: a child index out of range";
+      }
+    }
+    out.nodes[k] = node;
+    if (tree.sets) {
+      out.sets.insert(out.sets.end(), tree.sets + kSetWords * k, tree.sets + kSetWords * (k + 1));
+    }
+  }
+  return nullptr;
+}
+
 // The forest's raw scores of X's rows into `out` (n_rows, n_outputs);
 // nullptr, or what is wrong with the arrays.  `sets` has n_set_words words:
-// 0 without category sets.
+// 0 without category sets; `children` (n_trees, n_internal, 2) for node
+// tables, else nullptr (heap trees).
 const char* PredictRows(const float* x, int64_t n_rows, int64_t n_features,
                         const int32_t* features, const float* thresholds, const bool* missing,
                         const float* leaves, const uint32_t* sets, int64_t n_set_words,
-                        int64_t n_trees, int64_t n_internal, int64_t n_outputs, float* out) {
+                        int64_t n_trees, int64_t n_internal, int64_t n_outputs,
+                        const int32_t* children, float* out) {
   const int64_t n_leaves = n_internal + 1;
   int depth = 0;
   while ((int64_t{1} << depth) < n_leaves) ++depth;
@@ -242,7 +272,15 @@ const char* PredictRows(const float* x, int64_t n_rows, int64_t n_features,
   // costs its walk, not a compaction of every tree (bench_predict.py
   // --batch-sizes)
   std::vector<CompactTree> compact(n_trees);
-  for (int64_t t = 0; t < n_trees && n_features <= kFeatureBits; ++t) {
+  if (children != nullptr && n_features > kFeatureBits) {
+    return "jaxboost predict: too many features for a node table's walk";
+  }
+  for (int64_t t = 0; t < n_trees && children != nullptr; ++t) {
+    const char* failure =
+        FromTable(tree_nodes(t), children + 2 * t * n_internal, n_internal, compact[t]);
+    if (failure != nullptr) return failure;
+  }
+  for (int64_t t = 0; t < n_trees && n_features <= kFeatureBits && children == nullptr; ++t) {
     int64_t n_splitting = 0;
     for (int64_t k = 0; k < n_internal; ++k) n_splitting += !SendsAllLeft(tree_nodes(t), k);
     if (4 * n_splitting + 2 > n_internal) continue;
@@ -311,7 +349,7 @@ ffi::Error PredictImpl(ffi::Buffer<ffi::F32> X, ffi::Buffer<ffi::S32> feature,
       X.typed_data(), x_dims[0], x_dims[1], feature.typed_data(), threshold.typed_data(),
       missing_left.typed_data(), leaf_value.typed_data(),
       n_set_words ? category_left.typed_data() : nullptr, n_set_words, n_trees, n_internal,
-      leaf_dims[2], result->typed_data());
+      leaf_dims[2], nullptr, result->typed_data());
   return error ? ffi::Error::InvalidArgument(error) : ffi::Error::Success();
 }
 
@@ -329,17 +367,19 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostPredictForest, PredictImpl,
 
 // The same walk called from the host (ctypes) on host arrays, with no XLA
 // program: a batch of any size compiles nothing (jaxboost.engine.predict's
-// predict_forest_host).  Shapes as above, passed apart; returns 0, or 1 with
-// the message in `error` (up to `error_size` bytes, NUL-terminated).
+// predict_forest_host).  Shapes as above, passed apart, and node tables'
+// children (n_trees, n_internal, 2) or null; returns 0, or 1 with the
+// message in `error` (up to `error_size` bytes, NUL-terminated).
 extern "C" int JaxboostPredictForestHost(const float* x, int64_t n_rows, int64_t n_features,
                                          const int32_t* feature, const float* threshold,
                                          const bool* missing_left, const float* leaf_value,
                                          const uint32_t* category_left, int64_t n_set_words,
                                          int64_t n_trees, int64_t n_internal, int64_t n_outputs,
-                                         float* result, char* error, int64_t error_size) {
+                                         const int32_t* children, float* result, char* error,
+                                         int64_t error_size) {
   const char* failure =
       PredictRows(x, n_rows, n_features, feature, threshold, missing_left, leaf_value,
-                  category_left, n_set_words, n_trees, n_internal, n_outputs, result);
+                  category_left, n_set_words, n_trees, n_internal, n_outputs, children, result);
   if (failure == nullptr) return 0;
   int64_t i = 0;
   for (; failure[i] != 0 && i + 1 < error_size; ++i) error[i] = failure[i];
