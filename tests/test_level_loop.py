@@ -112,19 +112,3 @@ def test_the_looped_levels_grow_the_unrolled_tree_with_category_sets(monkeypatch
         monkeypatch, bins, jnp.asarray(stats), jnp.asarray(edges), params=params, categorical=search
     )
     assert np.any(looped[0].category_left != 0)  # some split is on a set
-
-
-@pytest.mark.parametrize("kernel", ["native", "reference"])
-def test_the_looped_levels_count_each_node_s_rows_as_the_unrolled_ones(monkeypatch, kernel):
-    """A varying hessian's row rule (``min_child_samples``): the loop reads
-    every node's rows of positive weight, as the unrolled levels do (a loop
-    that dropped them grew children of fewer rows)."""
-    X, stats = _table(3, 600, 1)
-    bins, edges = _binned(X, 32, kernel == "native")
-    positive = jnp.asarray(stats[:, -1] > 0)
-    params = TreeParams(4, 1.0, 0.0, 0.0, kernel, min_child_samples=40.0)
-    looped = _check_same(
-        monkeypatch, bins, jnp.asarray(stats[:, :2]), edges, params=params, row_positive=positive
-    )
-    free = _grown(False, monkeypatch, bins, jnp.asarray(stats[:, :2]), edges, params=params)
-    assert not np.array_equal(looped[1], free[1])  # the rule changed the tree

@@ -80,28 +80,19 @@ def _empty_choice(width: int, categorical: bool) -> tuple:
 
 
 def search_chunks(
-    search: Callable,
-    hist: jax.Array,
-    n_nodes: jax.Array,
-    categorical: bool,
-    chunk: int,
-    node_rows: jax.Array | None = None,
+    search: Callable, hist: jax.Array, n_nodes: jax.Array, categorical: bool, chunk: int
 ):
     """The split choice of the first ``n_nodes`` (traced) of the
     ``hist.shape[1]`` slots of ``hist`` (nodes on axis 1, as every kernel
     lays them out), searched ``chunk`` at a time; ``(feature,
     threshold_bin, missing_left, gain, do_split, category_left)``, each
-    ``(width, ...)``, undefined past ``n_nodes``.  ``node_rows``: ``(width,)``
-    the nodes' rows of positive weight, for the row rule (or None)."""
+    ``(width, ...)``, undefined past ``n_nodes``."""
     width = hist.shape[1]
 
     def one_chunk(k, choice):
         start = k * chunk
         part = lax.dynamic_slice_in_dim(hist, start, chunk, axis=1)
-        if node_rows is None:
-            found = search(part)
-        else:
-            found = search(part, None, lax.dynamic_slice_in_dim(node_rows, start, chunk, 0))
+        found = search(part)
         found = (
             found.feature,
             found.threshold_bin,
@@ -138,13 +129,12 @@ def grow_levels(
     edges: jax.Array,
     categorical: bool,
     packed: bool,
-    counts_rows: bool = False,
 ) -> tuple[LevelArrays, jax.Array, LevelSplit]:
     """The splits of a depth-wise tree, every level in one loop.
 
     Args:
       level: ``(node_of_row, n_nodes, parent, split, live) -> (hist, carry,
-        node_of_row[, node_rows])``, a `jaxboost.kernels.interfaces.HistogramKernel`'s
+        node_of_row)``, a `jaxboost.kernels.interfaces.HistogramKernel`'s
         ``level`` (or ``level_quantised``) with the bins, statistics,
         bins per feature and slot layout bound.
       search: a level's histograms of ``N`` nodes -> their
@@ -155,9 +145,6 @@ def grow_levels(
       categorical: the search returns category sets.
       packed: the histograms are packed in slots (the kernel's ``carry``
         then holds its nodes on axis 0, else on axis 1).
-      counts_rows: ``level`` also returns each node's rows of positive
-        weight, which the search's row rule reads (`min_child_samples`
-        where the hessian varies).
     Returns:
       The tree's internal nodes, ``node_of_row`` within the last level, and
       that level's `LevelSplit`, by which the caller routes the rows to the
@@ -170,9 +157,7 @@ def grow_levels(
     slot = jnp.arange(width, dtype=jnp.int32)
     pair = jnp.arange(width // 2, dtype=jnp.int32)
 
-    found = level(jnp.zeros(n_rows, jnp.int32), 1, None, None, None)
-    hist, carry, node_of_row = found[:3]
-    node_rows = _pad_nodes(found[3], 0, width) if counts_rows else None
+    hist, carry, node_of_row = level(jnp.zeros(n_rows, jnp.int32), 1, None, None, None)
     hist = _pad_nodes(hist, 1, width)
     carry = _pad_nodes(carry, 0 if packed else 1, width)
     filler = _empty_choice(width, categorical)
@@ -188,10 +173,10 @@ def grow_levels(
     )
 
     def one_level(depth, state):
-        hist, carry, node_of_row, node_rows, split, arrays = state
+        hist, carry, node_of_row, split, arrays = state
         n_nodes = jnp.left_shift(jnp.int32(1), depth)
         feature, threshold_bin, missing_left, gain, do_split, category_left = search_chunks(
-            search, hist, n_nodes, categorical, chunk, node_rows
+            search, hist, n_nodes, categorical, chunk
         )
         do_split = do_split & (slot < n_nodes)  # the slots past the level's nodes: absent
         feature = jnp.where(do_split, feature, 0)
@@ -215,20 +200,19 @@ def grow_levels(
         )
         split = (feature, threshold_bin, missing_left, category_left)
 
-        def children(hist, carry, node_of_row, node_rows):
+        def children(hist, carry, node_of_row):
             live = LiveSlots(jnp.where(pair < n_nodes, pair, ABSENT), pair)
             routed_by = LevelSplit(*split[:3], max_bins, split[3])
-            found = level(node_of_row, width, carry, routed_by, live)
-            return *found[:3], (found[3] if counts_rows else node_rows)
+            return level(node_of_row, width, carry, routed_by, live)
 
-        def last(hist, carry, node_of_row, node_rows):  # the caller routes the rows to the leaves
-            return hist, carry, node_of_row, node_rows
+        def last(hist, carry, node_of_row):  # the caller routes the rows to the leaves
+            return hist, carry, node_of_row
 
-        hist, carry, node_of_row, node_rows = lax.cond(
-            depth + 1 < max_depth, children, last, hist, carry, node_of_row, node_rows
+        hist, carry, node_of_row = lax.cond(
+            depth + 1 < max_depth, children, last, hist, carry, node_of_row
         )
-        return hist, carry, node_of_row, node_rows, split, arrays
+        return hist, carry, node_of_row, split, arrays
 
-    state = (hist, carry, node_of_row, node_rows, split, arrays)
-    _, _, node_of_row, _, split, arrays = lax.fori_loop(0, max_depth, one_level, state)
+    state = (hist, carry, node_of_row, split, arrays)
+    _, _, node_of_row, split, arrays = lax.fori_loop(0, max_depth, one_level, state)
     return arrays, node_of_row, LevelSplit(*split[:3], max_bins, split[3])

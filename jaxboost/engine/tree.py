@@ -285,16 +285,9 @@ def _level_choice(search, hist, bounds, live_level, n_nodes: int, node_rows=None
     return spread_choice(choice, index, valid, n_nodes), held
 
 
-def _bound_level(
-    kernel, bins, row_stats, stats_scale, n_bins: int, slots, row_positive=None
-) -> Callable:
+def _bound_level(kernel, bins, row_stats, stats_scale, n_bins: int, slots) -> Callable:
     """``(node_of_row, n_nodes, parent, split, live) -> (hist, carry,
-    node_of_row[, node_rows])``: ``kernel``'s level on these rows and
-    statistics (with ``row_positive``, each node's rows of positive weight too)."""
-    if row_positive is not None:
-        return lambda node_of_row, n_nodes, parent, split, live: kernel.level(
-            bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots, live, row_positive
-        )
+    node_of_row)``: ``kernel``'s level on these rows and statistics."""
     if stats_scale is None:
         return lambda node_of_row, n_nodes, parent, split, live: kernel.level(
             bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots, live
@@ -396,9 +389,7 @@ def grow_tree(
     )
     n_shards = 1 if axis_name is None else lax.axis_size(axis_name)
     if loops_levels(params.max_depth, params.max_leaves, constraints is not None, n_shards):
-        level = _bound_level(
-            kernel, bins, row_stats, stats_scale, max_bins + 1, slots, row_positive
-        )
+        level = _bound_level(kernel, bins, row_stats, stats_scale, max_bins + 1, slots)
         arrays, node_of_row, split = grow_levels(
             level,
             search,
@@ -407,7 +398,6 @@ def grow_tree(
             edges=edges,
             categorical=categorical is not None,
             packed=packed is not None,
-            counts_rows=row_positive is not None,
         )
         return _to_leaves(kernel, bins, node_of_row, split, leaf_columns, leaf_sums, arrays)
     bounds = None if constraints is None else root_bounds(constraints)

@@ -87,10 +87,7 @@ def native_level_histograms(
         if row_positive is None:
             return cumulative, exact, node_of_row
         return cumulative, exact, node_of_row, rows_by_node(row_positive, node_of_row, n_nodes)
-    # (the kernel tallies both children of every parent the split holds: in
-    # the level loop, the widest level's parents, of which the level's nodes
-    # are the first n_nodes children)
-    tallied = 0 if row_positive is None else 2 * split.feature.shape[0]
+    tallied = 0 if row_positive is None else n_nodes
     call = jax.ffi.ffi_call(
         "jaxboost_histogram_children",
         (_nodes_like(node_of_row), *sums, jax.ShapeDtypeStruct((tallied,), jnp.int32)),
@@ -109,7 +106,7 @@ def native_level_histograms(
     )
     if row_positive is None:
         return cumulative, exact, node_of_row
-    return cumulative, exact, node_of_row, node_rows[:n_nodes]
+    return cumulative, exact, node_of_row, node_rows
 
 
 def native_level_histograms_quantised(
