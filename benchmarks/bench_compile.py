@@ -77,7 +77,7 @@ def _child(name: str) -> None:
     import jax
 
     import jaxboost as jb
-    from jaxboost.frontends import compile_ahead, hessian_probe, placement, program_settings
+    from jaxboost.frontends import booster
 
     seconds = collections.defaultdict(lambda: collections.defaultdict(float))
     last_event = [time.process_time()]
@@ -94,8 +94,7 @@ def _child(name: str) -> None:
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     if name.startswith("fused"):  # as a fit of more than FAST_COMPILE_ROWS rows
-        for module in (compile_ahead, hessian_probe, placement, program_settings):
-            module.FAST_COMPILE_ROWS = 0
+        booster.FAST_COMPILE_ROWS = 0
     X, y = _table(name)
     start = time.perf_counter()
     jb.Booster(n_estimators=2, **SETTINGS[name]).fit(X, y)

@@ -44,7 +44,6 @@ from .leafwise import (
     spread_choice,
     with_children,
 )
-from .level_loop import grow_levels, loops_levels
 from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
@@ -285,29 +284,6 @@ def _level_choice(search, hist, bounds, live_level, n_nodes: int, node_rows=None
     return spread_choice(choice, index, valid, n_nodes), held
 
 
-def _bound_level(kernel, bins, row_stats, stats_scale, n_bins: int, slots) -> Callable:
-    """``(node_of_row, n_nodes, parent, split, live) -> (hist, carry,
-    node_of_row)``: ``kernel``'s level on these rows and statistics."""
-    if stats_scale is None:
-        return lambda node_of_row, n_nodes, parent, split, live: kernel.level(
-            bins, node_of_row, row_stats, n_nodes, n_bins, parent, split, slots, live
-        )
-    return lambda node_of_row, n_nodes, parent, split, live: kernel.level_quantised(
-        bins, node_of_row, row_stats, stats_scale, n_nodes, n_bins, parent, split, slots, live
-    )
-
-
-def _to_leaves(kernel, bins, node_of_row, split, leaf_columns, leaf_sums, arrays) -> tuple:
-    """`grow_tree`'s result from the internal nodes ``arrays`` (a
-    `LevelArrays`), the rows' nodes within the last level and its splits:
-    the rows routed to the leaves (and ``leaf_columns`` summed by leaf)."""
-    if not leaf_columns:
-        leaf_of_row, sums = kernel.route(bins, node_of_row, split), None
-    else:
-        leaf_of_row, sums = kernel.route_and_sum(bins, node_of_row, split, leaf_columns, leaf_sums)
-    return TreeStructure(*arrays), leaf_of_row, sums
-
-
 def grow_tree(
     bins: jax.Array,
     row_stats: jax.Array,
@@ -331,9 +307,6 @@ def grow_tree(
     ``params.max_leaves`` a level builds and searches the histograms of its
     live nodes only (at most ``2 max_leaves``) and the tree is then pruned
     to the best-first tree of that many leaves (`jaxboost.engine.leafwise`).
-    Depth-wise trees without constraints on one shard grow every level in
-    one loop, one copy of a level's program (`jaxboost.engine.level_loop`);
-    the others level by level, unrolled.
 
     Args:
       bins: ``(n_features, n_rows)`` uint8, missing bin ``max_bins``.
@@ -387,19 +360,6 @@ def grow_tree(
         constraints,
         categorical,
     )
-    n_shards = 1 if axis_name is None else lax.axis_size(axis_name)
-    if loops_levels(params.max_depth, params.max_leaves, constraints is not None, n_shards):
-        level = _bound_level(kernel, bins, row_stats, stats_scale, max_bins + 1, slots)
-        arrays, node_of_row, split = grow_levels(
-            level,
-            search,
-            n_rows=bins.shape[1],
-            max_depth=params.max_depth,
-            edges=edges,
-            categorical=categorical is not None,
-            packed=packed is not None,
-        )
-        return _to_leaves(kernel, bins, node_of_row, split, leaf_columns, leaf_sums, arrays)
     bounds = None if constraints is None else root_bounds(constraints)
     boxes = None  # monotone_constraints_method="intermediate": the level's boxes
     if constraints is not None and constraints.intermediate:

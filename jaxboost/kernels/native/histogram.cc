@@ -44,12 +44,9 @@
 //                (leaf-wise growth: its live nodes only, LevelPairs): slots
 //                2 j and 2 j + 1 of result and cumulative (n_nodes = 2
 //                n_pairs) hold the children of node parent_node[j] of the
-//                level above (-1: padding, zero; INT32_MIN: absent, its slots
-//                not written), whose sums are slot parent_slot[j] of
-//                parent_hist; the other nodes' rows are routed and not
-//                summed.  Every pair j either node j in slot j or absent
-//                (jaxboost.engine.level_loop: a level at the widest level's
-//                shape) routes as every node does, unmapped
+//                level above (-1: padding, zero), whose sums are slot
+//                parent_slot[j] of parent_hist; the other nodes' rows are
+//                routed and not summed
 //   row_positive (n_rows,) bool: the rows of positive weight, tallied by node
 //                of the level as they are routed (float children kernel); or
 //                (0,): none tallied
@@ -775,15 +772,12 @@ ffi::Error RouteChildren(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
 // whose sums are slot slot[j] of the level above's; node[j] -1: padding,
 // empty.  Every node in order (identity) unless leaf-wise growth holds its
 // live nodes only (jaxboost.engine.leafwise.live_slots): their rows are
-// summed, the other nodes' rows routed and skipped.  node[j] INT32_MIN: absent
-// (jaxboost.engine.level_loop), neither summed nor written.
+// summed, the other nodes' rows routed and skipped.
 struct LevelPairs {
-  static constexpr int64_t kAbsent = INT32_MIN;
   std::vector<int64_t> node;
   std::vector<int64_t> slot;
   // (2 n_parents,) the slot of every node of the level, 2 n_pairs (a spare
-  // slot) where it has none; empty for the identity (every pair j node j in
-  // slot j, or absent)
+  // slot) where it has none; empty for the identity
   std::vector<int32_t> slot_of_child;
 
   static LevelPairs Identity(int64_t n_parents) {
@@ -795,20 +789,18 @@ struct LevelPairs {
   }
 
   // From `parent_node` and `parent_slot` (n_pairs,) int32; false unless
-  // every node is -1, INT32_MIN or in [0, n_parents), held once, and its slot in
-  // [0, n_parent_slots).
+  // every node is -1 or in [0, n_parents), held once, and its slot in [0,
+  // n_parent_slots).
   bool Read(const int32_t* parent_node, const int32_t* parent_slot, int64_t n_pairs,
             int64_t n_parents, int64_t n_parent_slots) {
     node.resize(n_pairs);
     slot.resize(n_pairs);
     slot_of_child.assign(2 * n_parents, static_cast<int32_t>(2 * n_pairs));
-    bool in_place = true;  // every pair j node j in slot j, or absent
     for (int64_t j = 0; j < n_pairs; ++j) {
       node[j] = parent_node[j];
       slot[j] = parent_slot[j];
-      in_place = in_place && (node[j] == kAbsent || (node[j] == j && slot[j] == j));
       if (node[j] < 0) {
-        if (node[j] != -1 && node[j] != kAbsent) return false;
+        if (node[j] != -1) return false;
         continue;
       }
       if (node[j] >= n_parents || slot[j] < 0 || slot[j] >= n_parent_slots) return false;
@@ -816,7 +808,6 @@ struct LevelPairs {
       slot_of_child[2 * node[j]] = static_cast<int32_t>(2 * j);
       slot_of_child[2 * node[j] + 1] = static_cast<int32_t>(2 * j + 1);
     }
-    if (in_place) slot_of_child.clear();  // the identity: no slot to look up
     return true;
   }
 
@@ -836,13 +827,9 @@ std::vector<uint8_t> LighterChildren(const typename Sums::Acc* parent, const Sum
                                      const LevelSplits& splits, const HistLayout& layout,
                                      const LevelPairs& pairs) {
   const int64_t n_pairs = pairs.n_pairs(), n_stored = sums.n_stored;
-  // every child of the level above's splits (an identity with absent pairs
-  // lists the rows by child: none past the pairs, kept or not)
-  const int64_t n_children = 2 * static_cast<int64_t>(splits.feature.size());
-  std::vector<uint8_t> summed(std::max(2 * n_pairs, n_children), 0);
+  std::vector<uint8_t> summed(2 * n_pairs, 0);
   for (int64_t j = 0; j < n_pairs; ++j) {
     const int64_t p = pairs.node[j];
-    if (p == LevelPairs::kAbsent) continue;  // absent: nothing summed or written
     if (p < 0) {  // padding: no rows, the left child summed (to zero)
       summed[2 * j] = 1;
       continue;
@@ -1077,7 +1064,6 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
   std::vector<Acc> no_parent(pairs.identity() ? 0 : 256 * n_stored, Acc(0));
   for (int64_t f = 0; f < n_features; ++f) {  // feature by feature: see ForEachSegment
     for (int64_t j = 0; j < pairs.n_pairs(); ++j) {
-      if (pairs.node[j] == LevelPairs::kAbsent) continue;
       const int64_t summed_child = summed[2 * j] ? 2 * j : 2 * j + 1;
       const int64_t other_child = 4 * j + 1 - summed_child;
       const int64_t part = layout.Segment(f, summed_child), rest = layout.Segment(f, other_child);
@@ -1222,10 +1208,7 @@ ffi::Error ChildrenLevel(ffi::Buffer<ffi::U8>& bins, ffi::Buffer<ffi::S32>& node
       err.failure()) {
     return err;
   }
-  // (given pairs are listed in row order even as the identity: their level
-  // may hold fewer slots than children)
-  if (parent_node.element_count() != 0 ||
-      2 * n_parents <= (int64_t{1} << kGroupShift)) {  // row order
+  if (!pairs.identity() || 2 * n_parents <= (int64_t{1} << kGroupShift)) {  // row order
     LevelSplits splits;
     if (auto err = ReadParentSplits(bins, node_of_row, stats_dims, feature, threshold_bin,
                                     missing_left, category_left, n_parents, n_bins, missing_bin,
