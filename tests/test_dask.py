@@ -169,6 +169,19 @@ def test_a_second_fit_on_the_same_workers_runs_in_the_kept_processes(client):
     order = np.r_[150:900, 0:150]  # process 0: the second worker's partition
     _same_model(model, jb.Booster(learning_rate=0.5, **settings).fit(X[order], y[order]), X)
 
+    def end_kept_process():
+        from jaxboost.dask import kept_processes
+
+        for process in kept_processes._KEPT.values():
+            process.process.kill()
+            process.process.wait()
+
+    client.run(end_kept_process, workers=[first])
+    model = jbd.fit(client, dX, dy, model=jb.Booster(**settings))  # new processes on both
+    started = _kept_process_ids(client)
+    assert all(len(started[w]) == 1 and started[w] != kept[w] for w in kept), (kept, started)
+    _same_model(model, jb.Booster(**settings).fit(X[order], y[order]), X)
+
 
 def test_lambdarank_on_whole_queries_per_worker_is_the_single_process_model(client):
     X, relevance, qid = _query_rows()
