@@ -3,8 +3,9 @@
 A `LocalCluster` of 2 worker processes (1 thread each) on 127.0.0.1; the
 test places each partition on a chosen worker (uneven sizes, a worker
 holding non-adjacent partitions), so the rows' order across the training
-processes, worker by worker, is known.  Each fit starts a training process
-per worker (docs/dask.md): few fits, few rows and rounds.
+processes, worker by worker, is known.  A fit on new workers or settings
+starts a training process per worker (docs/dask.md; later fits on the same
+ones reuse them): few fits, few rows and rounds.
 """
 
 from __future__ import annotations
