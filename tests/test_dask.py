@@ -3,8 +3,9 @@
 A `LocalCluster` of 2 worker processes (1 thread each) on 127.0.0.1; the
 test places each partition on a chosen worker (uneven sizes, a worker
 holding non-adjacent partitions), so the rows' order across the training
-processes, worker by worker, is known.  Each fit starts a training process
-per worker (docs/dask.md): few fits, few rows and rounds.
+processes, worker by worker, is known.  A fit on new workers or settings
+starts a training process per worker (docs/dask.md; later fits on the same
+ones reuse them): few fits, few rows and rounds.
 """
 
 from __future__ import annotations
@@ -168,6 +169,19 @@ def test_a_second_fit_on_the_same_workers_runs_in_the_kept_processes(client):
     assert _kept_process_ids(client) == kept  # no process started
     order = np.r_[150:900, 0:150]  # process 0: the second worker's partition
     _same_model(model, jb.Booster(learning_rate=0.5, **settings).fit(X[order], y[order]), X)
+
+    def end_kept_process():
+        from jaxboost.dask import kept_processes
+
+        for process in kept_processes._KEPT.values():
+            process.process.kill()
+            process.process.wait()
+
+    client.run(end_kept_process, workers=[first])
+    model = jbd.fit(client, dX, dy, model=jb.Booster(**settings))  # new processes on both
+    started = _kept_process_ids(client)
+    assert all(len(started[w]) == 1 and started[w] != kept[w] for w in kept), (kept, started)
+    _same_model(model, jb.Booster(**settings).fit(X[order], y[order]), X)
 
 
 def test_lambdarank_on_whole_queries_per_worker_is_the_single_process_model(client):

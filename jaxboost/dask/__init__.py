@@ -1,8 +1,9 @@
 """Training on a Dask cluster: Dask collections in, one jaxboost model out.
 
 Needs ``dask[distributed]`` (the ``dask`` extra).  Every worker holding
-partitions trains on its own rows in a fresh training process
-(`jaxboost.dask.launch`); the model returned is an ordinary jaxboost model.
+partitions trains on its own rows in a training process of its own, kept
+for the next fit on the same workers (`jaxboost.dask.launch`); the model
+returned is an ordinary jaxboost model.
 Guide: docs/dask.md.
 """
 
