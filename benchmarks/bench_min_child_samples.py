@@ -26,7 +26,7 @@ synthetic data (its settings, ``--rounds`` rounds), for squared error
 (whose constant hessian counts the rows) and log loss (each node's rows counted,
 the children's estimated),
 alternating 20 and 0 ``--repeat`` times after a fit of each; the median of
-the pairs' ratios.  Run it with ``PYTHONPATH`` at another tree's copy to
+the pairs' ratios, of wall and of CPU time.  Run it with ``PYTHONPATH`` at another tree's copy to
 compare versions.
 
     python benchmarks/bench_min_child_samples.py            # about 3 minutes on 2 busy cores
@@ -130,30 +130,27 @@ def loss_table(data: dict, values: list[int], min_child_weight: float) -> list[l
 
 def timing_table(n_rows: int, rounds: int, repeat: int) -> list[list]:
     """One row per loss: median fit seconds at 20 and at 0, and the median
-    and range of the paired ratios."""
+    and range of the paired ratios, of wall time and of this process's CPU
+    time (on a busy machine the steadier of the two)."""
     X, y, _ = make_data(n_rows, 0)
     rows = []
     timed_losses = {"squared error": losses.squared_error, "log loss": losses.binary_logloss}
     for name, loss in timed_losses.items():
 
-        def seconds(least: int, loss=loss) -> float:
+        def seconds(least: int, loss=loss) -> tuple[float, float]:
             model = jaxboost_booster(loss, rounds, min_child_samples=least)
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             model.fit(X, y)
-            return time.perf_counter() - start
+            return time.perf_counter() - wall, time.process_time() - cpu
 
         seconds(20), seconds(0)  # (compiles)
-        pairs = np.array([(seconds(20), seconds(0)) for _ in range(repeat)])
-        ratios = pairs[:, 0] / pairs[:, 1]
-        rows.append(
-            [
-                name,
-                f"{np.median(pairs[:, 0]):.3f}",
-                f"{np.median(pairs[:, 1]):.3f}",
-                f"{np.median(ratios):.3f}",
-                f"{ratios.min():.3f}-{ratios.max():.3f}",
-            ]
-        )
+        pairs = np.array([(seconds(20), seconds(0)) for _ in range(repeat)])  # (repeat, 2, 2)
+        ratios = pairs[:, 0] / pairs[:, 1]  # (repeat, [wall, cpu])
+        row = [name, f"{np.median(pairs[:, 0, 0]):.3f}", f"{np.median(pairs[:, 1, 0]):.3f}"]
+        for kind in (0, 1):
+            row.append(f"{np.median(ratios[:, kind]):.3f}")
+            row.append(f"{ratios[:, kind].min():.3f}-{ratios[:, kind].max():.3f}")
+        rows.append(row)
     return rows
 
 
@@ -174,7 +171,7 @@ def main() -> None:
             f"jaxboost from {Path(jaxboost.__file__).parent}; {args.timing} rows x 28, "
             f"{args.rounds} rounds, depth 6\n"
         )
-        header = ["loss", "s at 20", "s at 0", "20 / 0 (median)", "range"]
+        header = ["loss", "s at 20", "s at 0", "20 / 0 (median)", "range", "CPU 20 / 0", "range"]
         print_table(header, timing_table(args.timing, args.rounds, args.repeat))
         return
     values = sorted(set(args.values) | {0})

@@ -27,16 +27,26 @@ def _operations(hlo_text: str) -> int:
 
 
 def test_the_compiled_split_search_stays_small():
-    def search(hist, feature_mask):
+    def search(hist, feature_mask, node_rows):
         return find_best_splits(
-            hist, 1, 1.0, 1e-3, 0.0, feature_mask, cumulative=True, min_child_samples=20.0
+            hist,
+            1,
+            1.0,
+            1e-3,
+            0.0,
+            feature_mask,
+            cumulative=True,
+            min_child_samples=20.0,
+            node_rows=node_rows,
         )
 
-    # a small fit's level: cumulative (native kernel) histograms with the count column
-    hist = jax.ShapeDtypeStruct((4, 2, 17, 3), jnp.float32)
+    # a small fit's level: cumulative (native kernel) histograms, the
+    # children's rows estimated from their nodes' (log loss's default)
+    hist = jax.ShapeDtypeStruct((4, 2, 17, 2), jnp.float32)
     mask = jax.ShapeDtypeStruct((4,), bool)
+    node_rows = jax.ShapeDtypeStruct((2,), jnp.int32)
     options = fast_compile_options(jax.devices()[0].platform) or None
-    compiled = jax.jit(search, compiler_options=options).lower(hist, mask).compile()
+    compiled = jax.jit(search, compiler_options=options).lower(hist, mask, node_rows).compile()
     n_operations = _operations(compiled.as_text())
     assert n_operations <= _MOST_SEARCH_OPERATIONS, (
         f"the compiled split search has {n_operations} operations "

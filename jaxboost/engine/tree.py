@@ -150,6 +150,8 @@ def _split_search(
 
         def search_whole(hist, bounds=None, node_rows=None):
             if axis_name is not None:
+                if node_rows is not None:  # (float32: one all-reduce with the histograms)
+                    node_rows = node_rows.astype(jnp.float32)
                 hist, node_rows = lax.psum((hist, node_rows), axis_name)
             node_mask, monotone = _node_constraints(constraints, bounds)
             if packed is not None:
