@@ -250,7 +250,13 @@ def main(argv=None) -> None:
     print_table(
         ["GridSearchCV of loss__alpha (13 fits)", "s", "compiles", "LightGBM s", "x LightGBM"],
         [
-            [f"{when} values", f"{seconds:.2f}", str(compiled), f"{peer:.2f}", f"{seconds / peer:.1f}"]
+            [
+                f"{when} values",
+                f"{seconds:.2f}",
+                str(compiled),
+                f"{peer:.2f}",
+                f"{seconds / peer:.1f}",
+            ]
             for when, (seconds, compiled, peer) in zip(("first", "new"), searches)
         ],
     )

@@ -19,6 +19,62 @@ def test_every_old_module_name_imports_the_moved_module():
         assert importlib.import_module(f"jaxboost.frontends.{old}") is moved
 
 
+# the modules of the flat layout (jaxboost/frontends/*.py before the grouping)
+FLAT = [
+    "booster",
+    "categories",
+    "category_union",
+    "compile_ahead",
+    "computation_keys",
+    "constraints",
+    "continued",
+    "distribution_defaults",
+    "distribution_predict",
+    "estimator_file",
+    "estimator_inputs",
+    "estimator_losses",
+    "estimators",
+    "eval_sets",
+    "explain",
+    "explain_plots",
+    "export",
+    "export_onnx",
+    "export_trees",
+    "export_xgboost",
+    "fit_inputs",
+    "grouping",
+    "hessian_probe",
+    "holdout",
+    "inspection",
+    "loading",
+    "loss_checks",
+    "loss_derivatives",
+    "loss_params",
+    "model",
+    "model_fields",
+    "model_file",
+    "monitor",
+    "offsets",
+    "padding_check",
+    "placement",
+    "plotting",
+    "program_settings",
+    "ranker",
+    "refit",
+    "round_by_round",
+    "rounds_loop",
+    "settings_table",
+    "trainer",
+    "tree_dump",
+    "validation",
+]
+
+
+def test_every_module_of_the_flat_layout_imports():
+    for name in FLAT:
+        importlib.import_module(f"jaxboost.frontends.{name}")
+
+
 def _flat(pickled: bytes) -> bytes:
     """``pickled`` (protocol 2: module names as text) naming every class by
     its module's name in the flat layout, as an older jaxboost wrote it."""

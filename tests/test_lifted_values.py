@@ -354,3 +354,40 @@ def test_a_group_loss_s_declared_row_derivatives_read_the_new_value():
     train_chunk_program.cache_clear()
     jax.clear_caches()
     np.testing.assert_array_equal(second, fit(3.0))
+
+
+_ROW_TEMPERATURE = 1.0
+
+
+def _softmax_rows(y, f, mask):  # a group loss's closed-form derivatives reading a global
+    p = jax.nn.softmax(jnp.where(mask, f, -jnp.inf))
+    q = jax.nn.softmax(jnp.where(mask, y * _ROW_TEMPERATURE, -jnp.inf))
+    return jnp.where(mask, p - q, 0.0), jnp.where(mask, p * (1.0 - p), 0.0)
+
+
+def test_row_derivatives_reading_a_global_read_its_new_value():
+    """The engine reads a loss's declared functions through its record
+    (`losses.metadata_of`): the structure's record hands the lifted ones,
+    not the functions holding the first fit's numbers."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=200) > 0).astype(np.float32)
+    qid = np.repeat(np.arange(20), 10)
+    loss = jb.losses.declare(
+        functools.partial(_listnet, temperature=1.0),
+        per="group",
+        row_derivatives=_softmax_rows,
+        name="listnet_rows",
+    )
+
+    def fit(temperature):
+        sys.modules[__name__]._ROW_TEMPERATURE = temperature
+        settings = {**_SETTINGS, "min_child_samples": 0}
+        return jb.Booster(loss=loss, **settings).fit(X, y, qid=qid).predict(X)
+
+    first = fit(1.0)
+    second = fit(5.0)
+    assert np.max(np.abs(second - first)) > 1e-3
+    train_chunk_program.cache_clear()
+    jax.clear_caches()
+    np.testing.assert_array_equal(second, fit(5.0))

@@ -133,3 +133,10 @@ def test_a_declared_loss_pickled_with_its_record_loads_with_it():
     declared = losses.declare(lambda y, f: (y - f) ** 4, name="quartic_here", convex=True)
     rebuilt = losses.DeclaredLoss(declared.__wrapped__, **declared.metadata())
     assert rebuilt.loss_metadata == declared.loss_metadata
+
+
+def test_a_catalogue_name_gives_its_loss_s_record_and_other_values_are_refused():
+    assert metadata_of("binary_logloss") == metadata_of(losses.get("binary_logloss"))
+    assert metadata_of("binary_logloss").link == "sigmoid"
+    with pytest.raises(TypeError, match="expected a loss function or a catalogue name"):
+        metadata_of(3)

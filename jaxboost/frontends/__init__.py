@@ -32,6 +32,7 @@ import sys
 MOVED = {
     # (settings.py is settings/checks.py: its old name is the package's now)
     **{name: f"settings.{name}" for name in ("settings_table", "loss_params", "constraints")},
+    "distribution_defaults": "settings.regularisation_defaults",
     **{
         name: f"data.{name}"
         for name in ("validation", "categories", "category_union", "grouping", "offsets")

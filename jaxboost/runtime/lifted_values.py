@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -103,6 +104,22 @@ class LossStructure:
     def traced_at(self, *args: Any) -> bool:
         """Whether the structure was traced at ``args``' shapes and dtypes."""
         return _signature(args) in self.signatures
+
+    @property
+    def loss_metadata(self) -> Any:
+        """The loss's record (`jaxboost.losses.metadata_of`) with its
+        declared functions read through the structure (their lifted jaxprs
+        inside a program), never the functions holding the first fit's
+        numbers."""
+        from ..losses.metadata import metadata_of  # (the catalogue imports the runtime)
+
+        found = metadata_of(self.fn)
+        parts = {
+            name: getattr(self, name)
+            for name in DECLARED_PARTS
+            if callable(getattr(found, name, None))
+        }
+        return dataclasses.replace(found, **parts)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("fn", "key", "signatures", "jaxprs", "parts"):  # not set yet: no recursion
