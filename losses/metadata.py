@@ -77,16 +77,15 @@ _DEFAULTS = LossMetadata()
 
 
 def metadata_of(loss: Any) -> LossMetadata:
-    """``loss``'s `LossMetadata` (a catalogue name: its loss's): a declared loss's own record (also through
-    a wrapper that forwards attributes to it), else, not ``declared``, one
-    with the defaults and any fields ``loss`` carries as attributes, named
-    by its ``__name__`` where it has no ``name``."""
+    """``loss``'s `LossMetadata` (a catalogue name: its loss's): a declared
+    loss's own record (also through a wrapper that forwards attributes to
+    it), else, not ``declared``, one with the defaults and any fields
+    ``loss`` carries as attributes, named by its ``__name__`` where it has
+    no ``name``."""
     if isinstance(loss, str):  # a catalogue name, as ``loss=`` takes it
         from .catalogue import get
 
         return metadata_of(get(loss))
-    if not callable(loss):
-        raise TypeError(f"loss: expected a loss function or a catalogue name, got {loss!r}")
     found = getattr(loss, "loss_metadata", None)
     if isinstance(found, LossMetadata):
         return found
