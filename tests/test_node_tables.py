@@ -124,7 +124,7 @@ def test_max_leaves_alone_bounds_the_depth():
     leaves = model.apply(X)
     assert leaves.max() < 31
     values = np.asarray(model.forest_.leaf_value)[np.arange(5), leaves, 0]
-    expected = np.asarray(model.init_score_)[0] + values.sum(axis=1)
+    expected = np.asarray(model.base_score_)[0] + values.sum(axis=1)
     np.testing.assert_allclose(model.predict_raw(X), expected, rtol=1e-5, atol=1e-5)
 
 
