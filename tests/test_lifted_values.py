@@ -332,7 +332,9 @@ def _pairwise_rows(y, f, mask, sigma):
     return grad, jnp.where(mask, sigma * sigma * 0.25 * jnp.sum(mask), 0.0)
 
 
-def test_a_group_loss_s_declared_row_derivatives_read_the_new_value():
+def test_a_group_loss_s_declared_row_derivatives_fit_the_new_value_s_model():
+    """Keyed by their values (not lifted): a new value compiles the
+    programs again and fits the fresh process's model."""
     rng = np.random.default_rng(5)
     sizes = rng.integers(2, 9, size=20)
     X = rng.normal(size=(int(sizes.sum()), 3)).astype(np.float32)
@@ -347,9 +349,7 @@ def test_a_group_loss_s_declared_row_derivatives_read_the_new_value():
         return jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=sizes).predict(X)
 
     first = fit(1.0)
-    compiled = train_chunk_program.cache_info().misses
     second = fit(3.0)
-    assert train_chunk_program.cache_info().misses == compiled
     assert np.max(np.abs(second - first)) > 1e-3
     train_chunk_program.cache_clear()
     jax.clear_caches()

@@ -19,15 +19,15 @@ A `LossStructure` computes nothing by itself: called anywhere but inside a
 program that was handed its values, it raises (a program that baked one
 fit's numbers into a structure's cache entry would fit the next value's
 model with the old numbers).  The functions a loss declares that the programs call beside it (a
-distribution's ``fisher``, ``sampler`` and ``init``, a group loss's
-``row_derivatives``) are lifted alike, each at the shapes of its calls:
+distribution's ``fisher``, ``sampler`` and ``init``) are lifted alike, each at the shapes of its calls:
 their structures join the key, their numbers the values, and the
 structure's attribute of that name evaluates the lifted jaxpr (on the host,
 outside any program, it is the declared function itself).  Losses whose
 jaxpr (or a declared function's) calls back into Python or holds a custom
 derivative rule written outside JAX and jaxboost (a rule may read numbers
-the jaxpr does not show) get no structure: their programs stay keyed by
-their values (`jaxboost.runtime.same_function`).
+the jaxpr does not show) get no structure, as do group losses declaring
+``row_derivatives``: their programs stay keyed by their values
+(`jaxboost.runtime.same_function`).
 """
 
 from __future__ import annotations
@@ -190,16 +190,16 @@ def lift(
     float64, and of the declared functions ``parts``
     (`jaxboost.runtime.same_function.Part`: a name, the function, its
     call's arguments and the trailing arguments the programs pass as
-    constants) at theirs, in float32; a group loss's ``row_derivatives`` at
-    the loss's calls.  ``values``, one tuple of numpy arrays per traced
+    constants) at theirs, in float32.  ``values``, one tuple of numpy arrays per traced
     signature, is what its programs are handed (`bound`).  None where
     ``fn`` cannot be lifted (see the module docstring), or declares a
     function the programs call that ``parts`` does not list.  ``declared``:
     the metadata the key holds beside the jaxprs."""
     parts = list(parts)
-    row_derivatives = getattr(fn, "row_derivatives", None)
-    if callable(row_derivatives):  # a group loss's: called as the loss is
-        parts.append(_RowDerivatives(row_derivatives, calls))
+    if callable(getattr(fn, "row_derivatives", None)):
+        # (a group loss's closed form, called at float32 and float64 scores
+        # by the programs and checks: keyed by its values, not lifted)
+        return None
     signatures, jaxprs, texts, values = [], [], [], []
     lifted_parts = {}
     try:
@@ -229,23 +229,10 @@ def lift(
     return structure, tuple(values)
 
 
-class _RowDerivatives(NamedTuple):
-    """A group loss's ``row_derivatives`` as a part: traced at every call
-    of the loss, in float32 and float64."""
-
-    fn: Callable
-    calls: Sequence[tuple]
-    name: str = "row_derivatives"
-    static: tuple = ()
-
-
 def _lifted_part(part: Any, first_value: int) -> tuple | None:
     """``(_LiftedPart, texts, values)`` of a declared function, or None
     where it cannot be lifted."""
-    if isinstance(part, _RowDerivatives):
-        traces = [(arguments, wide) for arguments in part.calls for wide in (False, True)]
-    else:
-        traces = [(part.arguments, False)]
+    traces = [(part.arguments, False)]
     signatures, jaxprs, out_trees, texts, values = [], [], [], [], []
     for arguments, wide in traces:
         closed, out_tree = _traced_tree(part.fn, arguments, wide)
