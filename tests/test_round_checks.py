@@ -166,9 +166,9 @@ def test_a_round_that_raises_the_loss_switches_armijo_on_once():
     with pytest.warns(UserWarning, match="training loss rose at round") as record:
         # (min_child_samples=0: with the row rule's estimate of a child's rows
         # the trees differ and the loss no longer rises)
-        model = jb.Booster(
-            loss=_sqrt_safe, n_estimators=100, max_depth=3, min_child_samples=0
-        ).fit(X, y / 100)
+        model = jb.Booster(loss=_sqrt_safe, n_estimators=100, max_depth=3, min_child_samples=0).fit(
+            X, y / 100
+        )
     assert sum("rose" in str(w.message) for w in record) == 1
     assert model.armijo_ is True
     # from the switch on, no round raises the loss
