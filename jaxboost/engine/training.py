@@ -461,37 +461,20 @@ def _grow_one(
         data.columns,
         native_order=cfg.histogram_kernel == "native",
     )
+    # (what both growers take beside the rows, statistics and settings)
+    shared = {
+        "stats_scale": scale,
+        "leaf_columns": per_row.columns,
+        "leaf_sums": LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
+        "categorical": categorical,
+        "row_positive": row_positive,
+    }
+    tree_inputs = (data.bins, stats, edges, params, axis_name, features)
     if cfg.node_tables:  # (the front ends keep constraints on grow_tree)
-        grown = grow_best_first(
-            data.bins,
-            stats,
-            edges,
-            params,
-            axis_name,
-            features,
-            stats_scale=scale,
-            leaf_columns=per_row.columns,
-            leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
-            categorical=categorical,
-            native=cfg.histogram_kernel == "native",
-            row_positive=row_positive,
-        )
+        native = cfg.histogram_kernel == "native"
+        grown = grow_best_first(*tree_inputs, native=native, **shared)
     else:
-        grown = grow_tree(
-            data.bins,
-            stats,
-            edges,
-            params,
-            axis_name,
-            features,
-            stats_scale=scale,
-            leaf_columns=per_row.columns,
-            leaf_sums=LEAF_KERNELS[cfg.leaf_kernels].leaf_sums,
-            packed=data.packed,
-            constraints=constraints,
-            categorical=categorical,
-            row_positive=row_positive,
-        )
+        grown = grow_tree(*tree_inputs, packed=data.packed, constraints=constraints, **shared)
     structure, leaf_of_row, sums = grown[:3]
     structure = structure._replace(split_gain=_unscaled_gain(structure.split_gain, unit))
     totals = totals_from_sums(across_shards(sums, axis_name), per_row)
