@@ -21,15 +21,12 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ... import losses as loss_catalogue
 from ...losses.distribution_loss import as_distribution_loss
 from ...losses.metadata import metadata_of
 from ...runtime.devices import check_devices, device_keys, devices_from_keys
@@ -43,13 +40,17 @@ from ..settings.loss_params import nested_params, pop_nested, set_nested
 from ..settings.settings_table import BOOSTER, CLASSIFIER, REGRESSOR, settings_of, takes_settings
 from .estimator_file import estimator_section
 from .estimator_inputs import checked_data, fit_categorical_columns
-from .estimator_losses import SumOverTargets, WithLink, classifier_loss
+from .estimator_losses import (
+    SumOverTargets,
+    WithLink,
+    classifier_loss,
+    classifier_loss_and_outputs,
+    regressor_loss,
+)
 
 # the settings an estimator passes on to its Booster (its own, such as n_jobs
 # and verbose, it resolves itself)
 _BOOSTER_SETTINGS = frozenset(setting.name for setting in settings_of(BOOSTER))
-# links whose predictions are class probabilities
-_PROBABILITY_LINKS = ("sigmoid", "sigmoid2", "softmax")
 
 
 # (the names pickles of fitted estimators of an older jaxboost hold)
@@ -320,18 +321,7 @@ class Regressor(RegressorMixin, _BoosterEstimator):
         return y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y
 
     def _loss_and_outputs(self, y: np.ndarray) -> tuple[Callable, int | None]:
-        loss = loss_catalogue.resolve(self.loss, self.loss_params)
-        stated = metadata_of(loss)
-        declared = stated.n_outputs if stated.declared else None
-        if y.ndim == 1 or declared not in (None, 1) or self.n_outputs not in (None, y.shape[1]):
-            return loss, self.n_outputs
-        # one output per target: a loss declaring one output is summed over
-        # them, as is an undeclared loss that is elementwise (not a scalar)
-        n_targets = y.shape[1]
-        vector = jax.ShapeDtypeStruct((n_targets,), jnp.float32)
-        if declared == 1 or jax.eval_shape(loss, vector, vector).shape != ():
-            loss = SumOverTargets(loss)
-        return loss, n_targets
+        return regressor_loss(self.loss, self.loss_params, self.n_outputs, y)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> Regressor:
         """Fit on ``X (n_rows, n_features)`` (NaN for missing) and ``y (n_rows,)`` or
@@ -445,47 +435,7 @@ class Classifier(ClassifierMixin, _BoosterEstimator):
     """
 
     def _loss_and_outputs(self, n_classes: int) -> tuple[Callable, int]:
-        if isinstance(self.loss, str) and self.loss == "auto":
-            binary = n_classes == 2
-            loss = loss_catalogue.binary_logloss if binary else loss_catalogue.softmax_cross_entropy
-            loss = loss_catalogue.resolve(loss, self.loss_params)  # (they take none)
-        else:
-            loss = loss_catalogue.resolve(self.loss, self.loss_params)
-        stated = metadata_of(loss)
-        name = stated.name
-        link = stated.link if stated.declared else None  # None: sigmoid or softmax below
-        if link is not None and link not in _PROBABILITY_LINKS:
-            raise ValueError(
-                f"loss: {name!r} has the {link!r} link, which does not give class "
-                "probabilities (predict_proba would not either); use a classification loss "
-                "('auto', 'logloss', 'softmax_cross_entropy', 'focal', 'exponential') or "
-                "jaxboost.Regressor"
-            )
-        declared = stated.n_outputs if stated.declared else None
-        if declared == "n_targets":
-            raise ValueError(
-                f"loss: {name!r} takes one-hot or probability-vector targets, and a Classifier "
-                "passes class labels; use 'softmax_cross_entropy' (or optax's "
-                "softmax_cross_entropy_with_integer_labels), or jaxboost.Booster with 2-D y"
-            )
-        if declared == "n_classes":
-            n_outputs = n_classes
-        elif declared is None:
-            n_outputs = 1 if n_classes == 2 else n_classes
-        else:
-            n_outputs = int(declared)
-        if n_outputs == 1 and n_classes > 2:
-            raise ValueError(
-                f"loss: {name!r} has one output (a binary loss) but y "
-                f"has {n_classes} classes; use loss='auto' or 'softmax_cross_entropy'"
-            )
-        if n_outputs not in (1, n_classes):
-            raise ValueError(
-                f"loss: {name!r} declares {n_outputs} outputs, "
-                f"expected 1 (binary) or one per class ({n_classes})"
-            )
-        # a link the model's own: booster_ and a saved file predict through it
-        return classifier_loss(loss, n_outputs), n_outputs
+        return classifier_loss_and_outputs(self.loss, self.loss_params, n_classes)
 
     def _encode(self, y: Any, name: str = "y") -> np.ndarray:
         """Labels -> their index in ``classes_``, as float32 engine targets

@@ -87,20 +87,8 @@ def derivatives(
     choice("hessian_mode", hessian_mode, HESSIAN_MODES)
     floor = finite_number("hessian_floor", hessian_floor)
     choice("loss_dtype", loss_dtype, LOSS_DTYPES)
-    loss = loss_catalogue.resolve(loss)
-    check_target_domain(loss, targets)
-    settings = {"leaf_method": "auto", "armijo": None, "n_outputs": n_outputs}
     given_weight = None if sample_weight is None else weight
-    groups = fit_groups(loss, group, qid, targets, given_weight, settings)
-    if groups is None:
-        check_loss(loss, targets, n_outputs)
-    else:
-        check_group_loss(loss, targets)
-        if setting == "fisher":
-            raise ValueError(
-                "hessian='fisher': the Fisher information of a per-sample distribution; "
-                "a group loss takes hessian='diag'"
-            )
+    loss, groups = _checked_loss(loss, targets, given_weight, n_outputs, setting, group, qid)
 
     def run(dtype: str):
         inputs = (loss_in(loss, dtype), targets, scores, weight, full, hessian_mode, floor)
@@ -117,6 +105,34 @@ def derivatives(
     if one_dimensional:
         return grad[:, 0], hess.reshape(n_rows)
     return grad, hess
+
+
+def _checked_loss(
+    loss: Any,
+    targets: np.ndarray,
+    given_weight: np.ndarray | None,
+    n_outputs: int,
+    hessian: str,
+    group: Any,
+    qid: Any,
+) -> tuple[Any, Any]:
+    """``loss`` resolved and tried on ``targets`` and ``n_outputs``, and the
+    groups of a group loss (``group`` or ``qid``; None for a per-sample
+    loss), which refuses ``hessian="fisher"``."""
+    loss = loss_catalogue.resolve(loss)
+    check_target_domain(loss, targets)
+    settings = {"leaf_method": "auto", "armijo": None, "n_outputs": n_outputs}
+    groups = fit_groups(loss, group, qid, targets, given_weight, settings)
+    if groups is None:
+        check_loss(loss, targets, n_outputs)
+        return loss, None
+    check_group_loss(loss, targets)
+    if hessian == "fisher":
+        raise ValueError(
+            "hessian='fisher': the Fisher information of a per-sample distribution; "
+            "a group loss takes hessian='diag'"
+        )
+    return loss, groups
 
 
 def _as_scores(f: Any) -> tuple[np.ndarray, bool]:
