@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import jaxboost as jb
+from jaxboost.frontends.data import categories as categories_module
 from jaxboost.frontends.fitted.model import Model
 from jaxboost.frontends.settings.checks import draw_seed
 from jaxboost.frontends.settings.settings_table import settings_record
@@ -28,7 +29,8 @@ def test_train_gives_the_model_that_fit_keeps():
     X, y = _data()
     booster = jb.Booster(**SMALL)
     settings = settings_record(booster)
-    inputs = fit_inputs(settings, FitArguments(X, y, None, None, None, None, None))
+    arguments = FitArguments(X, y, None, None, None, None, None)
+    inputs = fit_inputs(settings, arguments, names=None, categories=None)
     model = train(settings, inputs)
     assert isinstance(model, Model) and not hasattr(booster, "forest_")
     booster.fit(X, y)
@@ -56,21 +58,21 @@ def test_a_holdout_fit_enters_fit_once_and_checks_all_rows_once(monkeypatch):
     fits, checked, category_fits = [], [], []
     fit = jb.Booster.fit
     check = fit_inputs_module.checked_inputs
-    fit_categories = fit_inputs_module.fit_categories
+    fit_categories = categories_module.fit_categories
     monkeypatch.setattr(
         jb.Booster, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k)
     )
 
-    def counted(settings, arguments):
+    def counted(settings, arguments, names):
         checked.append(len(arguments.y))
-        return check(settings, arguments)
+        return check(settings, arguments, names)
 
     def counted_categories(X, *args):
         category_fits.append(len(X))
         return fit_categories(X, *args)
 
     monkeypatch.setattr(fit_inputs_module, "checked_inputs", counted)
-    monkeypatch.setattr(fit_inputs_module, "fit_categories", counted_categories)
+    monkeypatch.setattr(categories_module, "fit_categories", counted_categories)
     booster = jb.Booster(loss="gaussian_nll", **{**SMALL, "n_estimators": 4}).fit(frame, y)
     assert len(fits) == 1
     assert checked == [60] and category_fits == [60]

@@ -24,7 +24,7 @@ import numpy as np
 from ...engine.categorical import CategoricalSettings
 from ...runtime.distributed import on_every_process
 from .category_union import ColumnCategories, categories_of_all_processes
-from .validation import column_count, mixed_kinds_message, text_among_numbers
+from .validation import Table, mixed_kinds_message, text_among_numbers
 
 
 class CategoryColumn(NamedTuple):
@@ -252,6 +252,78 @@ def fit_categories(
     return tables
 
 
+class CodedData(NamedTuple):
+    """A fit's ``X`` and evaluation sets with their categorical columns
+    coded (as given without any), and the columns' ``tables`` (None without)."""
+
+    X: Any
+    eval_set: Any
+    tables: list[CategoryColumn] | None
+
+
+def coded_data(
+    X: Any, eval_set: Any, spec: Any, max_bins: int, table: Table, init_model: Any = None
+) -> CodedData:
+    """A fit's categories, fitted once, and ``X`` and every evaluation set
+    coded by them.  The categorical columns are ``spec``'s
+    (``categorical_features``: `categorical_columns`) and a frame's category
+    columns; their categories those of the training rows (`fit_categories`),
+    or, where ``init_model`` (a fitted Booster) is continued, its tables,
+    whose codes mean the same categories (its columns must be this fit's).
+    ``table`` is `jaxboost.frontends.data.validation.read_table`'s."""
+    tables = _fit_tables(X, spec, max_bins, table, init_model)
+    if not tables:
+        return CodedData(X, eval_set, None)
+    if eval_set is not None:
+        eval_set = [
+            _coded_eval_pair(pair, got, tables, table.n_features, index)
+            for index, (pair, got) in enumerate(zip(eval_set, table.eval_counts))
+        ]
+    return CodedData(encode_categories(X, tables), eval_set, tables)
+
+
+def _coded_eval_pair(
+    pair: Any, got: int | None, tables: list[CategoryColumn], n_features: int | None, index: int
+) -> tuple:
+    """``eval_set[index]`` (``got`` columns) with its ``X`` coded by ``tables``
+    (those of ``n_features`` columns); another column count is refused first,
+    and what is no pair is left as given (fit's checks refuse it by name)."""
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        return pair
+    if None not in (got, n_features) and got != n_features:
+        raise ValueError(
+            f"eval_set[{index}] X: expected {n_features} features as in fit, got {got}"
+        )
+    X_eval, y_eval = pair
+    return (encode_categories(X_eval, tables), y_eval)
+
+
+def _fit_tables(
+    X: Any, spec: Any, max_bins: int, table: Table, init_model: Any
+) -> list[CategoryColumn] | None:
+    """`coded_data`'s tables, None without categorical columns; with several
+    processes, of all processes' rows."""
+    several = jax.process_count() > 1  # (each process then takes part in the exchange)
+    if spec is None and not frame_category_columns(X) and init_model is None and not several:
+        return None
+    names, n_features = table.names, table.n_features
+    if n_features is None and not several:
+        return None  # fit's input checks refuse X by name
+    old_tables = None if init_model is None else getattr(init_model, "categories_", None)
+
+    def chosen_columns() -> list[int]:
+        # (not a table: no columns, on every process, which then refuse X alike)
+        columns = [] if n_features is None else categorical_columns(spec, X, n_features, names)
+        if init_model is not None:
+            continued_categories(old_tables, columns, names)
+        return columns
+
+    columns = on_every_process(chosen_columns)
+    if init_model is not None:
+        return old_tables or None
+    return fit_categories(X, columns, names, int(max_bins)) or None
+
+
 def _warn_shared_bin(name: str, counts: np.ndarray, codes: np.ndarray, max_bins: int) -> None:
     """Warns that the rarest categories of column ``name`` (``counts`` rows
     each) share the last code: splits cannot tell them apart.  On lme4's
@@ -347,19 +419,13 @@ def category_grid(X: Any, table: CategoryColumn) -> tuple[np.ndarray, np.ndarray
     return table.values[found], table.codes[found]
 
 
-def encode_categories(
-    X: Any, tables: list[CategoryColumn] | None, n_features: int | None = None, name: str = "X"
-) -> Any:
+def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
     """``X`` with its categorical columns replaced by their codes: a pandas
     frame stays a frame (its names are kept), an array of strings an object
     array (its other columns as they were), anything else a float array;
-    ``X`` itself without tables.  With ``n_features`` (the fitted count), a
-    2-D ``X`` (named ``name``) of another count is refused first."""
+    ``X`` itself without tables."""
     if not tables:
         return X
-    got = column_count(X)
-    if n_features is not None and got is not None and got != n_features:
-        raise ValueError(f"{name}: expected {n_features} features as in fit, got {got}")
     kind = _frame_kind(X)
     codes = {table.column: _column_codes(X, table) for table in tables}
     if kind == "pandas":

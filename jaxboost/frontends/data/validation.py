@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,6 +29,27 @@ def column_count(X: Any) -> int | None:
     except (TypeError, ValueError):  # (a ragged list)
         return None
     return int(shape[1]) if len(shape) == 2 else None
+
+
+class Table(NamedTuple):
+    """What a fit reads off ``X`` and its evaluation sets before anything
+    else: ``X``'s frame column names (None for an array), its column count
+    (None unless it is 2-D) and each evaluation set's ``X``'s column count."""
+
+    names: list[str] | None
+    n_features: int | None
+    eval_counts: tuple[int | None, ...] = ()
+
+
+def read_table(X: Any, eval_set: Any = None) -> Table:
+    """``X``'s and ``eval_set``'s `Table` (a malformed evaluation set counts
+    no columns: its checks name it later)."""
+    pairs = eval_set if isinstance(eval_set, (list, tuple)) else ()
+    counts = tuple(
+        column_count(pair[0]) if isinstance(pair, (list, tuple)) and pair else None
+        for pair in pairs
+    )
+    return Table(feature_names(X), column_count(X), counts)
 
 
 class Float32RangeError(ValueError):

@@ -63,6 +63,18 @@ def check_feature_count(model: Any, n_features: int) -> None:
         )
 
 
+def continued_model(init_model: Any, n_features: int | None) -> Any:
+    """The fitted Booster ``init_model`` continues (`fitted_model`; None
+    without one), fitted on ``n_features`` columns (None: ``X`` is no
+    table, which fit's checks refuse)."""
+    if init_model is None:
+        return None
+    model = fitted_model(init_model)
+    if n_features is not None:  # (before its categories are looked up by column)
+        check_feature_count(model, n_features)
+    return model
+
+
 def _check_tree_shape(forest, settings: Any) -> None:
     """The trees ``settings`` grow have the shape of ``forest``'s (its
     heap's depth, or a node table's leaves); else a ValueError with the fix."""

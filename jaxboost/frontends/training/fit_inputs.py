@@ -1,8 +1,9 @@
-"""A fit's inputs, from the arguments as given (`FitArguments`) to the one
+"""A fit's inputs, from the arguments (`FitArguments`, their categorical
+columns coded: `jaxboost.frontends.data.categories.coded_data`) to the one
 checked record the trainer takes (`jaxboost.frontends.training.placement.FitInputs`):
-the categorical columns coded, every array checked and converted, the loss
-and metrics resolved and tried on their shapes, the offsets and what an
-``init_model`` continues from.  With several processes the checks run on
+every array checked and converted, the groups and evaluation sets, the
+constraints, the loss and metrics resolved and tried on their shapes, the
+offsets and what an ``init_model`` continues from.  With several processes the checks run on
 every one (a failure in one stops them all rather than hanging them).
 
 ``settings``: a holder of the Booster's settings as attributes (a
@@ -24,14 +25,6 @@ from ...engine.metrics import Metric, resolve_metric
 from ...losses.metadata import metadata_of
 from ...runtime.devices import check_devices
 from ...runtime.distributed import gather, on_every_process
-from ..data.categories import (
-    CategoryColumn,
-    categorical_columns,
-    continued_categories,
-    encode_categories,
-    fit_categories,
-    frame_category_columns,
-)
 from ..data.grouping import eval_set_groups, fit_groups
 from ..data.offsets import as_offsets
 from ..data.validation import (
@@ -39,18 +32,10 @@ from ..data.validation import (
     as_targets,
     as_weights,
     check_not_all_constant,
-    column_count,
-    feature_names,
 )
 from ..settings.checks import whole_number
 from .computation_keys import group_widths, keyed_loss, keyed_metrics, searches_from_init
-from .continued import (
-    check_compatible,
-    check_feature_count,
-    continued_from,
-    fitted_model,
-    with_model_scores,
-)
+from .continued import check_compatible, continued_from, fitted_model, with_model_scores
 from .eval_sets import prepare_eval_sets, with_eval_offsets
 from .loss_checks import (
     check_group_loss,
@@ -66,7 +51,8 @@ from .program_settings import check_all_settings, constraint_settings
 
 class FitArguments(NamedTuple):
     """``fit``'s data arguments, as given (``X`` and the evaluation sets'
-    with their categorical columns coded: `coded_arguments`)."""
+    with their categorical columns coded:
+    `jaxboost.frontends.data.categories.coded_data`)."""
 
     X: Any
     y: Any
@@ -82,20 +68,6 @@ class FitArguments(NamedTuple):
     init_score: Any = None
     eval_init_score: Any = None
     init_model: Any = None
-
-
-def coded_arguments(arguments: FitArguments, categories: list | None) -> FitArguments:
-    """``arguments`` with ``X``'s and every evaluation set's categorical
-    columns replaced by their codes in ``categories`` (None: none)."""
-    X, eval_set = arguments.X, arguments.eval_set
-    coded_X = encode_categories(X, categories)
-    if eval_set is not None:
-        n_features = column_count(X)
-        eval_set = [
-            (encode_categories(Xe, categories, n_features, f"eval_set[{i}] X"), *rest)
-            for i, (Xe, *rest) in enumerate(eval_set)
-        ]
-    return arguments._replace(X=coded_X, eval_set=eval_set)
 
 
 def n_outputs_of(settings: Any, loss: Callable, y: np.ndarray) -> int:
@@ -120,10 +92,10 @@ def n_outputs_of(settings: Any, loss: Callable, y: np.ndarray) -> int:
     return int(declared)
 
 
-def checked_inputs(settings: Any, arguments: FitArguments):
+def checked_inputs(settings: Any, arguments: FitArguments, names: list[str] | None):
     """``fit``'s arguments checked and converted (no collectives):
     ``(features, targets, weight, feature names, loss, eval sets, metrics,
-    groups)``."""
+    groups)``; ``names``: ``X``'s column names (None for an array)."""
     X, y, sample_weight, eval_set, eval_sample_weight, eval_metric = arguments[:6]
     early_stopping_rounds = arguments.early_stopping_rounds
     check_all_settings(settings)
@@ -150,7 +122,7 @@ def checked_inputs(settings: Any, arguments: FitArguments):
         features.shape[1],
         loss,
         eval_groups,
-        feature_names(X),
+        names,
         target_shape=targets.shape[1:],
     )
     if early_stopping_rounds is not None and not eval_sets:
@@ -158,21 +130,28 @@ def checked_inputs(settings: Any, arguments: FitArguments):
     several = isinstance(eval_metric, (list, tuple)) and not isinstance(eval_metric, Metric)
     metric_specs = eval_metric if several else [eval_metric or "loss"]
     metrics = [resolve_metric(spec, loss) for spec in metric_specs]
-    return features, targets, weight, feature_names(X), loss, eval_sets, metrics, grouped
+    return features, targets, weight, names, loss, eval_sets, metrics, grouped
 
 
-def fit_inputs(settings: Any, arguments: FitArguments) -> FitInputs:
-    """``fit``'s arguments checked and converted, with several processes
-    on every one (a failure in one stops them all rather than hanging
-    them), and the loss and metrics tried on their shapes."""
+def fit_inputs(
+    settings: Any, arguments: FitArguments, names: list[str] | None, categories: list | None
+) -> FitInputs:
+    """``fit``'s arguments (``X``'s column ``names``, None for an array;
+    its categorical columns coded by ``categories``) checked and converted,
+    with several processes on every one (a failure in one stops them all
+    rather than hanging them), and the loss and metrics tried on their shapes."""
     features, targets, weight, names, loss, eval_sets, metrics, grouped = on_every_process(
-        lambda: checked_inputs(settings, arguments)
+        lambda: checked_inputs(settings, arguments, names)
     )
     check_not_all_constant(features, gather=gather)
     n_outputs = n_outputs_of(settings, loss, targets)
     # (after n_outputs: labels all 0 are refused there as one class)
-    on_every_process(lambda: check_unbounded_targets(loss, targets, weight))
-    on_every_process(lambda: constraint_settings(settings, features.shape[1], names, n_outputs))
+
+    def check_targets_and_constraints() -> None:
+        check_unbounded_targets(loss, targets, weight)
+        constraint_settings(settings, features.shape[1], names, n_outputs)
+
+    on_every_process(check_targets_and_constraints)
     # programs are reused exactly for the same computation: keyed by
     # tracing, at the shapes the programs call them with
     widths = None if grouped is None else group_widths(grouped.sizes, eval_sets)
@@ -193,12 +172,13 @@ def fit_inputs(settings: Any, arguments: FitArguments) -> FitInputs:
             for evaluated in eval_sets:
                 check_metric(metric, np.asarray(evaluated.y), n_outputs)
 
-    on_every_process(check_loss_and_metrics)
-    offsets, eval_sets, continued = on_every_process(
-        lambda: _starting_scores(
+    def checked_start():
+        check_loss_and_metrics()
+        return _starting_scores(
             settings, arguments, features, names, n_outputs, eval_sets, given_loss
         )
-    )
+
+    offsets, eval_sets, continued = on_every_process(checked_start)
     return FitInputs(
         features,
         targets,
@@ -211,6 +191,7 @@ def fit_inputs(settings: Any, arguments: FitArguments) -> FitInputs:
         grouped,
         offsets,
         continued,
+        categories,
     )
 
 
@@ -230,37 +211,3 @@ def _starting_scores(settings: Any, arguments, features, names, n_outputs, eval_
     device = (check_devices(settings.devices) or jax.local_devices())[0]
     continued = continued_from(model, features, offsets, device)
     return offsets, with_model_scores(model, eval_sets, device), continued
-
-
-def category_tables(settings: Any, X: Any, init_model: Any = None) -> list[CategoryColumn] | None:
-    """The categorical columns' categories and codes, None without any:
-    ``init_model``'s where it is given (its codes mean the same
-    categories); with several processes, of all processes' rows."""
-    several = jax.process_count() > 1  # (each process then takes part in the exchange)
-    if (
-        settings.categorical_features is None
-        and not frame_category_columns(X)
-        and init_model is None
-        and not several
-    ):
-        return None
-    names = feature_names(X)
-    table = names is not None or np.ndim(X) == 2
-    if not table and not several:
-        return None  # fit's input checks refuse X by name
-
-    def chosen_columns() -> list[int]:
-        if not table:
-            return []  # (on every process, which then refuse X alike)
-        n_features = len(names) if names is not None else np.shape(X)[1]
-        return categorical_columns(settings.categorical_features, X, n_features, names)
-
-    columns = on_every_process(chosen_columns)
-    if init_model is not None:
-        model = fitted_model(init_model)
-        if table:  # (before its categories are looked up by column)
-            check_feature_count(model, len(names) if names is not None else np.shape(X)[1])
-        old_tables = getattr(model, "categories_", None)
-        on_every_process(lambda: continued_categories(old_tables, columns, names))
-        return old_tables or None
-    return fit_categories(X, columns, names, int(settings.max_bins)) or None
