@@ -158,10 +158,22 @@ def test_a_classifier_with_its_own_loss_loads_with_it_and_fits_again(diabetes, t
 
 
 def test_a_saved_ranker_loads_as_the_ranker(diabetes, tmp_path):
+    """A saved Ranker loads as the Ranker; its ``booster_`` and model score
+    a frame with category and text columns as it does, and the settings a
+    Ranker does not take are left at the Booster's defaults."""
     X, y = diabetes
+    X = X.assign(bmi_band=X["bmi_band"].astype(str))  # a text column: a category one too
     qid = np.arange(len(y)) // 20
     relevance = np.digitize(y, [100, 150, 200])
     ranker = jb.Ranker(**SETTINGS).fit(X, relevance, qid=qid)
+    scores = ranker.predict(X)
+    assert [table.column for table in ranker.categories_] == [1, 10]
+    np.testing.assert_array_equal(ranker.booster_.predict(X), scores)
+    np.testing.assert_array_equal(ranker.booster_.model_.predict(X), scores)
+    defaults = jb.Booster().get_params(deep=False)
+    left = sorted(set(defaults) - set(jb.Ranker().get_params(deep=False)))
+    given = ranker.booster_.get_params(deep=False)
+    assert left and {name: given[name] for name in left} == {name: defaults[name] for name in left}
     ranker.save(tmp_path / "ranker.json")
     _same_estimator(jb.load(tmp_path / "ranker.json"), ranker, X)
 
@@ -331,7 +343,8 @@ def test_an_array_of_text_meets_the_boosters_answer(diabetes):
 def test_the_estimators_predict_through_the_models_one_link(diabetes, monkeypatch):
     """`predict`, `staged_predict` and `predict_proba` are the model's
     link of the raw scores (they applied the link themselves), and equal
-    ``booster_.predict`` on a frame with category and text columns."""
+    ``booster_.predict`` and ``booster_.model_.predict`` on a frame with
+    category and text columns (a Ranker's: `test_a_saved_ranker_loads_as_the_ranker`)."""
     from jaxboost.frontends.fitted.model import Model
 
     X, y = diabetes
@@ -351,3 +364,5 @@ def test_the_estimators_predict_through_the_models_one_link(diabetes, monkeypatc
     proba = classifier.predict_proba(X)
     assert links
     np.testing.assert_array_equal(proba[:, 1], classifier.booster_.predict(X))
+    for estimator, output in ((regressor, predicted), (classifier, proba[:, 1])):
+        np.testing.assert_array_equal(estimator.booster_.model_.predict(X), output)

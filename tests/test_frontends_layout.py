@@ -5,6 +5,7 @@ models and estimators, which name their classes' modules, still load."""
 import importlib
 import pickle
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -96,3 +97,20 @@ def test_pickles_naming_the_flat_modules_load():
         old = pickle.loads(_flat(pickle.dumps(fitted, protocol=2)))
         assert type(old) is type(fitted)
         np.testing.assert_array_equal(old.predict(X), fitted.predict(X))
+
+
+def test_the_layout_table_of_docs_algorithm_names_every_module_in_its_folder():
+    """docs/algorithm.md's table of the front floor names each module of
+    jaxboost/frontends in the row of its folder, and no module that is not there."""
+    root = Path(jb.__file__).parent / "frontends"
+    text = (root.parents[1] / "docs" / "algorithm.md").read_text()
+    rows = re.findall(r"^\| (\(top\)|`\w+/`) \| (.*) \|$", text, flags=re.MULTILINE)
+    documented = {
+        ("" if folder == "(top)" else folder.strip("`")) + name
+        for folder, modules in rows
+        for name in re.findall(r"`(\w+\.py)`", modules)
+    }
+    on_disk = {
+        str(path.relative_to(root)) for path in root.rglob("*.py") if path.name != "__init__.py"
+    }
+    assert documented == on_disk
