@@ -3,8 +3,9 @@ columns coded: `jaxboost.frontends.data.categories.coded_data`) to the one
 checked record the trainer takes (`jaxboost.frontends.training.placement.FitInputs`):
 every array checked and converted, the groups and evaluation sets, the
 constraints, the loss and metrics resolved and tried on their shapes, the
-offsets and what an ``init_model`` continues from.  With several processes the checks run on
-every one (a failure in one stops them all rather than hanging them).
+offsets and what an ``init_model`` continues from.  With several processes
+the checks run on every one (a failure in one stops them all rather than
+hanging them).
 
 ``settings``: a holder of the Booster's settings as attributes (a
 `jaxboost.Booster`, or `jaxboost.frontends.settings.settings_table.settings_record`'s
