@@ -16,6 +16,7 @@ from hypothesis.extra import numpy as hnp
 
 import jaxboost as jb
 from jaxboost import losses
+from jaxboost.engine import packed_split
 from jaxboost.engine.packed_split import find_best_packed_splits, packed_bins, slot_layout
 from jaxboost.engine.split import find_best_splits
 from jaxboost.kernels.histogram_reference import in_slots
@@ -97,7 +98,8 @@ def test_a_split_against_the_constraint_is_not_taken():
     assert np.mean((against.predict(X) + Y) ** 2) < np.var(Y)  # it learns the other columns
 
 
-def test_monotone_on_the_packed_split_search():
+def test_monotone_on_the_packed_split_search(monkeypatch):
+    monkeypatch.setattr(packed_split, "_PACKED_LEAST", 0)  # a small table, packed
     X_int, y_int = _data(integer=True)
     edges_of_few_values = np.sort(np.unique(X_int[:, 0]))
     assert edges_of_few_values.size < 20
@@ -199,7 +201,8 @@ def _brute_force_choice(hist, direction, lower, upper, node_mask, reg_lambda, le
     return best
 
 
-def test_constrained_search_matches_brute_force_on_both_layouts():
+def test_constrained_search_matches_brute_force_on_both_layouts(monkeypatch):
+    monkeypatch.setattr(packed_split, "_PACKED_LEAST", 0)  # a small table, packed
     rng = np.random.default_rng(3)
     n_features, n_nodes, n_value_bins = 6, 5, 63
     used = np.array([4, 6, 3, 5, 2, 6])

@@ -69,6 +69,7 @@ _OK_CASES = (
     "above-sample",
     "categories",
     "groups",
+    "custom-groups",
 )
 
 
@@ -190,15 +191,18 @@ def test_processes_with_other_categorical_columns_stop_with_the_reason():
         assert message in worker["last"], worker
 
 
-def test_two_processes_of_whole_queries_train_the_single_process_ranking_model(ok_cases):
+@pytest.mark.parametrize("case", ["groups", "custom-groups"])
+def test_two_processes_of_whole_queries_train_the_single_process_ranking_model(ok_cases, case):
     # each process places its own queries on its devices, in shapes agreed
-    # between them; rows numbered process by process, as one process's
-    for worker in ok_cases[0]["groups"]:
+    # between them; rows numbered process by process, as one process's; a
+    # user's group loss is traced at every process's group widths (process
+    # 1's programs run the width-4 groups only process 0 holds)
+    for worker in ok_cases[0][case]:
         assert worker["code"] == 0 and worker["last"].startswith("ok "), worker
     checks = _checks_module()
     X, relevance, qid = checks.query_rows()
-    single = checks.make_model("groups").fit(X, relevance, qid=qid)
-    models = ok_cases[1] / "groups"
+    single = checks.make_model(case).fit(X, relevance, qid=qid)
+    models = ok_cases[1] / case
     for model in (jb.load(models / f"model_process{i}.json") for i in (0, 1)):
         np.testing.assert_array_equal(model.bin_edges_, single.bin_edges_)
         for field in ("feature", "threshold_bin"):

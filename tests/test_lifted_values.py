@@ -81,6 +81,42 @@ def test_a_structure_evaluates_its_values_and_refuses_to_run_without():
         structure(y[0], f[0])
 
 
+_FINE = 1.0 + 2.0**-40  # not a float32: float32 rounds it to 1
+
+
+def _fine_rows(y, f, mask):
+    """Derivatives computed in float64 (as Cox's), reading a float64 number."""
+    with jax.enable_x64(True):
+        shift = (jnp.asarray(_FINE, jnp.float64) - 1.0) * 2.0**40  # 1 in float64, 0 if rounded
+        grad = jnp.where(mask, (f.astype(jnp.float64) - y.astype(jnp.float64)) * shift, 0.0)
+        grad = grad.astype(f.dtype)
+    return grad, jnp.where(mask, 1.0, 0.0).astype(f.dtype)
+
+
+def test_a_declared_function_computing_in_float64_keeps_its_float64_numbers():
+    # a float32 trace holds 8-byte values where the function turns 64-bit
+    # mode on: they cross into the program bit for bit and run in 64 bits
+    @jb.losses.declare(per="group", row_derivatives=_fine_rows)
+    def squares(y, f, mask):
+        return 0.5 * jnp.sum(jnp.where(mask, (f - y) ** 2, 0.0))
+
+    group = (
+        jax.ShapeDtypeStruct((4,), jnp.float32),
+        jax.ShapeDtypeStruct((4,), jnp.float32),
+        jax.ShapeDtypeStruct((4,), jnp.bool_),
+    )
+    structure, values = lift(squares, [group], ())
+    y, f, mask = jnp.zeros(4), jnp.arange(4.0), jnp.array([True, True, True, False])
+
+    def rows_of(values, y, f, mask):
+        with bound(structure, values):
+            return structure.row_derivatives(y, f, mask)
+
+    grad, hess = jax.jit(rows_of)(values, y, f, mask)
+    np.testing.assert_array_equal(grad, [0.0, 1.0, 2.0, 0.0])
+    np.testing.assert_array_equal(hess, [1.0, 1.0, 1.0, 0.0])
+
+
 def test_rules_and_callbacks_outside_the_libraries_are_not_lifted():
     scale = 2.0
 
@@ -332,9 +368,7 @@ def _pairwise_rows(y, f, mask, sigma):
     return grad, jnp.where(mask, sigma * sigma * 0.25 * jnp.sum(mask), 0.0)
 
 
-def test_a_group_loss_s_declared_row_derivatives_fit_the_new_value_s_model():
-    """Keyed by their values (not lifted): a new value compiles the
-    programs again and fits the fresh process's model."""
+def test_a_group_loss_s_declared_row_derivatives_read_the_new_value():
     rng = np.random.default_rng(5)
     sizes = rng.integers(2, 9, size=20)
     X = rng.normal(size=(int(sizes.sum()), 3)).astype(np.float32)
@@ -349,7 +383,9 @@ def test_a_group_loss_s_declared_row_derivatives_fit_the_new_value_s_model():
         return jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=sizes).predict(X)
 
     first = fit(1.0)
+    compiled = train_chunk_program.cache_info().misses
     second = fit(3.0)
+    assert train_chunk_program.cache_info().misses == compiled
     assert np.max(np.abs(second - first)) > 1e-3
     train_chunk_program.cache_clear()
     jax.clear_caches()

@@ -19,6 +19,12 @@ from jaxboost.kernels.histogram_reference import in_slots
 from jaxboost.kernels.interfaces import LevelSplit, SlotLayout
 
 
+@pytest.fixture(autouse=True)
+def _pack_small_tables(monkeypatch):
+    # these tables are small: packed here whatever their candidates' count
+    monkeypatch.setattr(packed_split, "_PACKED_LEAST", 0)
+
+
 def _edges(used: np.ndarray, n_value_bins: int, rng) -> np.ndarray:
     edges = np.full((used.size, n_value_bins), np.inf, np.float32)
     for feature, count in enumerate(used):
@@ -83,6 +89,28 @@ def test_packing_is_skipped_where_features_use_most_bins():
     assert packed_bins(_edges(np.full(20, 60), 63, rng)) is None
     few = packed_bins(_edges(np.full(20, 6), 63, rng))
     assert few is not None and few.feature.size < 0.6 * 20 * 63
+
+
+def test_few_candidates_are_not_packed(monkeypatch):
+    # a small table's padded search is cheap, and its shape is the same on a
+    # cross-validation's folds and its refit (packed: 1,024 and 1,152
+    # candidates on diabetes), so they share one compiled program
+    from sklearn.datasets import load_diabetes
+
+    monkeypatch.setattr(packed_split, "_PACKED_LEAST", 4096)
+    X, y = load_diabetes(return_X_y=True)
+    settings = {"n_estimators": 2, "max_depth": 2}
+    fold, whole = (
+        jb.Booster(**settings).fit(X[rows], y[rows]) for rows in (slice(294), slice(None))
+    )
+    monkeypatch.setattr(packed_split, "_PACKED_LEAST", 0)
+    packed = [packed_bins(model.bin_edges_) for model in (fold, whole)]
+    assert packed[0].feature.shape != packed[1].feature.shape  # what packing would do
+    monkeypatch.undo()
+    assert packed_split._PACKED_LEAST > fold.bin_edges_.size
+    assert packed_bins(fold.bin_edges_) is None and packed_bins(whole.bin_edges_) is None
+    wide = _edges(np.full(100, 6), 255, np.random.default_rng(0))  # 25,500 padded: packed
+    assert packed_bins(wide) is not None
 
 
 @pytest.mark.parametrize("quantised", [False, True])

@@ -31,8 +31,12 @@ def _written(text: str, **namespace):
     return eval(text, {"jnp": jnp, "np": np, **namespace})
 
 
-def _key(fn):
-    return same_computation(fn, [(_SCALAR, _SCALAR)])
+def _key(fn, lifted: bool = False):
+    return same_computation(fn, [(_SCALAR, _SCALAR)], lifted=lifted)
+
+
+# keyed by its traces, or (lifted) by its structure and lifted numbers
+_BOTH_KEYS = pytest.mark.parametrize("lifted", [False, True])
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +52,16 @@ def _mean_prediction(loss, data, **settings) -> float:
     return float(jb.Booster(loss=loss, **_SETTINGS, **settings).fit(X, y).predict(X).mean())
 
 
-def test_the_same_text_is_the_same_computation():
-    first = _key(_written("lambda y, f: jnp.logaddexp(f - y, y - f)"))
-    again = _key(_written("lambda y, f: jnp.logaddexp(f - y, y - f)"))
+@_BOTH_KEYS
+def test_the_same_text_is_the_same_computation(lifted):
+    first = _key(_written("lambda y, f: jnp.logaddexp(f - y, y - f)"), lifted)
+    again = _key(_written("lambda y, f: jnp.logaddexp(f - y, y - f)"), lifted)
     assert again is first and plain(again) is not None
 
 
-def test_any_difference_in_what_is_computed_is_another_key():
-    base = _key(_written("lambda y, f: 2.0 * jnp.abs(y - f)"))
+@_BOTH_KEYS
+def test_any_difference_in_what_is_computed_is_another_key(lifted):
+    base = _key(_written("lambda y, f: 2.0 * jnp.abs(y - f)"), lifted)
     for other in (
         _written("lambda y, f: 3.0 * jnp.abs(y - f)"),  # a constant
         _written("lambda y, f: 2.0 * jnp.square(y - f)"),  # a function
@@ -63,27 +69,31 @@ def test_any_difference_in_what_is_computed_is_another_key():
         _written("lambda y, f: 2.0 * jnp.abs(y - f) + 0.0 * w[0]", w=np.ones(3)),
         _written("lambda y, f: 2.0 * jnp.abs(y - f) * jnp.copysign(1.0, c)", c=-0.0),
     ):
-        assert _key(other) != base
+        assert _key(other, lifted) != base
     # a global with the same value, a copied array: the same computation
-    assert _key(_written("lambda y, f: scale * jnp.abs(y - f)", scale=2.0)) == base
+    assert _key(_written("lambda y, f: scale * jnp.abs(y - f)", scale=2.0), lifted) == base
     weights = np.arange(3.0)
     text = "lambda y, f: jnp.sum(w * (y - f) ** 2)"
-    assert _key(_written(text, w=weights)) == _key(_written(text, w=weights.copy()))
-    assert _key(_written(text, w=weights)) != _key(_written(text, w=weights + 1))
+    assert _key(_written(text, w=weights), lifted) == _key(_written(text, w=weights.copy()), lifted)
+    assert _key(_written(text, w=weights), lifted) != _key(_written(text, w=weights + 1), lifted)
 
 
-def test_numbers_are_compared_at_full_precision_and_sign():
-    assert _key(lambda y, f: 0.1 * (y - f) ** 2) != _key(lambda y, f: 0.1000000001 * (y - f) ** 2)
-    plus = _key(lambda y, f: (y - f) ** 2 + jnp.copysign(1.0, 0.0))
-    minus = _key(lambda y, f: (y - f) ** 2 + jnp.copysign(1.0, -0.0))
+@_BOTH_KEYS
+def test_numbers_are_compared_at_full_precision_and_sign(lifted):
+    assert _key(lambda y, f: 0.1 * (y - f) ** 2, lifted) != _key(
+        lambda y, f: 0.1000000001 * (y - f) ** 2, lifted
+    )
+    plus = _key(lambda y, f: (y - f) ** 2 + jnp.copysign(1.0, 0.0), lifted)
+    minus = _key(lambda y, f: (y - f) ** 2 + jnp.copysign(1.0, -0.0), lifted)
     assert plus != minus
 
 
-def test_an_untraceable_function_is_never_the_same_as_another():
+@_BOTH_KEYS
+def test_an_untraceable_function_is_never_the_same_as_another(lifted):
     def broken(y, f):
         raise RuntimeError("not traceable")
 
-    assert _key(broken) != _key(broken)
+    assert _key(broken, lifted) != _key(broken, lifted)
 
 
 def test_keys_pickle_as_the_function():

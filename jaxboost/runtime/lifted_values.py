@@ -19,15 +19,15 @@ A `LossStructure` computes nothing by itself: called anywhere but inside a
 program that was handed its values, it raises (a program that baked one
 fit's numbers into a structure's cache entry would fit the next value's
 model with the old numbers).  The functions a loss declares that the programs call beside it (a
-distribution's ``fisher``, ``sampler`` and ``init``) are lifted alike, each at the shapes of its calls:
+distribution's ``fisher``, ``sampler`` and ``init``, a group loss's
+``row_derivatives``) are lifted alike, each at the shapes of its calls:
 their structures join the key, their numbers the values, and the
 structure's attribute of that name evaluates the lifted jaxpr (on the host,
 outside any program, it is the declared function itself).  Losses whose
 jaxpr (or a declared function's) calls back into Python or holds a custom
 derivative rule written outside JAX and jaxboost (a rule may read numbers
-the jaxpr does not show) get no structure, as do group losses declaring
-``row_derivatives``: their programs stay keyed by their values
-(`jaxboost.runtime.same_function`).
+the jaxpr does not show) get no structure: their programs stay keyed by
+their values (`jaxboost.runtime.same_function`).
 """
 
 from __future__ import annotations
@@ -96,10 +96,7 @@ class LossStructure:
                 "the shapes its programs call it with)"
             )
         index = self.signatures.index(signature)
-        closed = self.jaxprs[index]
-        lifted = closed.jaxpr.invars[: len(values[index])]
-        inputs = [_restored(value, var.aval.dtype) for value, var in zip(values[index], lifted)]
-        return jax_core.jaxpr_as_fun(closed)(*inputs, *args)[0]
+        return _evaluated(self.jaxprs[index], values[index], args)[0]
 
     def traced_at(self, *args: Any) -> bool:
         """Whether the structure was traced at ``args``' shapes and dtypes."""
@@ -155,9 +152,7 @@ class LossStructure:
         index = part.signatures.index(signature)
         closed, out_tree = part.jaxprs[index], part.out_trees[index]
         own = values[part.first_value + index]
-        lifted = closed.jaxpr.invars[: len(own)]
-        inputs = [_restored(value, var.aval.dtype) for value, var in zip(own, lifted)]
-        outputs = jax_core.jaxpr_as_fun(closed)(*inputs, *jax.tree.leaves(traced_args))
+        outputs = _evaluated(closed, own, jax.tree.leaves(traced_args))
         return jax.tree.unflatten(out_tree, outputs)
 
     def __eq__(self, other: object) -> bool:
@@ -190,16 +185,16 @@ def lift(
     float64, and of the declared functions ``parts``
     (`jaxboost.runtime.same_function.Part`: a name, the function, its
     call's arguments and the trailing arguments the programs pass as
-    constants) at theirs, in float32.  ``values``, one tuple of numpy arrays per traced
+    constants) at theirs, in float32; a group loss's ``row_derivatives`` at
+    the loss's calls.  ``values``, one tuple of numpy arrays per traced
     signature, is what its programs are handed (`bound`).  None where
     ``fn`` cannot be lifted (see the module docstring), or declares a
     function the programs call that ``parts`` does not list.  ``declared``:
     the metadata the key holds beside the jaxprs."""
     parts = list(parts)
-    if callable(getattr(fn, "row_derivatives", None)):
-        # (a group loss's closed form, called at float32 and float64 scores
-        # by the programs and checks: keyed by its values, not lifted)
-        return None
+    row_derivatives = getattr(fn, "row_derivatives", None)
+    if callable(row_derivatives):  # a group loss's: called as the loss is
+        parts.append(_RowDerivatives(row_derivatives, calls))
     signatures, jaxprs, texts, values = [], [], [], []
     lifted_parts = {}
     try:
@@ -229,10 +224,23 @@ def lift(
     return structure, tuple(values)
 
 
+class _RowDerivatives(NamedTuple):
+    """A group loss's ``row_derivatives`` as a part: traced at every call
+    of the loss, in float32 and float64."""
+
+    fn: Callable
+    calls: Sequence[tuple]
+    name: str = "row_derivatives"
+    static: tuple = ()
+
+
 def _lifted_part(part: Any, first_value: int) -> tuple | None:
     """``(_LiftedPart, texts, values)`` of a declared function, or None
     where it cannot be lifted."""
-    traces = [(part.arguments, False)]
+    if isinstance(part, _RowDerivatives):
+        traces = [(arguments, wide) for arguments in part.calls for wide in (False, True)]
+    else:
+        traces = [(part.arguments, False)]
     signatures, jaxprs, out_trees, texts, values = [], [], [], [], []
     for arguments, wide in traces:
         closed, out_tree = _traced_tree(part.fn, arguments, wide)
@@ -425,12 +433,41 @@ def _nested_constants(jaxpr: Any) -> tuple:
     return tuple(digests)
 
 
+def _evaluated(closed: Any, values: tuple, args: Sequence[Any]) -> list:
+    """The outputs of a lifted jaxpr ``closed`` on its ``values`` and
+    ``args``; with 64-bit mode on while it runs where it holds 8-byte
+    numbers (a float64 trace, or a float32 one whose function computes a
+    part in float64 under ``jax.enable_x64``, as Cox's derivatives do)."""
+    lifted = closed.jaxpr.invars[: len(values)]
+    with jax.enable_x64(True) if _holds_wide(closed.jaxpr) else contextlib.nullcontext():
+        inputs = [_restored(value, var.aval.dtype) for value, var in zip(values, lifted)]
+        return jax_core.jaxpr_as_fun(closed)(*inputs, *args)
+
+
+def _holds_wide(jaxpr: Any) -> bool:
+    """Whether an input or an equation's output of ``jaxpr`` (or of a jaxpr
+    nested in it) is of an 8-byte type."""
+    variables = [*jaxpr.invars, *(var for eqn in jaxpr.eqns for var in eqn.outvars)]
+    if any(_is_wide(getattr(var.aval, "dtype", None)) for var in variables):
+        return True
+    return any(_holds_wide(inner) for inner in jax_core.subjaxprs(jaxpr))
+
+
+def _is_wide(dtype: Any) -> bool:
+    """Whether ``dtype`` is a plain 8-byte numpy type (not a PRNG key's)."""
+    if dtype is None or jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        return False
+    return np.dtype(dtype).itemsize == 8
+
+
 def _passed(value: np.ndarray, wide: bool) -> np.ndarray:
-    """A lifted value as a program's argument: a float64 trace's 8-byte
-    values as pairs of uint32 (programs are traced with 64-bit mode off,
-    which would round them), restored by `_restored` inside the loss."""
+    """A lifted value as a program's argument: 8-byte values as pairs of
+    uint32 (programs are traced with 64-bit mode off, which would round
+    them), restored by `_restored` inside the loss.  (``wide``: the value
+    comes from a float64 trace; a float32 trace may hold 8-byte values too,
+    where its function turns 64-bit mode on for a part.)"""
     value = np.asarray(value)
-    if wide and value.dtype.itemsize == 8:
+    if value.dtype.itemsize == 8:
         flat = np.ascontiguousarray(value).reshape(-1).view(np.uint32)
         return flat.reshape(*value.shape, 2)
     if value.dtype.itemsize > 8:

@@ -15,6 +15,12 @@ rules expanded), the values of the jaxpr's constants (captured arrays, by
 their bytes), the catalogue metadata it declares, and the declared
 functions the programs call beside it (a distribution's ``fisher``,
 ``sampler`` and ``init``: `Part`), traced alike at their calls' shapes.
+A function lifted for programs that take its numbers as inputs
+(``lifted=True``: `jaxboost.runtime.lifted_values`) is keyed by that
+structure and those numbers instead (its value's jaxprs at every call, in
+float32 and float64, its declared parts', every number at full precision):
+they say what the traces above would, and a group loss is then traced
+once per width and precision rather than twice.
 `same_parts` keys any other object the programs call into (an optax
 optimizer of `jaxboost.refit_leaves`) by the traces of its methods alike.
 `same_computation` returns one `SameComputation` per key, whose calls go to the newest
@@ -167,22 +173,39 @@ def same_computation(
       the one `SameComputation` of that key, now calling ``fn``.
     """
     fn = plain(fn)
-    key = (
-        _declared(fn),
-        tuple(_traced(fn, arguments) for arguments in calls),
-        tuple(_row_derivatives(fn, arguments) for arguments in calls),
-        tuple((part.name, _part_digest(part)) for part in parts),
-    )
+    declared = _declared(fn)
+    found = lift(fn, calls, _structural(declared), parts) if lifted else None
+    if found is not None:
+        # the structure (every jaxpr's text, at every call, float32 and
+        # float64, the declared parts' too) and the lifted numbers say all
+        # the traces below would: no second trace
+        key = (declared, "lifted", found[0].key, _values_digest(found[1]))
+    else:
+        key = (
+            declared,
+            tuple(_traced(fn, arguments) for arguments in calls),
+            tuple(_row_derivatives(fn, arguments) for arguments in calls),
+            tuple((part.name, _part_digest(part)) for part in parts),
+        )
     keyed = _BY_KEY.get(key)
     if keyed is None:
         keyed = SameComputation(fn, key)
         _BY_KEY[key] = keyed
     keyed.fn = fn  # the newest function of this computation: programs traced later trace it
-    found = None
-    if lifted:
-        found = lift(fn, calls, _structural(key[0]), parts)
     keyed.structure, keyed.values = found if found is not None else (None, ())
     return keyed
+
+
+def _values_digest(values: tuple) -> tuple:
+    """A digest of lifted values (per traced signature, a tuple of numpy
+    arrays): their types, shapes and bytes (``-0.0`` apart from ``0.0``)."""
+    digest = hashlib.sha256()
+    for signature in values:
+        for value in signature:
+            array = np.ascontiguousarray(np.asarray(value))
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(array.tobytes())
+    return (len(values), digest.hexdigest())
 
 
 def same_parts(obj: Any, parts: Sequence[Part]) -> SameComputation:

@@ -27,6 +27,7 @@ import numpy as np
 from ...engine.fisher import FISHER_DRAWS
 from ...engine.metrics import Metric, group_metric, per_sample
 from ...losses.metadata import metadata_of
+from ...runtime.distributed import gather_same_shape
 from ...runtime.same_function import (
     Part,
     SameComputation,
@@ -60,14 +61,23 @@ def group_arguments(target_row: tuple[int, ...], width: int) -> tuple:
     )
 
 
+_WIDTH_BITS = 33  # group widths are powers of two up to 2**32
+
+
 def group_widths(sizes: np.ndarray, eval_sets: Sequence[EvalSet] = ()) -> tuple[int, ...]:
     """The padded lengths a fit runs a group loss at: its groups' of
     ``sizes`` (`jaxboost.frontends.data.grouping.group_width`) and its
-    evaluation sets' groups'."""
+    evaluation sets' groups', on every process (called by all of them)."""
     widths = {group_width(int(size)) for size in np.unique(sizes)}
     for evaluated in eval_sets:
         widths.update(int(bucket.mask.shape[-1]) for bucket in evaluated.groups)
-    return tuple(sorted(widths))
+    # with several processes, every process's: the programs run each width
+    # any process has (`jaxboost.frontends.data.grouping.agreed_shapes`),
+    # and a lifted loss must be traced at each
+    found = np.zeros(_WIDTH_BITS, np.uint8)
+    found[[width.bit_length() - 1 for width in widths]] = 1
+    every = gather_same_shape(found).max(axis=0)
+    return tuple(1 << bit for bit in np.flatnonzero(every))
 
 
 def searches_from_init(loss: Callable, n_outputs: int, widths: tuple[int, ...] | None) -> bool:
