@@ -64,7 +64,7 @@ _TARGETS = {
     "jaxboost_category_sums": "JaxboostCategorySums",
     "jaxboost_shap_contributions": "JaxboostShapContributions",
     "jaxboost_shap_interactions": "JaxboostShapInteractions",
-    "jaxboost_leaf_histograms": "JaxboostLeafHistograms",
+    "jaxboost_leaf_split": "JaxboostLeafSplit",
 }
 
 
