@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from jaxboost.engine.bestfirst import grow_best_first
-from jaxboost.engine.binning import apply_bins, fit_bin_edges, tile_bins
+from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
 from jaxboost.engine.categorical import CategoricalSettings, categorical_search
-from jaxboost.engine.leaf_rows import Segments, leaf_of_row
+from jaxboost.engine.leaf_rows import Segments, leaf_of_row, row_major_bins
 from jaxboost.engine.tree import TreeParams
 from jaxboost.kernels.native_library import native_available
 
@@ -53,6 +53,7 @@ def test_a_split_partitions_its_segment_stably_and_sums_the_smaller_child(catego
 
     new_order, new_table, hist, rows = jax.jit(native_leaf_split)(
         tile_bins(jnp.asarray(bins)),
+        jnp.asarray(bins.T),
         jnp.asarray(stats),
         jnp.asarray(order),
         jnp.asarray(table),
@@ -97,6 +98,13 @@ def test_a_split_partitions_its_segment_stably_and_sums_the_smaller_child(catego
     new_table = np.asarray(new_table)
     np.testing.assert_array_equal(new_table[leaves], np.moveaxis(hist, 1, 0))
     np.testing.assert_array_equal(new_table[[0, 2]], table[[0, 2]])
+
+
+@pytest.mark.parametrize("n_rows", [100, 2 * TILE_ROWS, 2 * TILE_ROWS + 5])
+def test_tiled_bins_read_back_row_by_row(n_rows):
+    bins = np.random.default_rng(1).integers(0, 256, size=(3, n_rows), dtype=np.uint8)
+    rows = jax.jit(row_major_bins)(tile_bins(jnp.asarray(bins)))
+    np.testing.assert_array_equal(np.asarray(rows), bins.T)
 
 
 def test_every_rows_leaf_from_the_segments():

@@ -42,7 +42,7 @@ from jax import lax
 
 from ..kernels.leaf_sums import leaf_sums_reference
 from .categorical import CategoricalSearch, is_categorical_node
-from .leaf_rows import Segments, leaf_of_row, root_step, split_step
+from .leaf_rows import Segments, leaf_of_row, root_step, row_major_bins, split_step
 from .split import SplitChoice, find_best_splits
 
 
@@ -259,8 +259,8 @@ def grow_best_first(
     n_outputs = row_stats.shape[1] // 2
 
     n_bins = max_bins + 1
-    if native:  # (quantised stats: converted once, not at every step)
-        row_stats = row_stats.astype(jnp.float32)
+    if native:  # (once a tree, not at every step)
+        bins, row_stats = (bins, row_major_bins(bins)), row_stats.astype(jnp.float32)
 
     def search(hist, node_rows):
         """The choice of two leaves from their histograms (and rows)."""

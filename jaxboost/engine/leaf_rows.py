@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..kernels.histogram_reference import build_histograms
-from ..kernels.leaf_histogram import native_leaf_split
+from ..kernels.leaf_histogram import native_leaf_of_row, native_leaf_split, native_row_major_bins
 from .split import SplitChoice
 
 
@@ -71,6 +71,15 @@ def goes_right(row_bin: jax.Array, choice: SplitChoice, missing_bin: int) -> jax
     return jnp.where(is_missing, ~choice.missing_left, value_goes_right)
 
 
+def row_major_bins(bins: jax.Array) -> jax.Array:
+    """``(n_rows, n_features)`` uint8 the bins stored by tiles of rows
+    (`jaxboost.engine.binning.tile_bins`, ``(n_features, n_rows)``) row by
+    row, as the native step sums them: a summed row's bins are one or two
+    cache lines, where by tiles they are one a feature (leaves deep in a
+    tree hold rows far apart, each feature's bin a miss of its own)."""
+    return native_row_major_bins(bins)
+
+
 def _scaled(hist: jax.Array, stats_scale: jax.Array | None) -> jax.Array:
     """Histograms of quantised stats (exact integer sums) in their units."""
     return hist if stats_scale is None else hist.astype(jnp.float32) * stats_scale
@@ -104,7 +113,7 @@ def _native_split(
         ]
     )
     order, table, hist, rows = native_leaf_split(
-        bins,
+        *bins,
         row_stats,
         segments.order,
         segments.hist,
@@ -124,9 +133,10 @@ def root_step(native, bins, row_stats, stats_scale, row_positive, n_leaves, n_bi
     """Every row in leaf 0: the rows' layout, and the histograms of leaf 0
     and of the empty leaf ``n_leaves`` (dropped where they are set).
 
-    ``row_stats``: float32 where ``native`` (quantised stats converted once,
-    not at every step)."""
-    n_rows = bins.shape[1]
+    ``bins``: ``(n_features, n_rows)``, or where ``native`` those stored
+    by tiles and `row_major_bins` of them; ``row_stats``: float32 where
+    ``native`` (quantised stats converted once, not at every step)."""
+    n_features, n_rows = bins[0].shape if native else bins.shape
     if not native:
         node_of_row = jnp.zeros(n_rows, jnp.int32)
         leaves = jnp.array([0, n_leaves], jnp.int32)
@@ -137,7 +147,7 @@ def root_step(native, bins, row_stats, stats_scale, row_positive, n_leaves, n_bi
         order=jnp.arange(n_rows, dtype=jnp.int32),
         start=jnp.zeros(n_leaves, jnp.int32),
         count=jnp.zeros(n_leaves, jnp.int32).at[0].set(n_rows),
-        hist=jnp.zeros((n_leaves, bins.shape[0], n_bins, row_stats.shape[1]), jnp.float32),
+        hist=jnp.zeros((n_leaves, n_features, n_bins, row_stats.shape[1]), jnp.float32),
     )
     every_row_left = (jnp.array([0, n_bins - 1, 1], jnp.int32), None)
     leaves = jnp.array([0, n_leaves], jnp.int32)
@@ -186,11 +196,4 @@ def leaf_of_row(rows: Segments | jax.Array) -> jax.Array:
     """``(n_rows,)`` int32 every row's leaf."""
     if not isinstance(rows, Segments):
         return rows
-    n_rows, n_leaves = rows.order.shape[0], rows.start.shape[0]
-    position = jnp.arange(n_rows, dtype=jnp.int32)
-    # each leaf's number (plus 1) where its segment begins, then carried on
-    first = jnp.where(rows.count > 0, rows.start, n_rows)  # (empty leaves: dropped)
-    mark = jnp.zeros(n_rows, jnp.int32).at[first].set(jnp.arange(1, n_leaves + 1), mode="drop")
-    begins = lax.cummax(jnp.where(mark > 0, position, 0))
-    leaf_at = mark[begins] - 1
-    return jnp.zeros(n_rows, jnp.int32).at[rows.order].set(leaf_at, unique_indices=True)
+    return native_leaf_of_row(rows.order, rows.start, rows.count)

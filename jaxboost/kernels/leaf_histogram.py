@@ -19,6 +19,7 @@ from .native_library import load
 
 
 def native_leaf_split(
+    tiled: jax.Array,
     bins: jax.Array,
     row_stats: jax.Array,
     order: jax.Array,
@@ -34,8 +35,11 @@ def native_leaf_split(
     count]``, into ``leaves``, and make its children's histograms.
 
     Args:
-      bins: ``(n_features, n_rows)`` uint8, stored by tiles of rows
-        (`jaxboost.engine.binning.tile_bins`).
+      tiled: ``(n_features, n_rows)`` uint8, stored by tiles of rows
+        (`jaxboost.engine.binning.tile_bins`): the split feature's bins, read
+        by the partition.
+      bins: ``(n_rows, n_features)`` uint8, the same row by row (a row's
+        bins, read for every feature of a summed row, lie together).
       row_stats: ``(n_rows, n_stats)`` float32.
       order: ``(n_rows,)`` int32, a permutation of the rows in which every
         leaf's rows lie side by side in increasing row order.
@@ -63,7 +67,7 @@ def native_leaf_split(
       each child's rows in ``row_positive``.
     """
     load()
-    n_features, (n_rows, n_stats), n_bins = bins.shape[0], row_stats.shape, leaf_hist.shape[2]
+    (n_rows, n_features), n_stats, n_bins = bins.shape, row_stats.shape[1], leaf_hist.shape[2]
     results = (
         jax.ShapeDtypeStruct((n_rows,), jnp.int32),
         jax.ShapeDtypeStruct(leaf_hist.shape, jnp.float32),
@@ -78,9 +82,10 @@ def native_leaf_split(
         "jaxboost_leaf_split",
         results,
         vmap_method="sequential",
-        input_output_aliases={2: 0, 3: 1},  # the permutation and the table, updated in place
+        input_output_aliases={3: 0, 4: 1},  # the permutation and the table, updated in place
     )
     return call(
+        tiled,
         bins,
         row_stats.astype(jnp.float32),
         order.astype(jnp.int32),
@@ -93,3 +98,22 @@ def native_leaf_split(
         n_bins=np.int64(n_bins),
         smaller=bool(smaller),
     )
+
+
+def native_row_major_bins(tiled: jax.Array) -> jax.Array:
+    """``(n_rows, n_features)`` uint8 the bins ``tiled`` ``(n_features,
+    n_rows)``, stored by tiles of rows (`jaxboost.engine.binning.tile_bins`),
+    row by row."""
+    load()
+    n_features, n_rows = tiled.shape
+    result = jax.ShapeDtypeStruct((n_rows, n_features), jnp.uint8)
+    return jax.ffi.ffi_call("jaxboost_row_major_bins", result, vmap_method="sequential")(tiled)
+
+
+def native_leaf_of_row(order: jax.Array, start: jax.Array, count: jax.Array) -> jax.Array:
+    """``(n_rows,)`` int32 every row's leaf: ``l`` for the rows
+    ``order[start[l] : start[l] + count[l]]`` (rows in no segment: 0)."""
+    load()
+    result = jax.ShapeDtypeStruct(order.shape, jnp.int32)
+    call = jax.ffi.ffi_call("jaxboost_leaf_of_row", result, vmap_method="sequential")
+    return call(order.astype(jnp.int32), start.astype(jnp.int32), count.astype(jnp.int32))

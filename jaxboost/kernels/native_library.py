@@ -65,6 +65,8 @@ _TARGETS = {
     "jaxboost_shap_contributions": "JaxboostShapContributions",
     "jaxboost_shap_interactions": "JaxboostShapInteractions",
     "jaxboost_leaf_split": "JaxboostLeafSplit",
+    "jaxboost_row_major_bins": "JaxboostRowMajorBins",
+    "jaxboost_leaf_of_row": "JaxboostLeafOfRow",
 }
 
 

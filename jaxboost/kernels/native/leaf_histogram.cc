@@ -43,7 +43,8 @@
 //   makes the root's histogram from the segment of every row.
 //
 // Shapes (row-major):
-//   bins          (n_features, n_rows) uint8 by tiles of rows (bin_tiles.h)
+//   tiled         (n_features, n_rows) uint8 by tiles of rows (bin_tiles.h)
+//   bins          (n_rows, n_features) uint8, the same row by row
 //   stats         (n_rows, n_stats) float32
 //   order         (n_rows,) int32
 //   leaf_hist     (n_leaves, n_features, n_bins, n_stats) float32
@@ -61,6 +62,10 @@
 #include <tuple>
 #include <vector>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "bin_tiles.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -69,51 +74,67 @@ namespace ffi = xla::ffi;
 namespace {
 
 constexpr int64_t kAnyBin = 256;  // room for every uint8 bin: checked after summing
-constexpr int kBlock = 4;         // features summed in one pass over the rows
+// features summed in one pass over the rows: their sums (kAnyBin bins of 2
+// float64 a feature: 128 KiB) stay in the core's L2 cache
+constexpr int64_t kBlock = 32;
+constexpr int64_t kAhead = 16;  // rows ahead whose bins and stats are prefetched
 
-// kBlock features' sums (from feature f) of the listed rows [begin, end),
-// whose bins are `pitch` bytes from one feature to the next, into
-// sums[(k * kAnyBin + bin) * S + s] (their stats lie side by side, gathered
-// once for every feature); returns the largest bin read.  One pass for
-// several features reads each row's place and stats once for all of them,
-// and their updates are independent.
+// The sums of features [f0, f0 + n_block) over the listed rows, whose bins
+// lie row by row (`row_bins`, n_features a row): sums[(k * kAnyBin + bin) *
+// S + s] += stats[row, s], row after row in the order listed; returns the
+// largest bin read.  A row's bins are one or two cache lines, read once
+// for all the block's features (by tiles, they were one line a feature).
 template <int64_t S>
-int64_t SumFeatures(const uint8_t* bins, const int64_t* start, int64_t pitch, const float* stats,
-                    int64_t begin, int64_t end, int64_t f, int n_block, int64_t n_stats,
-                    double* sums) {
+int64_t SumFeatures(const uint8_t* row_bins, int64_t n_features, const float* stats,
+                    const int32_t* rows, int64_t n_listed, int64_t f0, int64_t n_block,
+                    int64_t n_stats, double* sums) {
   const int64_t width = S > 0 ? S : n_stats;
-  int64_t largest = 0;
-  const uint8_t* column = bins + f * pitch;
-  if (n_block == kBlock) {
-    for (int64_t j = begin; j < end; ++j) {
-      const uint8_t* at = column + start[j];
-      const int64_t b[kBlock] = {at[0], at[pitch], at[2 * pitch], at[3 * pitch]};
-      const float* row = stats + j * width;
-      for (int k = 0; k < kBlock; ++k) {
-        largest = std::max(largest, b[k]);
-        double* to = sums + (k * kAnyBin + b[k]) * width;
-        for (int64_t s = 0; s < width; ++s) to[s] += row[s];
-      }
+  uint8_t largest = 0;
+  for (int64_t j = 0; j < n_listed; ++j) {
+    if (j + kAhead < n_listed) {
+      const int64_t ahead = rows[j + kAhead];
+      __builtin_prefetch(row_bins + ahead * n_features + f0);
+      __builtin_prefetch(stats + ahead * width);
     }
-    return largest;
-  }
-  for (int64_t j = begin; j < end; ++j) {
-    const float* row = stats + j * width;
-    for (int k = 0; k < n_block; ++k) {
-      const int64_t b = column[start[j] + k * pitch];
+    const int64_t r = rows[j];
+    const uint8_t* bin = row_bins + r * n_features + f0;
+    const float* row = stats + r * width;
+    float stat[S > 0 ? S : 1];
+    if constexpr (S > 0) {
+      for (int64_t s = 0; s < S; ++s) stat[s] = row[s];
+    }
+#ifdef __SSE2__
+    if constexpr (S == 2) {  // a gradient and a hessian: one 16-byte add
+      const __m128d pair = _mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd(
+          reinterpret_cast<const double*>(row))));
+      for (int64_t k = 0; k < n_block; ++k) {
+        const uint8_t b = bin[k];
+        largest = std::max(largest, b);
+        double* to = sums + (k * kAnyBin + b) * 2;
+        _mm_storeu_pd(to, _mm_add_pd(_mm_loadu_pd(to), pair));
+      }
+      continue;
+    }
+#endif
+    for (int64_t k = 0; k < n_block; ++k) {
+      const uint8_t b = bin[k];
       largest = std::max(largest, b);
       double* to = sums + (k * kAnyBin + b) * width;
-      for (int64_t s = 0; s < width; ++s) to[s] += row[s];
+      if constexpr (S > 0) {
+        for (int64_t s = 0; s < S; ++s) to[s] += stat[s];
+      } else {
+        for (int64_t s = 0; s < width; ++s) to[s] += row[s];
+      }
     }
   }
   return largest;
 }
 
-int64_t SumRows(const uint8_t* bins, const int64_t* start, int64_t pitch, const float* stats,
-                int64_t begin, int64_t end, int64_t f, int n_block, int64_t n_stats,
-                double* sums) {
+int64_t SumRows(const uint8_t* row_bins, int64_t n_features, const float* stats,
+                const int32_t* rows, int64_t n_listed, int64_t f0, int64_t n_block,
+                int64_t n_stats, double* sums) {
   const auto args =
-      std::make_tuple(bins, start, pitch, stats, begin, end, f, n_block, n_stats, sums);
+      std::make_tuple(row_bins, n_features, stats, rows, n_listed, f0, n_block, n_stats, sums);
   if (n_stats == 2) return std::apply(SumFeatures<2>, args);
   if (n_stats == 3) return std::apply(SumFeatures<3>, args);
   if (n_stats == 4) return std::apply(SumFeatures<4>, args);
@@ -126,10 +147,10 @@ struct Rule {
   bool missing_left, categorical;
   const uint32_t* category_left;
 
-  bool GoesRight(int64_t b) const {
-    if (b == missing_bin) return !missing_left;
-    if (categorical) return ((category_left[b >> 5] >> (b & 31)) & 1) == 0;
-    return b > threshold_bin;
+  bool GoesRight(int64_t b) const {  // (no branch on the bin: rows go either way)
+    const bool value_right =
+        categorical ? ((category_left[b >> 5] >> (b & 31)) & 1) == 0 : b > threshold_bin;
+    return b == missing_bin ? !missing_left : value_right;
   }
 };
 
@@ -137,8 +158,6 @@ struct Rule {
 // once the root's are made).
 struct Scratch {
   std::vector<int32_t> right;
-  std::vector<int64_t> start;
-  std::vector<float> listed;
   std::vector<double> sums;
 };
 
@@ -155,7 +174,8 @@ void WriteRunning(const double* sums, int64_t n_bins, int64_t n_stats, float* to
   }
 }
 
-ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::F32> stats,
+ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> tiled, ffi::Buffer<ffi::U8> bins,
+                         ffi::Buffer<ffi::F32> stats,
                          ffi::Buffer<ffi::S32> order_in, ffi::Buffer<ffi::F32> table_in,
                          ffi::Buffer<ffi::U8> row_positive, ffi::Buffer<ffi::S32> leaves,
                          ffi::Buffer<ffi::S32> segment, ffi::Buffer<ffi::S32> rule_in,
@@ -163,7 +183,7 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::F32> stats,
                          ffi::ResultBuffer<ffi::S32> order_out,
                          ffi::ResultBuffer<ffi::F32> table_out,
                          ffi::ResultBuffer<ffi::F32> result, ffi::ResultBuffer<ffi::S32> rows) {
-  auto bin_dims = bins.dimensions();
+  auto bin_dims = bins.dimensions();  // (n_rows, n_features)
   auto stat_dims = stats.dimensions();
   auto table_dims = table_in.dimensions();
   if (bin_dims.size() != 2 || stat_dims.size() != 2 || table_dims.size() != 4 ||
@@ -171,9 +191,10 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::F32> stats,
       rule_in.element_count() != 3 || category_left.element_count() != 8) {
     return ffi::Error::InvalidArgument("jaxboost leaf split: bad ranks");
   }
-  const int64_t n_features = bin_dims[0], n_rows = bin_dims[1], n_stats = stat_dims[1];
+  const int64_t n_rows = bin_dims[0], n_features = bin_dims[1], n_stats = stat_dims[1];
   const int64_t n_leaves = table_dims[0], n_positive = row_positive.element_count();
   if (stat_dims[0] != n_rows || order_in.element_count() != n_rows ||
+      tiled.element_count() != n_rows * n_features ||
       table_dims[1] != n_features || table_dims[2] != n_bins || table_dims[3] != n_stats ||
       (n_positive != 0 && n_positive != n_rows) || n_bins < 1 || n_bins > kAnyBin) {
     return ffi::Error::InvalidArgument("jaxboost leaf split: shapes disagree");
@@ -199,25 +220,34 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::F32> stats,
   if (table != table_in.typed_data()) {
     std::memcpy(table, table_in.typed_data(), n_leaves * leaf_size * sizeof(float));
   }
-  const BinTiles tiles(n_features, n_rows);
   thread_local Scratch scratch;
 
-  // partition the segment stably: the left rows in place, the right ones after
+  // partition the segment stably: the left rows in place, the right ones
+  // after, without a branch on where a row goes; the split feature's bins
+  // read by tiles (a feature's bins together: a leaf's rows near each other
+  // share cache lines), a few rows ahead
+  const BinTiles tiles(n_features, n_rows);
+  const uint8_t* column = tiled.typed_data();
   int32_t* rows_at = order + first;
-  scratch.right.clear();
-  int64_t n_left = 0;
+  scratch.right.resize(count);
+  int32_t* right = scratch.right.data();
+  int64_t n_left = 0, n_right = 0;
   for (int64_t j = 0; j < count; ++j) {
+    if (j + kAhead < count) {
+      const int64_t ahead = rows_at[j + kAhead];
+      if (ahead >= 0 && ahead < n_rows) __builtin_prefetch(column + tiles.At(feature, ahead));
+    }
     const int32_t r = rows_at[j];
     if (r < 0 || r >= n_rows) {
       return ffi::Error::InvalidArgument("jaxboost leaf split: a row out of range");
     }
-    if (rule.GoesRight(bin[tiles.At(feature, r)])) {
-      scratch.right.push_back(r);
-    } else {
-      rows_at[n_left++] = r;
-    }
+    const bool goes_right = rule.GoesRight(column[tiles.At(feature, r)]);
+    rows_at[n_left] = r;  // (n_left <= j: a place already read)
+    right[n_right] = r;
+    n_left += !goes_right;
+    n_right += goes_right;
   }
-  std::copy(scratch.right.begin(), scratch.right.end(), rows_at + n_left);
+  std::copy(right, right + n_right, rows_at + n_left);
   int32_t* counted = rows->typed_data();
   counted[0] = static_cast<int32_t>(n_left);
   counted[1] = static_cast<int32_t>(count - n_left);
@@ -228,38 +258,22 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::F32> stats,
     for (int64_t j = 0; j < count; ++j) counted[2 + (j >= n_left)] += positive[rows_at[j]] != 0;
   }
 
-  // the child summed: its rows (increasing) where feature 0's bin is, and
-  // their stats, gathered side by side
+  // the child summed, from its rows (increasing)
   const int64_t summed = smaller && count - n_left < n_left ? 1 : 0;
   const int32_t* child = summed ? rows_at + n_left : rows_at;
   const int64_t n_child = summed ? count - n_left : n_left;
-  scratch.start.resize(n_child);
-  scratch.listed.resize(n_child * n_stats);
-  for (int64_t j = 0; j < n_child; ++j) {
-    const int64_t r = child[j];
-    scratch.start[j] = tiles.Start(r);
-    std::copy(stat + r * n_stats, stat + (r + 1) * n_stats, scratch.listed.data() + j * n_stats);
-  }
-  // the rows of full tiles, then those of the last (its pitch is its rows)
-  const int64_t in_full = std::partition_point(child, child + n_child, [&](int32_t r) {
-                            return r < tiles.last_start;
-                          }) - child;
   scratch.sums.resize(kBlock * kAnyBin * n_stats);
   double* sums = scratch.sums.data();
   float* out = result->typed_data();
-  const float* list = scratch.listed.data();
   for (int64_t f = 0; f < n_features; f += kBlock) {
-    const int n_block = static_cast<int>(std::min<int64_t>(kBlock, n_features - f));
+    const int64_t n_block = std::min(kBlock, n_features - f);
     std::fill(sums, sums + n_block * kAnyBin * n_stats, 0.0);
     const int64_t largest =
-        std::max(SumRows(bin, scratch.start.data(), kBinTileRows, list, 0, in_full, f, n_block,
-                         n_stats, sums),
-                 SumRows(bin, scratch.start.data(), tiles.last_pitch, list, in_full, n_child, f,
-                         n_block, n_stats, sums));
+        SumRows(bin, n_features, stat, child, n_child, f, n_block, n_stats, sums);
     if (largest >= n_bins) {
       return ffi::Error::InvalidArgument("jaxboost leaf split: a bin out of range");
     }
-    for (int k = 0; k < n_block; ++k) {
+    for (int64_t k = 0; k < n_block; ++k) {
       float* to = out + ((f + k) * 2 + summed) * n_bins * n_stats;
       WriteRunning(sums + k * kAnyBin * n_stats, n_bins, n_stats, to);
     }
@@ -289,10 +303,69 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> bins, ffi::Buffer<ffi::F32> stats,
   return ffi::Error::Success();
 }
 
+// JaxboostRowMajorBins: bins (n_rows, n_features) row by row from `tiled`
+// (n_features, n_rows) stored by tiles of rows (bin_tiles.h).
+ffi::Error RowMajorBinsImpl(ffi::Buffer<ffi::U8> tiled, ffi::ResultBuffer<ffi::U8> bins) {
+  auto dims = tiled.dimensions();
+  if (dims.size() != 2 || bins->element_count() != tiled.element_count()) {
+    return ffi::Error::InvalidArgument("jaxboost row-major bins: shapes disagree");
+  }
+  const int64_t n_features = dims[0];
+  const BinTiles tiles(n_features, dims[1]);
+  const uint8_t* from = tiled.typed_data();
+  uint8_t* to = bins->typed_data();
+  constexpr int64_t kRows = 64;  // a block of rows: a cache line of each feature's bins
+  std::vector<uint8_t> block(n_features * kRows);
+  tiles.ForEachTile([&](int64_t t0, int64_t t1, int64_t shift) {
+    const int64_t pitch = t1 - t0;
+    const uint8_t* tile = from + t0 + shift;
+    for (int64_t r0 = 0; r0 < pitch; r0 += kRows) {
+      const int64_t n = std::min(kRows, pitch - r0);
+      for (int64_t f = 0; f < n_features; ++f) {
+        std::memcpy(block.data() + f * kRows, tile + f * pitch + r0, n);
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        uint8_t* row = to + (t0 + r0 + r) * n_features;
+        for (int64_t f = 0; f < n_features; ++f) row[f] = block[f * kRows + r];
+      }
+    }
+  });
+  return ffi::Error::Success();
+}
+
+// JaxboostLeafOfRow: leaf_of_row[order[start[l] + j]] = l for j < count[l]:
+// every row's leaf from the leaves' segments of `order` (rows in none: 0).
+ffi::Error LeafOfRowImpl(ffi::Buffer<ffi::S32> order, ffi::Buffer<ffi::S32> start,
+                         ffi::Buffer<ffi::S32> count, ffi::ResultBuffer<ffi::S32> leaf_of_row) {
+  const int64_t n_rows = order.element_count(), n_leaves = start.element_count();
+  if (count.element_count() != n_leaves || leaf_of_row->element_count() != n_rows) {
+    return ffi::Error::InvalidArgument("jaxboost leaf of row: shapes disagree");
+  }
+  const int32_t* rows = order.typed_data();
+  int32_t* leaf = leaf_of_row->typed_data();
+  std::fill(leaf, leaf + n_rows, 0);
+  for (int64_t l = 0; l < n_leaves; ++l) {
+    const int64_t first = start.typed_data()[l], n = count.typed_data()[l];
+    if (n == 0) continue;
+    if (first < 0 || n < 0 || first + n > n_rows) {
+      return ffi::Error::InvalidArgument("jaxboost leaf of row: a segment out of range");
+    }
+    for (int64_t j = first; j < first + n; ++j) {
+      const int32_t r = rows[j];
+      if (r < 0 || r >= n_rows) {
+        return ffi::Error::InvalidArgument("jaxboost leaf of row: a row out of range");
+      }
+      leaf[r] = static_cast<int32_t>(l);
+    }
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostLeafSplit, LeafSplitImpl,
                               ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::U8>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
@@ -307,4 +380,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostLeafSplit, LeafSplitImpl,
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostRowMajorBins, RowMajorBinsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostLeafOfRow, LeafOfRowImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
