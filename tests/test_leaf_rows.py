@@ -32,19 +32,25 @@ def _rule_goes_right(bin_, threshold_bin, missing_left, category_left, missing_b
     return bin_ > threshold_bin
 
 
-@pytest.mark.parametrize("categorical", [False, True])
-def test_a_split_partitions_its_segment_stably_and_sums_the_smaller_child(categorical):
+@pytest.mark.parametrize(
+    "categorical, n_features, n_stats",
+    # (37 features: two passes of the sums; 6 stats: three outputs)
+    [(False, 5, 2), (True, 5, 2), (False, 37, 6)],
+)
+def test_a_split_partitions_its_segment_stably_and_sums_the_smaller_child(
+    categorical, n_features, n_stats
+):
     from jaxboost.kernels.leaf_histogram import native_leaf_split
 
     rng = np.random.default_rng(3)
-    n_features, n_rows, n_bins, n_leaves = 5, 40_000, 9, 4  # two tiles of rows
+    n_rows, n_bins, n_leaves = 40_000, 9, 4  # two tiles of rows
     bins = rng.integers(0, n_bins, size=(n_features, n_rows), dtype=np.uint8)
-    stats = rng.normal(size=(n_rows, 2)).astype(np.float32)
+    stats = rng.normal(size=(n_rows, n_stats)).astype(np.float32)
     positive = rng.random(n_rows) < 0.7
     order = rng.permutation(n_rows).astype(np.int32)
     start, count = 1000, 30_000
     order[start : start + count].sort()  # a leaf's rows: increasing
-    table = rng.normal(size=(n_leaves, n_features, n_bins, 2)).astype(np.float32)
+    table = rng.normal(size=(n_leaves, n_features, n_bins, n_stats)).astype(np.float32)
     category_left = np.zeros(8, np.uint32)
     if categorical:
         category_left[0] = 0b10110  # categories 1, 2, 4 go left
@@ -83,8 +89,8 @@ def test_a_split_partitions_its_segment_stably_and_sums_the_smaller_child(catego
         [len(children[0]), len(children[1])] + [positive[rows_].sum() for rows_ in children],
     )
 
-    def sums(rows_):  # (F, n_bins, 2): running sums over the value bins, the missing bin as is
-        hist_ = np.zeros((n_features, n_bins, 2))
+    def sums(rows_):  # (F, n_bins, S): running sums over the value bins, the missing bin as is
+        hist_ = np.zeros((n_features, n_bins, n_stats))
         for f in range(n_features):
             np.add.at(hist_[f], bins[f, rows_], stats[rows_])
         hist_[:, :-1] = np.cumsum(hist_[:, :-1], axis=1)

@@ -231,7 +231,8 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> tiled, ffi::Buffer<ffi::U8> bins,
   int32_t* rows_at = order + first;
   scratch.right.resize(count);
   int32_t* right = scratch.right.data();
-  int64_t n_left = 0, n_right = 0;
+  const uint8_t* positive = n_positive ? row_positive.typed_data() : nullptr;
+  int64_t n_left = 0, n_right = 0, n_positive_at[2] = {0, 0};
   for (int64_t j = 0; j < count; ++j) {
     if (j + kAhead < count) {
       const int64_t ahead = rows_at[j + kAhead];
@@ -246,17 +247,14 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> tiled, ffi::Buffer<ffi::U8> bins,
     right[n_right] = r;
     n_left += !goes_right;
     n_right += goes_right;
+    if (positive) n_positive_at[goes_right] += positive[r] != 0;
   }
   std::copy(right, right + n_right, rows_at + n_left);
   int32_t* counted = rows->typed_data();
   counted[0] = static_cast<int32_t>(n_left);
   counted[1] = static_cast<int32_t>(count - n_left);
-  counted[2] = counted[0], counted[3] = counted[1];
-  if (n_positive) {
-    const uint8_t* positive = row_positive.typed_data();
-    counted[2] = counted[3] = 0;
-    for (int64_t j = 0; j < count; ++j) counted[2 + (j >= n_left)] += positive[rows_at[j]] != 0;
-  }
+  counted[2] = static_cast<int32_t>(positive ? n_positive_at[0] : n_left);
+  counted[3] = static_cast<int32_t>(positive ? n_positive_at[1] : n_right);
 
   // the child summed, from its rows (increasing)
   const int64_t summed = smaller && count - n_left < n_left ? 1 : 0;
