@@ -246,9 +246,10 @@ def grow_best_first(
       leaf_columns: per-row values to sum by leaf, each ``(c_j, n_rows)``.
       leaf_sums: ``(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)``.
       categorical: the categorical features, or None.
-      native: sum the histograms by the native CPU kernel
-        (`jaxboost.kernels.leaf_histogram`, ``bins`` stored by tiles), else
-        by the reference's pass over every row.
+      native: keep the rows as segments of a permutation and split them
+        by the native CPU kernel (`jaxboost.engine.leaf_rows`,
+        `jaxboost.kernels.leaf_histogram`; ``bins`` stored by tiles), else
+        by the reference's passes over every row.
       row_positive: ``(n_rows,)`` bool, the rows of positive weight, when
         ``params.min_child_samples`` reads each leaf's rows (a varying
         hessian: `jaxboost.engine.split.estimated_row_rule`), else None.

@@ -174,13 +174,90 @@ void WriteRunning(const double* sums, int64_t n_bins, int64_t n_stats, float* to
   }
 }
 
+// Partitions the segment `rows` (count rows) stably: the left rows in
+// place, the right ones after, without a branch on where a row goes; the
+// split feature's bins read by tiles (a feature's bins together: a leaf's
+// rows near each other share cache lines), a few rows ahead.  Returns the
+// left rows, or -1 when a row is out of range; counts each side's rows in
+// `positive` (when given) into n_positive_at.
+int64_t Partition(const Rule& rule, const BinTiles& tiles, const uint8_t* column,
+                  int64_t feature, int64_t n_rows, const uint8_t* positive, int32_t* rows,
+                  int64_t count, std::vector<int32_t>& right_rows, int64_t* n_positive_at) {
+  right_rows.resize(count);
+  int32_t* right = right_rows.data();
+  int64_t n_left = 0, n_right = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    if (j + kAhead < count) {
+      const int64_t ahead = rows[j + kAhead];
+      if (ahead >= 0 && ahead < n_rows) __builtin_prefetch(column + tiles.At(feature, ahead));
+    }
+    const int32_t r = rows[j];
+    if (r < 0 || r >= n_rows) return -1;
+    const bool goes_right = rule.GoesRight(column[tiles.At(feature, r)]);
+    rows[n_left] = r;  // (n_left <= j: a place already read)
+    right[n_right] = r;
+    n_left += !goes_right;
+    n_right += goes_right;
+    if (positive) n_positive_at[goes_right] += positive[r] != 0;
+  }
+  std::copy(right, right + n_right, rows + n_left);
+  return n_left;
+}
+
+// The running sums of the rows `child` (increasing) into out[f, summed];
+// false when a bin is out of range.
+bool SumChild(const uint8_t* bins, int64_t n_features, const float* stats, int64_t n_stats,
+              const int32_t* child, int64_t n_child, int64_t n_bins, int64_t summed,
+              std::vector<double>& sums_buffer, float* out) {
+  sums_buffer.resize(kBlock * kAnyBin * n_stats);
+  double* sums = sums_buffer.data();
+  for (int64_t f = 0; f < n_features; f += kBlock) {
+    const int64_t n_block = std::min(kBlock, n_features - f);
+    std::fill(sums, sums + n_block * kAnyBin * n_stats, 0.0);
+    if (SumRows(bins, n_features, stats, child, n_child, f, n_block, n_stats, sums) >= n_bins) {
+      return false;
+    }
+    for (int64_t k = 0; k < n_block; ++k) {
+      float* to = out + ((f + k) * 2 + summed) * n_bins * n_stats;
+      WriteRunning(sums + k * kAnyBin * n_stats, n_bins, n_stats, to);
+    }
+  }
+  return true;
+}
+
+// The other child's out[f, 1 - summed]: the parent's (table[best]) minus
+// the summed one's where `subtract` (else zero: the root's empty right),
+// then both children's kept as leaves best and new_leaf of the table
+// (leaves past it: not kept).
+void KeepChildren(float* out, float* table, int64_t n_leaves, int64_t n_features,
+                  int64_t per_feature, int64_t summed, bool subtract, int64_t best,
+                  int64_t new_leaf) {
+  const int64_t leaf_size = n_features * per_feature;
+  const float* parent = subtract && best >= 0 && best < n_leaves ? table + best * leaf_size
+                                                                   : nullptr;
+  for (int64_t f = 0; f < n_features; ++f) {
+    const float* from = out + (f * 2 + summed) * per_feature;
+    float* to = out + (f * 2 + 1 - summed) * per_feature;
+    for (int64_t i = 0; i < per_feature; ++i) {
+      to[i] = parent ? parent[f * per_feature + i] - from[i] : 0.0f;
+    }
+  }
+  for (int64_t c = 0; c < 2; ++c) {
+    const int64_t leaf = c == 0 ? best : new_leaf;
+    if (leaf < 0 || leaf >= n_leaves) continue;
+    for (int64_t f = 0; f < n_features; ++f) {
+      std::copy(out + (f * 2 + c) * per_feature, out + (f * 2 + c + 1) * per_feature,
+                table + leaf * leaf_size + f * per_feature);
+    }
+  }
+}
+
 ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> tiled, ffi::Buffer<ffi::U8> bins,
-                         ffi::Buffer<ffi::F32> stats,
-                         ffi::Buffer<ffi::S32> order_in, ffi::Buffer<ffi::F32> table_in,
-                         ffi::Buffer<ffi::U8> row_positive, ffi::Buffer<ffi::S32> leaves,
-                         ffi::Buffer<ffi::S32> segment, ffi::Buffer<ffi::S32> rule_in,
-                         ffi::Buffer<ffi::U32> category_left, int64_t n_bins, bool smaller,
-                         ffi::ResultBuffer<ffi::S32> order_out,
+                         ffi::Buffer<ffi::F32> stats, ffi::Buffer<ffi::S32> order_in,
+                         ffi::Buffer<ffi::F32> table_in, ffi::Buffer<ffi::U8> row_positive,
+                         ffi::Buffer<ffi::S32> leaves, ffi::Buffer<ffi::S32> segment,
+                         ffi::Buffer<ffi::S32> rule_in, ffi::Buffer<ffi::U32> category_left,
+                         int64_t n_bins, bool smaller, ffi::ResultBuffer<ffi::S32> order_out,
                          ffi::ResultBuffer<ffi::F32> table_out,
                          ffi::ResultBuffer<ffi::F32> result, ffi::ResultBuffer<ffi::S32> rows) {
   auto bin_dims = bins.dimensions();  // (n_rows, n_features)
@@ -194,8 +271,8 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> tiled, ffi::Buffer<ffi::U8> bins,
   const int64_t n_rows = bin_dims[0], n_features = bin_dims[1], n_stats = stat_dims[1];
   const int64_t n_leaves = table_dims[0], n_positive = row_positive.element_count();
   if (stat_dims[0] != n_rows || order_in.element_count() != n_rows ||
-      tiled.element_count() != n_rows * n_features ||
-      table_dims[1] != n_features || table_dims[2] != n_bins || table_dims[3] != n_stats ||
+      tiled.element_count() != n_rows * n_features || table_dims[1] != n_features ||
+      table_dims[2] != n_bins || table_dims[3] != n_stats ||
       (n_positive != 0 && n_positive != n_rows) || n_bins < 1 || n_bins > kAnyBin) {
     return ffi::Error::InvalidArgument("jaxboost leaf split: shapes disagree");
   }
@@ -208,96 +285,42 @@ ffi::Error LeafSplitImpl(ffi::Buffer<ffi::U8> tiled, ffi::Buffer<ffi::U8> bins,
   const uint32_t* words = category_left.typed_data();
   const Rule rule{rule_at[1], n_bins - 1, rule_at[2] != 0,
                   std::any_of(words, words + 8, [](uint32_t w) { return w != 0; }), words};
-  const uint8_t* bin = bins.typed_data();
-  const float* stat = stats.typed_data();
   int32_t* order = order_out->typed_data();
   float* table = table_out->typed_data();
+  const int64_t per_feature = n_bins * n_stats;
   // (both aliased by the caller: a copy only if not)
   if (order != order_in.typed_data()) {
     std::memcpy(order, order_in.typed_data(), n_rows * sizeof(int32_t));
   }
-  const int64_t leaf_size = n_features * n_bins * n_stats;
   if (table != table_in.typed_data()) {
-    std::memcpy(table, table_in.typed_data(), n_leaves * leaf_size * sizeof(float));
+    std::memcpy(table, table_in.typed_data(),
+                n_leaves * n_features * per_feature * sizeof(float));
   }
   thread_local Scratch scratch;
 
-  // partition the segment stably: the left rows in place, the right ones
-  // after, without a branch on where a row goes; the split feature's bins
-  // read by tiles (a feature's bins together: a leaf's rows near each other
-  // share cache lines), a few rows ahead
-  const BinTiles tiles(n_features, n_rows);
-  const uint8_t* column = tiled.typed_data();
-  int32_t* rows_at = order + first;
-  scratch.right.resize(count);
-  int32_t* right = scratch.right.data();
   const uint8_t* positive = n_positive ? row_positive.typed_data() : nullptr;
-  int64_t n_left = 0, n_right = 0, n_positive_at[2] = {0, 0};
-  for (int64_t j = 0; j < count; ++j) {
-    if (j + kAhead < count) {
-      const int64_t ahead = rows_at[j + kAhead];
-      if (ahead >= 0 && ahead < n_rows) __builtin_prefetch(column + tiles.At(feature, ahead));
-    }
-    const int32_t r = rows_at[j];
-    if (r < 0 || r >= n_rows) {
-      return ffi::Error::InvalidArgument("jaxboost leaf split: a row out of range");
-    }
-    const bool goes_right = rule.GoesRight(column[tiles.At(feature, r)]);
-    rows_at[n_left] = r;  // (n_left <= j: a place already read)
-    right[n_right] = r;
-    n_left += !goes_right;
-    n_right += goes_right;
-    if (positive) n_positive_at[goes_right] += positive[r] != 0;
-  }
-  std::copy(right, right + n_right, rows_at + n_left);
+  int64_t n_positive_at[2] = {0, 0};
+  int32_t* rows_at = order + first;
+  const int64_t n_left =
+      Partition(rule, BinTiles(n_features, n_rows), tiled.typed_data(), feature, n_rows,
+                positive, rows_at, count, scratch.right, n_positive_at);
+  if (n_left < 0) return ffi::Error::InvalidArgument("jaxboost leaf split: a row out of range");
+  const int64_t n_right = count - n_left;
   int32_t* counted = rows->typed_data();
   counted[0] = static_cast<int32_t>(n_left);
-  counted[1] = static_cast<int32_t>(count - n_left);
+  counted[1] = static_cast<int32_t>(n_right);
   counted[2] = static_cast<int32_t>(positive ? n_positive_at[0] : n_left);
   counted[3] = static_cast<int32_t>(positive ? n_positive_at[1] : n_right);
 
-  // the child summed, from its rows (increasing)
-  const int64_t summed = smaller && count - n_left < n_left ? 1 : 0;
-  const int32_t* child = summed ? rows_at + n_left : rows_at;
-  const int64_t n_child = summed ? count - n_left : n_left;
-  scratch.sums.resize(kBlock * kAnyBin * n_stats);
-  double* sums = scratch.sums.data();
+  const int64_t summed = smaller && n_right < n_left ? 1 : 0;
   float* out = result->typed_data();
-  for (int64_t f = 0; f < n_features; f += kBlock) {
-    const int64_t n_block = std::min(kBlock, n_features - f);
-    std::fill(sums, sums + n_block * kAnyBin * n_stats, 0.0);
-    const int64_t largest =
-        SumRows(bin, n_features, stat, child, n_child, f, n_block, n_stats, sums);
-    if (largest >= n_bins) {
-      return ffi::Error::InvalidArgument("jaxboost leaf split: a bin out of range");
-    }
-    for (int64_t k = 0; k < n_block; ++k) {
-      float* to = out + ((f + k) * 2 + summed) * n_bins * n_stats;
-      WriteRunning(sums + k * kAnyBin * n_stats, n_bins, n_stats, to);
-    }
+  if (!SumChild(bins.typed_data(), n_features, stats.typed_data(), n_stats,
+                summed ? rows_at + n_left : rows_at, summed ? n_right : n_left, n_bins, summed,
+                scratch.sums, out)) {
+    return ffi::Error::InvalidArgument("jaxboost leaf split: a bin out of range");
   }
-  // the other child: the parent's histogram minus the summed one's (none
-  // at the root: zero), then both children's kept as their leaves'
-  const int64_t best = leaves.typed_data()[0], new_leaf = leaves.typed_data()[1];
-  const bool in_table = best >= 0 && best < n_leaves;
-  const float* parent = in_table ? table + best * leaf_size : nullptr;
-  const int64_t per_feature = n_bins * n_stats;
-  for (int64_t f = 0; f < n_features; ++f) {
-    const float* from = out + (f * 2 + summed) * per_feature;
-    float* to = out + (f * 2 + 1 - summed) * per_feature;
-    for (int64_t i = 0; i < per_feature; ++i) {
-      to[i] = smaller && parent ? parent[f * per_feature + i] - from[i] : 0.0f;
-    }
-  }
-  for (int64_t c = 0; c < 2; ++c) {
-    const int64_t leaf = c == 0 ? best : new_leaf;
-    if (leaf < 0 || leaf >= n_leaves) continue;
-    float* to = table + leaf * leaf_size;
-    for (int64_t f = 0; f < n_features; ++f) {
-      std::copy(out + (f * 2 + c) * per_feature, out + (f * 2 + c + 1) * per_feature,
-                to + f * per_feature);
-    }
-  }
+  KeepChildren(out, table, n_leaves, n_features, per_feature, summed, smaller,
+               leaves.typed_data()[0], leaves.typed_data()[1]);
   return ffi::Error::Success();
 }
 
