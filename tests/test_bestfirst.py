@@ -97,20 +97,6 @@ def test_without_max_depth_the_tree_is_deeper_than_the_depthwise_bound():
     assert depth(0) > 6
 
 
-def test_one_features_bins_read_from_tiles():
-    from jaxboost.engine.bestfirst import feature_bins
-    from jaxboost.engine.binning import TILE_ROWS, tile_bins
-
-    rng = np.random.default_rng(1)
-    bins = jnp.asarray(rng.integers(0, 256, size=(3, 2 * TILE_ROWS + 5), dtype=np.uint8))
-    tiled = tile_bins(bins)
-    for feature in range(3):
-        np.testing.assert_array_equal(
-            np.asarray(feature_bins(tiled, jnp.int32(feature), tiled=True)),
-            np.asarray(bins[feature]),
-        )
-
-
 @pytest.mark.parametrize("n_rows", [2000, 40_000])
 def test_the_native_kernel_grows_the_reference_tree(n_rows):
     # the native step sums the two children's rows only, from bins stored

@@ -21,10 +21,12 @@ A node's best split depends on its rows alone, so the tree is the one
 `jaxboost.engine.leafwise` prunes from the complete depth-``D`` tree
 whenever that tree is deep enough for it (tests compare the two).
 
-Each step's histograms sum the two children's rows only with the native
-CPU kernel (`jaxboost.kernels.leaf_histogram`: ``O(n F)`` a tree level
-of splits, ``O(L n)`` to find the rows), or by the reference's pass over
-every row (``O(L n F)`` a tree), which it must equal.
+Where each leaf's rows are kept, and how a step splits them and sums the
+two children's histograms, is `jaxboost.engine.leaf_rows`: the native CPU
+kernel partitions the split leaf's segment of a permutation of the rows
+(``O(m F)`` for a leaf of ``m`` rows, LightGBM's layout), the reference
+passes over every row's leaf number (``O(n F)`` a step), which it must
+equal.
 """
 
 from __future__ import annotations
@@ -38,11 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..kernels.histogram_reference import build_histograms
-from ..kernels.leaf_histogram import native_leaf_histograms
 from ..kernels.leaf_sums import leaf_sums_reference
-from .binning import TILE_ROWS
 from .categorical import CategoricalSearch, is_categorical_node
+from .leaf_rows import Segments, leaf_of_row, root_step, row_major_bins, split_step
 from .split import SplitChoice, find_best_splits
 
 
@@ -70,7 +70,7 @@ class _Open(NamedTuple):
 
 
 class _Grown(NamedTuple):
-    node_of_row: jax.Array  # (n_rows,) int32 leaf of every row
+    rows: Segments | jax.Array  # each leaf's rows (jaxboost.engine.leaf_rows)
     open: _Open
     tree: NodeTree  # with threshold still unset (filled from the bins' edges)
     n_splits: jax.Array  # int32 scalar
@@ -78,6 +78,7 @@ class _Grown(NamedTuple):
     # search at the next step, and the leaves (L: none, its search dropped)
     pending: jax.Array
     pending_leaves: jax.Array  # (2,) int32
+    pending_rows: jax.Array | None  # (2,) int32 their rows of positive weight, or None
     done: jax.Array  # bool scalar: no leaf splits
 
 
@@ -101,35 +102,6 @@ def children_problems(left_child, right_child) -> list[tuple[str, str]]:
                 )
             )
     return problems
-
-
-def feature_bins(bins: jax.Array, feature: jax.Array, tiled: bool) -> jax.Array:
-    """``(n_rows,)`` int32 the bins of one ``feature`` (a traced scalar) of
-    ``bins (n_features, n_rows)``, stored by tiles of rows where ``tiled``
-    (`jaxboost.engine.binning.tile_bins`: row ``r`` of feature ``f`` at
-    ``(r // T) F T + f pitch + r % T``)."""
-    n_features, n_rows = bins.shape
-    if not tiled or n_rows <= TILE_ROWS:  # (at most one tile: nothing moved)
-        return lax.dynamic_index_in_dim(bins, feature, keepdims=False).astype(jnp.int32)
-    row = jnp.arange(n_rows, dtype=jnp.int32)
-    last_start = (n_rows - 1) // TILE_ROWS * TILE_ROWS
-    pitch = jnp.where(row >= last_start, n_rows - last_start, TILE_ROWS)
-    tile_start = row // TILE_ROWS * (n_features * TILE_ROWS)
-    return bins.reshape(-1)[tile_start + feature * pitch + row % TILE_ROWS].astype(jnp.int32)
-
-
-def _goes_right(row_bin: jax.Array, choice: SplitChoice, missing_bin: int) -> jax.Array:
-    """``(n_rows,)`` bool: rows of bins ``row_bin`` go right at the split
-    ``choice`` (one node's fields), as
-    `jaxboost.kernels.histogram_kernels.route_rows` sends them."""
-    is_missing = row_bin == missing_bin
-    value_goes_right = row_bin > choice.threshold_bin
-    if choice.category_left is not None:  # categorical nodes test set membership
-        word = choice.category_left[row_bin >> 5]
-        in_set = (word >> (row_bin & 31).astype(jnp.uint32)) & 1
-        categorical_node = jnp.any(choice.category_left != 0)
-        value_goes_right = jnp.where(categorical_node, in_set == 0, value_goes_right)
-    return jnp.where(is_missing, ~choice.missing_left, value_goes_right)
 
 
 def _search(
@@ -177,54 +149,39 @@ def _empty_tree(n_leaves: int, max_bins: int, categorical: bool) -> NodeTree:
     )
 
 
-def _leaf_histograms(native, bins, node_of_row, row_stats, stats_scale, leaves, n_bins):
-    """``(F, 2, n_bins, S)`` float32 sums of ``row_stats`` over the rows of
-    ``leaves (2,)`` (quantised stats, int32 with ``stats_scale``, summed
-    exactly and then scaled): by the native kernel over those rows only
-    (``native``, tiled bins; running sums over the value bins), else by a
-    pass over every row."""
-    if native:  # (quantised units are small integers: exact in float32 and float64 sums)
-        hist = native_leaf_histograms(bins, node_of_row, row_stats, leaves, n_bins)
-    else:
-        slot = jnp.where(node_of_row == leaves[0], 0, jnp.where(node_of_row == leaves[1], 1, 2))
-        hist = build_histograms(bins, slot, row_stats, 3, n_bins)[:, :2]
-    return hist if stats_scale is None else hist.astype(jnp.float32) * stats_scale
-
-
-def _step(native, bins, row_stats, stats_scale, n_bins, max_depth, search, grown: _Grown) -> _Grown:
+def _step(split_rows, max_depth, search, grown: _Grown) -> _Grown:
     """One step: search the leaves the last split made, then split the open
     leaf of largest gain, or finish (``done``) where none gains or the
     leaves are all made.  (The search at the step's start, not its end, is
-    one search in the program for the root's and every split's.)"""
+    one search in the program for the root's and every split's.)  The rows
+    are split outside the ``cond`` (a finishing step splits the leaf past
+    the table: no rows), which so never copies their arrays."""
     n_leaves = grown.open.depth.shape[0]
-    children = search(grown.pending, grown.node_of_row, grown.pending_leaves)
+    children = search(grown.pending, grown.pending_rows)
     opened = grown.open._replace(choice=_set(grown.open.choice, grown.pending_leaves, children))
     scores = _scores(opened, max_depth)
     best = jnp.argmax(scores).astype(jnp.int32)
     take = (scores[best] > -jnp.inf) & (grown.n_splits < n_leaves - 1)
-    grown = grown._replace(open=opened)
-    split = functools.partial(_split, native, bins, row_stats, stats_scale, n_bins, best)
-    return lax.cond(take, split, lambda grown: grown._replace(done=jnp.bool_(True)), grown)
-
-
-def _split(native, bins, row_stats, stats_scale, n_bins, best, grown: _Grown) -> _Grown:
-    """Split leaf ``best``, its best split kept in ``grown.open``."""
-    opened = grown.open
-    new = grown.n_splits + 1  # the right child's leaf
-    node = grown.n_splits  # the internal node the split becomes
+    # the split leaf keeps its number for its left child, the right one takes the next
+    both = jnp.where(take, jnp.stack([best, grown.n_splits + 1]), n_leaves)
     leaf_choice = jax.tree.map(lambda values: values[best], opened.choice)
-    category = None if leaf_choice.category_left is None else leaf_choice.category_left[None]
-    in_leaf = grown.node_of_row == best
-    row_bin = feature_bins(bins, leaf_choice.feature, tiled=native)
-    goes_right = _goes_right(row_bin, leaf_choice, n_bins - 1)
-    node_of_row = jnp.where(in_leaf & goes_right, new, grown.node_of_row)
-    both = jnp.stack([best, new])
-    children_hist = _leaf_histograms(
-        native, bins, node_of_row, row_stats, stats_scale, both, n_bins
+    split = split_rows(grown.rows, both, leaf_choice)
+    kept = (opened, grown.tree, grown.n_splits)
+    opened, tree, n_splits = lax.cond(
+        take, functools.partial(_record, both, leaf_choice), lambda kept: kept, kept
     )
+    return _Grown(split.rows, opened, tree, n_splits, split.hist, both, split.node_rows, ~take)
+
+
+def _record(both, leaf_choice, kept):
+    """``(open, tree, n_splits)`` after leaf ``both[0]`` splits by
+    ``leaf_choice`` into ``both``."""
+    opened, tree, n_splits = kept
+    best, new = both[0], both[1]
+    node = n_splits  # the internal node the split becomes
+    category = leaf_choice.category_left
     depth = opened.depth[best] + 1
     parent, is_right = opened.parent[best], opened.is_right[best]
-    tree = grown.tree
     parent = jnp.where(parent < 0, tree.feature.shape[0], parent)  # the root's: dropped
     # the parent's link to the split leaf now leads to the new internal node
     left_child = tree.left_child.at[parent].set(
@@ -242,13 +199,13 @@ def _split(native, bins, row_stats, stats_scale, n_bins, best, grown: _Grown) ->
         right_child=right_child.at[node].set(~new),
     )
     if category is not None:
-        tree = tree._replace(category_left=tree.category_left.at[node].set(category[0]))
+        tree = tree._replace(category_left=tree.category_left.at[node].set(category))
     opened = opened._replace(
         depth=opened.depth.at[both].set(depth),
         parent=opened.parent.at[both].set(node),
         is_right=opened.is_right.at[both].set(jnp.array([False, True])),
     )
-    return _Grown(node_of_row, opened, tree, grown.n_splits + 1, children_hist, both, grown.done)
+    return opened, tree, n_splits + 1
 
 
 def _scores(opened: _Open, max_depth: int) -> jax.Array:
@@ -289,9 +246,10 @@ def grow_best_first(
       leaf_columns: per-row values to sum by leaf, each ``(c_j, n_rows)``.
       leaf_sums: ``(values (V, n_rows), leaf_of_row, n_leaves) -> (n_leaves, V)``.
       categorical: the categorical features, or None.
-      native: sum the histograms by the native CPU kernel
-        (`jaxboost.kernels.leaf_histogram`, ``bins`` stored by tiles), else
-        by the reference's pass over every row.
+      native: keep the rows as segments of a permutation and split them
+        by the native CPU kernel (`jaxboost.engine.leaf_rows`,
+        `jaxboost.kernels.leaf_histogram`; ``bins`` stored by tiles), else
+        by the reference's passes over every row.
       row_positive: ``(n_rows,)`` bool, the rows of positive weight, when
         ``params.min_child_samples`` reads each leaf's rows (a varying
         hessian: `jaxboost.engine.split.estimated_row_rule`), else None.
@@ -301,27 +259,21 @@ def grow_best_first(
     n_leaves, max_bins = params.max_leaves, edges.shape[1]
     n_outputs = row_stats.shape[1] // 2
 
-    def search(hist, node_of_row, leaves):
-        """The choice of the leaves ``leaves (N,)`` from their histograms."""
-        node_rows = None
-        if row_positive is not None:
-            node_rows = jnp.sum(
-                row_positive[None, :] & (node_of_row[None, :] == leaves[:, None]),
-                axis=1,
-                dtype=jnp.int32,
-            )
+    n_bins = max_bins + 1
+    if native:  # (once a tree, not at every step)
+        bins, row_stats = (bins, row_major_bins(bins)), row_stats.astype(jnp.float32)
+
+    def search(hist, node_rows):
+        """The choice of two leaves from their histograms (and rows)."""
         return _search(
             hist, n_outputs, params, feature_mask, categorical, axis_name, native, node_rows
         )
 
-    node_of_row = jnp.zeros(bins.shape[1], jnp.int32)
-    root_leaves = jnp.array([0, n_leaves], jnp.int32)  # (no row is in leaf L)
-    root_hist = _leaf_histograms(
-        native, bins, node_of_row, row_stats, stats_scale, root_leaves, max_bins + 1
-    )
+    rows_of = (native, bins, row_stats, stats_scale, row_positive)
+    root = root_step(*rows_of, n_leaves, n_bins)
     choice = jax.tree.map(
         lambda values: jnp.zeros((n_leaves,) + values.shape[1:], values.dtype),
-        jax.eval_shape(search, root_hist, node_of_row, root_leaves),
+        jax.eval_shape(search, root.hist, root.node_rows),
     )
     opened = _Open(
         choice=choice,
@@ -330,13 +282,21 @@ def grow_best_first(
         is_right=jnp.zeros(n_leaves, bool),
     )
     tree = _empty_tree(n_leaves, max_bins, categorical is not None)
+    root_leaves = jnp.array([0, n_leaves], jnp.int32)  # (no row is in leaf L)
     grown = _Grown(
-        node_of_row, opened, tree, jnp.int32(0), root_hist, root_leaves, jnp.bool_(False)
+        root.rows,
+        opened,
+        tree,
+        jnp.int32(0),
+        root.hist,
+        root_leaves,
+        root.node_rows,
+        jnp.bool_(False),
     )
+    split_rows = functools.partial(split_step, *rows_of, n_bins=n_bins)
 
     def step(grown: _Grown) -> _Grown:
-        n_bins = max_bins + 1
-        return _step(native, bins, row_stats, stats_scale, n_bins, params.max_depth, search, grown)
+        return _step(split_rows, params.max_depth, search, grown)
 
     grown = lax.while_loop(lambda grown: ~grown.done, step, grown)
     tree = grown.tree
@@ -347,8 +307,8 @@ def grow_best_first(
         tree = tree._replace(threshold_bin=jnp.where(numeric, tree.threshold_bin, max_bins - 1))
         threshold = jnp.where(numeric, threshold, jnp.inf)
     tree = tree._replace(threshold=threshold)
-    leaf_of_row = grown.node_of_row
+    leaf_of = leaf_of_row(grown.rows)
     if not leaf_columns:
-        return tree, leaf_of_row, None
+        return tree, leaf_of, None
     values = jnp.concatenate(list(leaf_columns), axis=0)
-    return tree, leaf_of_row, leaf_sums(values, leaf_of_row, n_leaves)
+    return tree, leaf_of, leaf_sums(values, leaf_of, n_leaves)

@@ -64,7 +64,9 @@ _TARGETS = {
     "jaxboost_category_sums": "JaxboostCategorySums",
     "jaxboost_shap_contributions": "JaxboostShapContributions",
     "jaxboost_shap_interactions": "JaxboostShapInteractions",
-    "jaxboost_leaf_histograms": "JaxboostLeafHistograms",
+    "jaxboost_leaf_split": "JaxboostLeafSplit",
+    "jaxboost_row_major_bins": "JaxboostRowMajorBins",
+    "jaxboost_leaf_of_row": "JaxboostLeafOfRow",
 }
 
 

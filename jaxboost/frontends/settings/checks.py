@@ -179,7 +179,8 @@ def check_histogram_memory(
         return
     per_node = n_features * n_bins * 2 * outputs_per_tree
     if max_depth == 0:  # node tables (jaxboost.engine.bestfirst): by the leaves alone
-        histogram_bytes = per_node * 4 * 3  # a step's two leaves (the reference: and the rest)
+        # every leaf's (the native step's table), and a step's two leaves
+        histogram_bytes = per_node * 4 * (max_leaves + 3)
         tree_bytes = trees_per_chunk * max_leaves * (_TREE_BYTES_PER_LEAF + 8 + 4 * n_outputs)
         if histogram_bytes + tree_bytes > memory:
             raise ValueError(
