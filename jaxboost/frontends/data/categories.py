@@ -24,7 +24,14 @@ import numpy as np
 from ...engine.categorical import CategoricalSettings
 from ...runtime.distributed import on_every_process
 from .category_union import ColumnCategories, categories_of_all_processes
-from .validation import Table, mixed_kinds_message, text_among_numbers
+from .validation import (
+    Table,
+    check_columns,
+    check_continued_columns,
+    feature_names,
+    mixed_kinds_message,
+    text_among_numbers,
+)
 
 
 class CategoryColumn(NamedTuple):
@@ -276,25 +283,30 @@ def coded_data(
         return CodedData(X, eval_set, None)
     if eval_set is not None:
         eval_set = [
-            _coded_eval_pair(pair, got, tables, table.n_features, index)
+            _coded_eval_pair(pair, got, tables, table, index)
             for index, (pair, got) in enumerate(zip(eval_set, table.eval_counts))
         ]
     return CodedData(encode_categories(X, tables), eval_set, tables)
 
 
 def _coded_eval_pair(
-    pair: Any, got: int | None, tables: list[CategoryColumn], n_features: int | None, index: int
+    pair: Any, got: int | None, tables: list[CategoryColumn], table: Table, index: int
 ) -> tuple:
     """``eval_set[index]`` (``got`` columns) with its ``X`` coded by ``tables``
-    (those of ``n_features`` columns); another column count is refused first,
+    (those of ``table``'s columns); another column count, or a frame's
+    columns named otherwise or in another order, is refused first (coded,
+    a number column at a category's place would be blamed on the category),
     and what is no pair is left as given (fit's checks refuse it by name)."""
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         return pair
+    X_eval, y_eval = pair
+    n_features, names, eval_names = table.n_features, table.names, feature_names(X_eval)
     if None not in (got, n_features) and got != n_features:
         raise ValueError(
             f"eval_set[{index}] X: expected {n_features} features as in fit, got {got}"
         )
-    X_eval, y_eval = pair
+    if None not in (got, names, eval_names) and list(eval_names) != list(names):
+        check_columns(eval_names, names, n_features, got, f"eval_set[{index}] X")
     return (encode_categories(X_eval, tables), y_eval)
 
 
@@ -310,6 +322,8 @@ def _fit_tables(
     if n_features is None and not several:
         return None  # fit's input checks refuse X by name
     old_tables = None if init_model is None else getattr(init_model, "categories_", None)
+    if init_model is not None:  # (its codes are read by position: the columns first)
+        check_continued_columns(names, getattr(init_model, "feature_names_in_", None))
 
     def chosen_columns() -> list[int]:
         # (not a table: no columns, on every process, which then refuse X alike)

@@ -1,0 +1,52 @@
+"""A user's attacks on what landed with the one-way data path (frames with
+category and string columns, evaluation sets, continued fits): each test
+states what the user expects and failed before its fix."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaxboost as jb
+
+
+def _frame(n: int = 60):
+    """A frame of a number, a pandas category column and a string column."""
+    rng = np.random.default_rng(0)
+    shop = rng.choice(["a", "b", "c"], n)
+    frame = pd.DataFrame(
+        {
+            "num": rng.normal(size=n).astype(np.float32),
+            "shop": pd.Categorical(shop),
+            "col": rng.choice(["x", "y"], n),
+        }
+    )
+    y = (frame["num"].to_numpy() + 2.0 * (shop == "b")).astype(np.float32)
+    return frame, y
+
+
+_SETTINGS = {"n_estimators": 2, "max_depth": 2}
+
+
+def test_an_evaluation_frame_with_the_columns_in_another_order_is_named_so():
+    # predict says "the columns seen in fit, in another order"; the
+    # evaluation set said "categorical_features: column 'num' holds 0.33,
+    # not a category code", blaming a setting the user never passed
+    frame, y = _frame()
+    reordered = frame[["col", "shop", "num"]]
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X: the columns seen in fit, in another"):
+        jb.Booster(**_SETTINGS).fit(frame, y, eval_set=[(reordered, y)])
+    ranker = jb.Ranker(**_SETTINGS)
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X: the columns seen in fit, in another"):
+        ranker.fit(frame, y, group=[30, 30], eval_set=[(reordered, y)], eval_group=[[30, 30]])
+
+
+def test_a_continued_fit_on_the_columns_in_another_order_names_init_model_columns():
+    # the error said "init_model's categorical columns are ['num', 'col']":
+    # columns the model never held as categories (this X's names at the
+    # model's positions), and advised categorical_features=['num', 'col']
+    frame, y = _frame()
+    first = jb.Booster(**_SETTINGS).fit(frame, y)
+    reordered = frame[["shop", "num", "col"]]
+    with pytest.raises(ValueError, match=r"init_model: fitted on the columns") as raised:
+        jb.Booster(**_SETTINGS).fit(reordered, y, init_model=first)
+    assert "['num', 'col']" not in str(raised.value)
