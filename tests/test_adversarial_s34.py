@@ -2,6 +2,7 @@
 category and string columns, evaluation sets, continued fits): each test
 states what the user expects and failed before its fix."""
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,3 +51,45 @@ def test_a_continued_fit_on_the_columns_in_another_order_names_init_model_column
     with pytest.raises(ValueError, match=r"init_model: fitted on the columns") as raised:
         jb.Booster(**_SETTINGS).fit(reordered, y, init_model=first)
     assert "['num', 'col']" not in str(raised.value)
+
+
+# the derivative's scale of `_scaled_square`, read from this global at each fit
+_RULE_SCALE = [1.0]
+
+
+@jax.custom_jvp
+def _scaled_square(residual):
+    return 0.5 * residual**2
+
+
+# defjvps: JAX wraps the lambda in a rule of its own, written in JAX's files
+_scaled_square.defjvps(lambda tangent, value, residual: _RULE_SCALE[0] * residual * tangent)
+
+
+def test_a_defjvps_rule_reading_a_global_fits_its_new_value():
+    # the wrapper's file is JAX's, so the rule was taken for JAX's own (which
+    # reads no user state) and the loss lifted: the second fit reused the
+    # first fit's program, the derivative's scale of 1 compiled into it
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=120)).astype(np.float32)
+    settings = {
+        **_SETTINGS,
+        "leaf_method": "newton",
+        "armijo": False,
+        "reg_lambda": 1.0,
+        "base_score": 0.0,
+        "learning_rate": 0.5,
+    }
+
+    def fitted(loss):
+        return np.asarray(jb.Booster(loss=loss, **settings).fit(X, y).predict_raw(X))
+
+    _RULE_SCALE[0] = 1.0
+    first = fitted(lambda target, f: _scaled_square(f - target))
+    _RULE_SCALE[0] = 3.0
+    second = fitted(lambda target, f: _scaled_square(f - target))
+    # the same gradient (3 r) and hessian (3) from a plain loss: the reference
+    reference = fitted(lambda target, f: 1.5 * (f - target) ** 2)
+    assert np.abs(reference - first).max() > 1e-3  # (the scale shows in the model)
+    np.testing.assert_allclose(second, reference, rtol=1e-6, atol=1e-6)
