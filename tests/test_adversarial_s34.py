@@ -3,6 +3,7 @@ category and string columns, evaluation sets, continued fits): each test
 states what the user expects and failed before its fix."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -93,3 +94,31 @@ def test_a_defjvps_rule_reading_a_global_fits_its_new_value():
     reference = fitted(lambda target, f: 1.5 * (f - target) ** 2)
     assert np.abs(reference - first).max() > 1e-3  # (the scale shows in the model)
     np.testing.assert_allclose(second, reference, rtol=1e-6, atol=1e-6)
+
+
+def _squared_group(y, f, mask):
+    return jnp.sum(jnp.where(mask, 0.5 * (f - y) ** 2, 0.0))
+
+
+@pytest.mark.parametrize(
+    "row_derivatives, got",
+    [
+        (
+            lambda y, f, mask: (jnp.sum(f - y), jnp.float32(1.0)),
+            r"\('float32\[\]', 'float32\[\]'\)",
+        ),
+        (lambda y, f, mask: jnp.where(mask, f - y, 0.0), r"float32\[8\]"),
+        (lambda y, f, mask: (jnp.zeros(3), jnp.ones(3)), r"\('float32\[3\]', 'float32\[3\]'\)"),
+    ],
+)
+def test_row_derivatives_of_other_shapes_are_refused_naming_them(row_derivatives, got):
+    # a pair of scalars, one array, or arrays of another length crashed in
+    # JAX's indexing or broadcasting ("Too many indices: array is
+    # 0-dimensional", "Incompatible shapes for broadcasting") deep in fit
+    loss = jb.losses.declare(_squared_group, per="group", row_derivatives=row_derivatives)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2)).astype(np.float32)
+    y = np.round(X[:, 0] + 1).astype(np.float32)
+    message = rf"row_derivatives\(y, f, mask\) .* must return \(grad, hess\).*got {got}"
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=[10, 10, 10])
