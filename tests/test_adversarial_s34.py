@@ -122,3 +122,16 @@ def test_row_derivatives_of_other_shapes_are_refused_naming_them(row_derivatives
     message = rf"row_derivatives\(y, f, mask\) .* must return \(grad, hess\).*got {got}"
     with pytest.raises(ValueError, match=message):
         jb.Booster(loss=loss, **_SETTINGS).fit(X, y, group=[10, 10, 10])
+
+
+def test_an_evaluation_frame_with_codes_for_labels_names_the_evaluation_set():
+    # the error blamed the training X: "X: column 'shop' held category
+    # labels in fit (...); pass it as one", while X was right
+    frame, y = _frame()
+    coded = frame.assign(shop=frame["shop"].cat.codes)
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] X: column 'shop' held category labels"):
+        jb.Booster(**_SETTINGS).fit(frame, y, eval_set=[(coded, y)])
+    digits = frame.assign(shop=frame["shop"].cat.codes.astype(str))  # labels of another kind
+    numbered = frame.assign(shop=pd.Categorical(frame["shop"].cat.codes))
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] X: column 'shop' held category labels"):
+        jb.Booster(**_SETTINGS).fit(numbered, y, eval_set=[(digits, y)])

@@ -307,7 +307,7 @@ def _coded_eval_pair(
         )
     if None not in (got, names, eval_names) and list(eval_names) != list(names):
         check_columns(eval_names, names, n_features, got, f"eval_set[{index}] X")
-    return (encode_categories(X_eval, tables), y_eval)
+    return (encode_categories(X_eval, tables, f"eval_set[{index}] X"), y_eval)
 
 
 def _fit_tables(
@@ -368,23 +368,25 @@ def _label_kind(labels: np.ndarray) -> str | None:
     return None
 
 
-def _check_label_kind(name: str, fitted: np.ndarray, given: np.ndarray) -> None:
+def _check_label_kind(argument: str, name: str, fitted: np.ndarray, given: np.ndarray) -> None:
     """Refuses labels of another kind than the fitted ones (strings of
     digits, as a CSV read as text gives, for a column fitted on the
-    numbers): matched by value, every row would be unseen, silently."""
+    numbers) in column ``name`` of ``argument``: matched by value, every
+    row would be unseen, silently."""
     fitted_kind, given_kind = _label_kind(fitted), _label_kind(given)
     if fitted_kind and given_kind and fitted_kind != given_kind:
         cast = "pd.to_numeric(column)" if fitted_kind == "numbers" else "column.astype(str)"
         raise ValueError(
-            f"X: column {name} held category labels that are {fitted_kind} in fit "
+            f"{argument}: column {name} held category labels that are {fitted_kind} in fit "
             f"(e.g. {fitted[0]!r}), and holds {given_kind} (e.g. {given[0]!r}), which match "
             f"none of them; cast the column to {fitted_kind} as in fit "
             f"(pandas: {cast}.astype('category'))"
         )
 
 
-def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
-    """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen."""
+def _column_codes(X: Any, table: CategoryColumn, argument: str) -> np.ndarray:
+    """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen
+    (``X`` named ``argument`` in errors)."""
     name = _column_name(X, table.column)
     if not len(table.values):  # no category in training: every row is missing
         return np.full(len(X), np.nan, np.float32)
@@ -393,10 +395,10 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
         labels, index = labelled
         if table.values.dtype != object:
             raise ValueError(
-                f"X: column {name} holds labels, but was fitted on category codes (numbers); "
-                "pass it as the numbers it held in fit"
+                f"{argument}: column {name} holds labels, but was fitted on category codes "
+                "(numbers); pass it as the numbers it held in fit"
             )
-        _check_label_kind(name, table.values, labels[np.unique(index[index >= 0])])
+        _check_label_kind(argument, name, table.values, labels[np.unique(index[index >= 0])])
         lookup = {value: code for value, code in zip(table.values.tolist(), table.codes)}
         label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
         return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
@@ -405,7 +407,7 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
         return np.full(len(values), np.nan, np.float32)
     if table.values.dtype == object:  # labels in fit, given as numbers
         raise ValueError(
-            f"X: column {name} held category labels in fit (a 'category' column or "
+            f"{argument}: column {name} held category labels in fit (a 'category' column or "
             "strings); pass it as one"
         )
     position = np.clip(np.searchsorted(table.values, values), 0, len(table.values) - 1)
@@ -433,15 +435,15 @@ def category_grid(X: Any, table: CategoryColumn) -> tuple[np.ndarray, np.ndarray
     return table.values[found], table.codes[found]
 
 
-def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
+def encode_categories(X: Any, tables: list[CategoryColumn] | None, argument: str = "X") -> Any:
     """``X`` with its categorical columns replaced by their codes: a pandas
     frame stays a frame (its names are kept), an array of strings an object
     array (its other columns as they were), anything else a float array;
-    ``X`` itself without tables."""
+    ``X`` itself without tables.  Errors name ``X`` ``argument``."""
     if not tables:
         return X
     kind = _frame_kind(X)
-    codes = {table.column: _column_codes(X, table) for table in tables}
+    codes = {table.column: _column_codes(X, table, argument) for table in tables}
     if kind == "pandas":
         X = X.copy()
         for column, values in codes.items():
