@@ -1,6 +1,8 @@
 """A user's attacks on what landed with the one-way data path (frames with
-category and string columns, evaluation sets, continued fits): each test
-states what the user expects and failed before its fix."""
+category and string columns, evaluation sets, continued fits) and the
+lifted losses (a custom JVP rule reading a global, a group loss's declared
+row_derivatives): each test states what the user expects and failed
+before its fix."""
 
 import jax
 import jax.numpy as jnp
