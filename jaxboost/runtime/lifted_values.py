@@ -26,7 +26,8 @@ structure's attribute of that name evaluates the lifted jaxpr (on the host,
 outside any program, it is the declared function itself).  Losses whose
 jaxpr (or a declared function's) calls back into Python or holds a custom
 derivative rule written outside JAX and jaxboost (a rule may read numbers
-the jaxpr does not show) get no structure: their programs stay keyed by
+the jaxpr does not show; a rule given to ``custom_jvp.defjvps`` is judged by
+the functions given: `jaxboost.runtime.custom_rules`) get no structure: their programs stay keyed by
 their values (`jaxboost.runtime.same_function`).
 """
 
@@ -46,6 +47,8 @@ import jax
 import jax.extend.core as jax_core
 import jax.numpy as jnp
 import numpy as np
+
+from .custom_rules import rule_sources
 
 # structure key -> the values a program being traced was handed
 _BOUND: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
@@ -376,7 +379,9 @@ def _liftable(jaxpr: Any) -> bool:
         name = eqn.primitive.name
         if name in _OPAQUE:
             return False
-        if name == _CUSTOM_JVP and not _rule_source(eqn).startswith(_library_dirs()):
+        if name == _CUSTOM_JVP and not all(
+            source.startswith(_library_dirs()) for source in rule_sources(eqn)
+        ):
             return False
     return all(_liftable(inner) for inner in jax_core.subjaxprs(jaxpr))
 
@@ -392,14 +397,6 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(folders)
 
 
-def _rule_source(eqn: Any) -> str:
-    """The file of a custom JVP call's rule ('' where unknown)."""
-    info = getattr(eqn.params.get("jvp_jaxpr_fun"), "debug_info", None)
-    source = getattr(info, "func_src_info", None) or ""
-    # "name at /path/file.py:line"
-    return source.rpartition(" at ")[2]
-
-
 def _rules(jaxprs: Sequence[Any]) -> tuple:
     """The sources of the custom JVP rules ``jaxprs`` call (their text names
     the rule only)."""
@@ -408,7 +405,7 @@ def _rules(jaxprs: Sequence[Any]) -> tuple:
     def visit(jaxpr):
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == _CUSTOM_JVP:
-                sources.append(_rule_source(eqn))
+                sources.append(rule_sources(eqn))
         for inner in jax_core.subjaxprs(jaxpr):
             visit(inner)
 

@@ -24,7 +24,14 @@ import numpy as np
 from ...engine.categorical import CategoricalSettings
 from ...runtime.distributed import on_every_process
 from .category_union import ColumnCategories, categories_of_all_processes
-from .validation import Table, mixed_kinds_message, text_among_numbers
+from .validation import (
+    Table,
+    check_columns,
+    check_continued_columns,
+    feature_names,
+    mixed_kinds_message,
+    text_among_numbers,
+)
 
 
 class CategoryColumn(NamedTuple):
@@ -276,26 +283,31 @@ def coded_data(
         return CodedData(X, eval_set, None)
     if eval_set is not None:
         eval_set = [
-            _coded_eval_pair(pair, got, tables, table.n_features, index)
+            _coded_eval_pair(pair, got, tables, table, index)
             for index, (pair, got) in enumerate(zip(eval_set, table.eval_counts))
         ]
     return CodedData(encode_categories(X, tables), eval_set, tables)
 
 
 def _coded_eval_pair(
-    pair: Any, got: int | None, tables: list[CategoryColumn], n_features: int | None, index: int
+    pair: Any, got: int | None, tables: list[CategoryColumn], table: Table, index: int
 ) -> tuple:
     """``eval_set[index]`` (``got`` columns) with its ``X`` coded by ``tables``
-    (those of ``n_features`` columns); another column count is refused first,
+    (those of ``table``'s columns); another column count, or a frame's
+    columns named otherwise or in another order, is refused first (coded,
+    a number column at a category's place would be blamed on the category),
     and what is no pair is left as given (fit's checks refuse it by name)."""
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         return pair
+    X_eval, y_eval = pair
+    n_features, names, eval_names = table.n_features, table.names, feature_names(X_eval)
     if None not in (got, n_features) and got != n_features:
         raise ValueError(
             f"eval_set[{index}] X: expected {n_features} features as in fit, got {got}"
         )
-    X_eval, y_eval = pair
-    return (encode_categories(X_eval, tables), y_eval)
+    if None not in (got, names, eval_names) and list(eval_names) != list(names):
+        check_columns(eval_names, names, n_features, got, f"eval_set[{index}] X")
+    return (encode_categories(X_eval, tables, f"eval_set[{index}] X"), y_eval)
 
 
 def _fit_tables(
@@ -310,6 +322,8 @@ def _fit_tables(
     if n_features is None and not several:
         return None  # fit's input checks refuse X by name
     old_tables = None if init_model is None else getattr(init_model, "categories_", None)
+    if init_model is not None:  # (its codes are read by position: the columns first)
+        check_continued_columns(names, getattr(init_model, "feature_names_in_", None))
 
     def chosen_columns() -> list[int]:
         # (not a table: no columns, on every process, which then refuse X alike)
@@ -354,23 +368,25 @@ def _label_kind(labels: np.ndarray) -> str | None:
     return None
 
 
-def _check_label_kind(name: str, fitted: np.ndarray, given: np.ndarray) -> None:
+def _check_label_kind(argument: str, name: str, fitted: np.ndarray, given: np.ndarray) -> None:
     """Refuses labels of another kind than the fitted ones (strings of
     digits, as a CSV read as text gives, for a column fitted on the
-    numbers): matched by value, every row would be unseen, silently."""
+    numbers) in column ``name`` of ``argument``: matched by value, every
+    row would be unseen, silently."""
     fitted_kind, given_kind = _label_kind(fitted), _label_kind(given)
     if fitted_kind and given_kind and fitted_kind != given_kind:
         cast = "pd.to_numeric(column)" if fitted_kind == "numbers" else "column.astype(str)"
         raise ValueError(
-            f"X: column {name} held category labels that are {fitted_kind} in fit "
+            f"{argument}: column {name} held category labels that are {fitted_kind} in fit "
             f"(e.g. {fitted[0]!r}), and holds {given_kind} (e.g. {given[0]!r}), which match "
             f"none of them; cast the column to {fitted_kind} as in fit "
             f"(pandas: {cast}.astype('category'))"
         )
 
 
-def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
-    """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen."""
+def _column_codes(X: Any, table: CategoryColumn, argument: str) -> np.ndarray:
+    """``(n_rows,)`` float32 codes of a column, NaN for missing and unseen
+    (``X`` named ``argument`` in errors)."""
     name = _column_name(X, table.column)
     if not len(table.values):  # no category in training: every row is missing
         return np.full(len(X), np.nan, np.float32)
@@ -379,10 +395,10 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
         labels, index = labelled
         if table.values.dtype != object:
             raise ValueError(
-                f"X: column {name} holds labels, but was fitted on category codes (numbers); "
-                "pass it as the numbers it held in fit"
+                f"{argument}: column {name} holds labels, but was fitted on category codes "
+                "(numbers); pass it as the numbers it held in fit"
             )
-        _check_label_kind(name, table.values, labels[np.unique(index[index >= 0])])
+        _check_label_kind(argument, name, table.values, labels[np.unique(index[index >= 0])])
         lookup = {value: code for value, code in zip(table.values.tolist(), table.codes)}
         label_codes = np.array([lookup.get(v, np.nan) for v in labels.tolist()] + [np.nan])
         return label_codes[index].astype(np.float32)  # index -1: the NaN at the end
@@ -391,7 +407,7 @@ def _column_codes(X: Any, table: CategoryColumn) -> np.ndarray:
         return np.full(len(values), np.nan, np.float32)
     if table.values.dtype == object:  # labels in fit, given as numbers
         raise ValueError(
-            f"X: column {name} held category labels in fit (a 'category' column or "
+            f"{argument}: column {name} held category labels in fit (a 'category' column or "
             "strings); pass it as one"
         )
     position = np.clip(np.searchsorted(table.values, values), 0, len(table.values) - 1)
@@ -419,15 +435,15 @@ def category_grid(X: Any, table: CategoryColumn) -> tuple[np.ndarray, np.ndarray
     return table.values[found], table.codes[found]
 
 
-def encode_categories(X: Any, tables: list[CategoryColumn] | None) -> Any:
+def encode_categories(X: Any, tables: list[CategoryColumn] | None, argument: str = "X") -> Any:
     """``X`` with its categorical columns replaced by their codes: a pandas
     frame stays a frame (its names are kept), an array of strings an object
     array (its other columns as they were), anything else a float array;
-    ``X`` itself without tables."""
+    ``X`` itself without tables.  Errors name ``X`` ``argument``."""
     if not tables:
         return X
     kind = _frame_kind(X)
-    codes = {table.column: _column_codes(X, table) for table in tables}
+    codes = {table.column: _column_codes(X, table, argument) for table in tables}
     if kind == "pandas":
         X = X.copy()
         for column, values in codes.items():

@@ -347,6 +347,17 @@ def check_columns(
     )
 
 
+def check_continued_columns(names: list[str] | None, fitted_names: list[str] | None) -> None:
+    """A continued fit's ``X`` columns (``names``, or None without) are
+    those ``init_model`` was fitted on (``fitted_names``), in that order;
+    else a ValueError naming both and the fix."""
+    if names is not None and fitted_names is not None and list(names) != list(fitted_names):
+        raise ValueError(
+            "init_model: fitted on the columns "
+            f"{list(fitted_names)}, X has {list(names)}: give X's columns in the fitted order"
+        )
+
+
 def _shown(names: list[str], limit: int = 10) -> str:
     """``names`` as a list, cut after ``limit`` entries."""
     shown = ", ".join(repr(column) for column in names[:limit])

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from ..data.categories import categorical_columns
-from ..data.validation import as_features, feature_names
+from ..data.validation import as_features, check_columns, feature_names
 
 
 def _labelled(dtype: Any) -> bool:
@@ -90,7 +90,9 @@ def checked_data(
 ) -> Any:
     """``validate_data(estimator, stand-in of X, **check_args)``'s result:
     the checks, and ``n_features_in_`` and ``feature_names_in_`` set (reset)
-    or compared.  Where scikit-learn refuses a frame, or an array of text or
+    or compared.  Where scikit-learn refuses a frame whose columns are the
+    fitted ones in another order, the Booster's message says so; other
+    columns, its own; where it refuses another frame, or an array of text or
     objects, the Booster's message is raised when it has one (a text column
     named, with the fix; ``X`` named ``name``); scikit-learn's own messages
     for another ``name`` than ``X`` (an evaluation set's) begin with it."""
@@ -98,7 +100,10 @@ def checked_data(
     try:
         return validate_data(estimator, stand_in, **check_args)
     except (TypeError, ValueError) as error:
-        if feature_names(stand_in) is not None:
+        names = feature_names(stand_in)
+        if _other_columns(estimator, names, check_args.get("reset", True), name):
+            pass  # scikit-learn's words name them, before a text column is blamed
+        elif names is not None:
             as_features(stand_in, name)  # raises the Booster's message, naming the column
         elif _text_or_objects(stand_in):
             try:
@@ -110,3 +115,15 @@ def checked_data(
             words = f"{name} {words[2:]}" if words.startswith("X has ") else f"{name}: {words}"
             raise type(error)(words) from error
         raise
+
+
+def _other_columns(estimator: Any, names: list[str] | None, reset: bool, name: str) -> bool:
+    """Whether a frame's columns ``names`` are not those ``estimator`` was
+    fitted on, in that order; the fitted ones in another order raise the
+    Booster's message for ``name`` (predict's)."""
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if reset or names is None or fitted is None or list(names) == list(fitted):
+        return False
+    if sorted(names) == sorted(fitted):
+        check_columns(names, list(fitted), len(fitted), len(names), name)
+    return True

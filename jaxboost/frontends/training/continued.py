@@ -24,6 +24,7 @@ import numpy as np
 from ...engine.predict import predict_on_devices, scores_after_rounds, tree_depth
 from ...engine.tree import Tree
 from ...runtime.padding import bucket_size, pad_rows
+from ..data.validation import check_continued_columns
 from ..settings.checks import tree_shape
 from .monitor import EvalSet
 
@@ -103,12 +104,7 @@ def check_compatible(model: Any, settings: Any, n_features: int, names, n_output
     columns named ``names`` (or None) for ``n_outputs`` outputs; else a
     ValueError naming ``init_model`` and the fix."""
     check_feature_count(model, n_features)
-    fitted_names = getattr(model, "feature_names_in_", None)
-    if names is not None and fitted_names is not None and list(names) != list(fitted_names):
-        raise ValueError(
-            "init_model: fitted on the columns "
-            f"{list(fitted_names)}, X has {list(names)}: give X's columns in the fitted order"
-        )
+    check_continued_columns(names, getattr(model, "feature_names_in_", None))
     if model.n_outputs_ != n_outputs:
         raise ValueError(
             f"init_model: has {model.n_outputs_} outputs, this fit {n_outputs}: the loss and "

@@ -470,4 +470,31 @@ def check_group_loss(loss, y: np.ndarray) -> None:
         if str(error).startswith(where):
             raise
         raise ValueError(f"{where} failed: {str(error).splitlines()[0]}") from None
+    _check_row_derivatives(loss, name, y_group, f_group, mask)
     check_mask_respected(loss, y)
+
+
+def _check_row_derivatives(loss, name: str, y_group, f_group, mask) -> None:
+    """A group loss's declared ``row_derivatives(y, f, mask)`` returns
+    ``(grad, hess)``, two arrays of ``f``'s shape, at the shapes of
+    `check_group_loss`'s group; else a ValueError naming it and the fix."""
+    row_derivatives = metadata_of(loss).row_derivatives
+    if row_derivatives is None:
+        return
+    width = f_group.shape[0]
+    where = (
+        f"loss {name!r}: row_derivatives(y, f, mask) on one group of {width} rows (f and mask "
+        f"of shape ({width},))"
+    )
+    try:
+        found = jax.eval_shape(row_derivatives, y_group, f_group, mask)
+    except (TypeError, ValueError, IndexError) as error:
+        raise ValueError(f"{where} failed: {str(error).splitlines()[0]}") from None
+    pair = isinstance(found, (tuple, list)) and len(found) == 2
+    if pair and all(getattr(part, "shape", None) == (width,) for part in found):
+        return
+    got = jax.tree.map(lambda part: f"{part.dtype}{list(part.shape)}", found)
+    raise ValueError(
+        f"{where} must return (grad, hess): two arrays of shape ({width},), the "
+        f"gradient and the hessian's diagonal at each row; got {got}"
+    )
