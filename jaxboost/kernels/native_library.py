@@ -65,6 +65,7 @@ _TARGETS = {
     "jaxboost_shap_contributions": "JaxboostShapContributions",
     "jaxboost_shap_interactions": "JaxboostShapInteractions",
     "jaxboost_leaf_histograms": "JaxboostLeafHistograms",
+    "jaxboost_split_search": "JaxboostSplitSearch",
 }
 
 
