@@ -114,8 +114,8 @@ def test_padded_choice_takes_the_first_of_exact_ties():
     assert float(native.gain[0]) == 2.0
 
 
-@pytest.mark.parametrize("rule", ["none", "estimated"])
-def test_packed_choice_equals_find_best_packed_splits(rule):
+@pytest.mark.parametrize(("n_outputs", "rule"), [(1, "none"), (1, "estimated"), (2, "estimated")])
+def test_packed_choice_equals_find_best_packed_splits(n_outputs, rule):
     n_features, n_nodes, n_value_bins = 6, 3, 63
     rng = np.random.default_rng(7)
     used = rng.integers(1, 10, n_features)
@@ -134,7 +134,6 @@ def test_packed_choice_equals_find_best_packed_splits(rule):
         xla = find_best_packed_splits(hist, packed, *common, **options)
         return xla, native_best_splits(hist, *common, packed=packed, **options)
 
-    n_outputs = 1
     both = jax.jit(both)
     for draw in range(12):
         plain = _plain_histograms(rng, n_features, n_nodes, n_value_bins + 1, n_outputs, used)

@@ -285,6 +285,169 @@ Choice SearchNode(const float* hist, const uint8_t* feature_ok, const int32_t* s
   return choice;
 }
 
+// The least hessian of a child of a node whose feature totals hess_total
+// (summed over outputs), by the row rule (jaxboost.engine.split.child_check
+// and estimated_row_rule).
+float ChildLeast(const Settings& set, int row_rule, float hess_total, float node_rows) {
+  if (row_rule == 1) return LeastHessian(set, 1, set.min_child_samples, set.rows_per_hessian);
+  if (row_rule != 2) return set.min_child_weight;
+  const float per_hessian = hess_total > 0.0f ? node_rows / hess_total : 0.0f;
+  const float least_samples = MaxNaN(set.min_child_samples, node_rows * kLeastRowShare);
+  return LeastHessian(set, 2, least_samples, per_hessian);
+}
+
+// One output's gain of a left side (g, h) of a node (the same operations as
+// SideGains: the packed search recomputes its chosen feature's gains with it).
+__attribute__((always_inline, optimize("no-trapping-math"))) inline float OneGain(
+    float g, float h, float total_grad, float total_hess, float total_score,
+                     float least, float reg_lambda) {
+  const float gr = total_grad - g, hr = total_hess - h;
+  const float dl = h + reg_lambda, dr = hr + reg_lambda;
+  const float ql = g * g / (dl > 0.0f ? dl : 1.0f);
+  const float qr = gr * gr / (dr > 0.0f ? dr : 1.0f);
+  const float sl = dl > 0.0f ? ql : 0.0f, sr = dr > 0.0f ? qr : 0.0f;
+  const float gain = 0.5f * (sl + sr - total_score);
+  return (h >= least) & (hr >= least) ? gain : -kInf;
+}
+
+// A packed feature's best gain in each of n_nodes nodes, the nodes side by
+// side in the inner loop (they lie side by side in the packed histograms,
+// two channels each);
+// both directions where with_missing.  Order keys as in SideGains.
+__attribute__((target_clones("avx2", "default"), optimize("no-trapping-math"))) void NodeTops(
+    const float* __restrict sums, int64_t n_nodes, int64_t n_thresholds,
+    const float* __restrict missing, const float* __restrict total_grad,
+    const float* __restrict total_hess, const float* __restrict total_score,
+    const float* __restrict least, float reg_lambda, bool with_missing,
+    int32_t* __restrict top, int32_t* __restrict bad) {
+  // (two loops, not a branch inside one: the compiler vectorises neither)
+  if (!with_missing) {
+    for (int64_t t = 0; t < n_thresholds; ++t) {
+      const float* __restrict row = sums + t * n_nodes * 2;
+      for (int64_t n = 0; n < n_nodes; ++n) {
+        const float value = OneGain(row[2 * n], row[2 * n + 1], total_grad[n],
+                                    total_hess[n], total_score[n], least[n], reg_lambda);
+        bad[n] |= value != value;
+        int32_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        const int32_t key = bits ^ ((bits >> 31) & 0x7fffffff);
+        top[n] = key > top[n] ? key : top[n];
+      }
+    }
+    return;
+  }
+  for (int64_t t = 0; t < n_thresholds; ++t) {
+    const float* __restrict row = sums + t * n_nodes * 2;
+    for (int64_t n = 0; n < n_nodes; ++n) {
+      const float g = row[2 * n], h = row[2 * n + 1];
+      const float right = OneGain(g, h, total_grad[n], total_hess[n], total_score[n], least[n],
+                                  reg_lambda);
+      const float left =
+          OneGain(g + missing[2 * n], h + missing[2 * n + 1], total_grad[n],
+                  total_hess[n], total_score[n], least[n], reg_lambda);
+      bad[n] |= (right != right) | (left != left);
+      int32_t right_bits, left_bits;
+      std::memcpy(&right_bits, &right, sizeof right_bits);
+      std::memcpy(&left_bits, &left, sizeof left_bits);
+      const int32_t right_key = right_bits ^ ((right_bits >> 31) & 0x7fffffff);
+      const int32_t left_key = left_bits ^ ((left_bits >> 31) & 0x7fffffff);
+      const int32_t key = right_key > left_key ? right_key : left_key;
+      top[n] = key > top[n] ? key : top[n];
+    }
+  }
+}
+
+float FromKey(int32_t key) {
+  const int32_t bits = key ^ ((key >> 31) & 0x7fffffff);
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// The packed search of one output: every feature's best in every node
+// (NodeTops), then per node the first candidate within noise of its best,
+// in the first feature that has one, its gains computed again.
+void PackedOneOutput(const float* hist, const uint8_t* feature_ok, const int32_t* slot_start,
+                     int64_t n_features, int64_t n_nodes, int64_t channels,
+                     const float* node_rows, int row_rule, const Settings& set, Choice* out) {
+  const int64_t pitch = n_nodes * channels;
+  std::vector<float> feature_top(n_features * n_nodes), parent(n_nodes, -kInf),
+      top(n_nodes, -kInf), grad(n_nodes), hess(n_nodes), score(n_nodes), least(n_nodes);
+  std::vector<int32_t> keys(n_nodes), bad(n_nodes);
+  for (int64_t f = 0; f < n_features; ++f) {
+    const int64_t n_thresholds = slot_start[f + 1] - slot_start[f] - 1;
+    const float* left = hist + slot_start[f] * pitch;
+    const float* missing = left + n_thresholds * pitch;
+    const float* last = missing - pitch;
+    bool with_missing = false;
+    for (int64_t n = 0; n < n_nodes; ++n) {
+      const float* m = missing + n * channels;
+      with_missing |= m[0] != 0.0f || m[1] != 0.0f;
+      grad[n] = last[n * channels] + m[0];
+      hess[n] = last[n * channels + 1] + m[1];
+      const float denominator = hess[n] + set.reg_lambda;
+      score[n] = denominator > 0.0f ? grad[n] * grad[n] / denominator : 0.0f;
+      parent[n] = MaxNaN(parent[n], score[n]);
+      least[n] = ChildLeast(set, row_rule, hess[n], node_rows[n]);
+      keys[n] = std::numeric_limits<int32_t>::min();
+      bad[n] = 0;
+    }
+    float* at = feature_top.data() + f * n_nodes;
+    if (!feature_ok[f]) {
+      for (int64_t n = 0; n < n_nodes; ++n) at[n] = -kInf;
+      continue;
+    }
+    NodeTops(left, n_nodes, n_thresholds, missing, grad.data(), hess.data(),
+             score.data(), least.data(), set.reg_lambda, with_missing, keys.data(), bad.data());
+    for (int64_t n = 0; n < n_nodes; ++n) {
+      at[n] = bad[n] ? std::numeric_limits<float>::quiet_NaN() : FromKey(keys[n]);
+      top[n] = MaxNaN(top[n], at[n]);
+    }
+  }
+  for (int64_t n = 0; n < n_nodes; ++n) {
+    const float half_parent = 0.5f * parent[n];
+    const float bound = std::fma(-kGainNoise, std::fabs(top[n]) + half_parent, top[n]);
+    Choice choice;
+    float best = -kInf;
+    for (int64_t f = 0; f < n_features; ++f) {
+      if (!(feature_top[f * n_nodes + n] >= bound)) continue;
+      const int64_t n_thresholds = slot_start[f + 1] - slot_start[f] - 1;
+      const float* left = hist + slot_start[f] * pitch + n * channels;
+      const float* m = left + n_thresholds * pitch;
+      const float* last = m - pitch;
+      const float total_grad = last[0] + m[0], total_hess = last[1] + m[1];
+      const float denominator = total_hess + set.reg_lambda;
+      const float total_score =
+          denominator > 0.0f ? total_grad * total_grad / denominator : 0.0f;
+      const float child_least = ChildLeast(set, row_rule, total_hess, node_rows[n]);
+      for (int64_t t = 0; t < n_thresholds; ++t) {
+        const float g = left[t * pitch], h = left[t * pitch + 1];
+        const float right_missing =
+            feature_ok[f] ? OneGain(g, h, total_grad, total_hess, total_score, child_least,
+                                    set.reg_lambda)
+                          : -kInf;
+        const float left_missing =
+            feature_ok[f] ? OneGain(g + m[0], h + m[1], total_grad, total_hess, total_score,
+                                    child_least, set.reg_lambda)
+                          : -kInf;
+        const int d = right_missing >= bound ? 0 : left_missing >= bound ? 1 : -1;
+        if (d < 0) continue;
+        best = d == 0 ? right_missing : left_missing;
+        choice.feature = static_cast<int32_t>(f);
+        choice.threshold_bin = static_cast<int32_t>(t);
+        choice.missing_left = d;
+        break;
+      }
+      break;
+    }
+    const bool split =
+        std::isfinite(best) && best > set.min_split_gain && best > kGainNoise * half_parent;
+    choice.do_split = split;
+    choice.gain = split ? best : 0.0f;
+    out[n] = choice;
+  }
+}
+
 ffi::Error SplitSearchImpl(ffi::Buffer<ffi::F32> hist, ffi::Buffer<ffi::U8> feature_ok,
                            ffi::Buffer<ffi::S32> slot_start, ffi::Buffer<ffi::F32> node_rows,
                            ffi::Buffer<ffi::F32> settings, int64_t n_outputs, int64_t packed,
@@ -327,12 +490,48 @@ ffi::Error SplitSearchImpl(ffi::Buffer<ffi::F32> hist, ffi::Buffer<ffi::U8> feat
   std::vector<int64_t> offset(n_features);
   std::vector<float> scratch(std::max<int64_t>(n_gains, 2));
   std::vector<float> feature_top(n_features);
+  // packed histograms node by node: (S, N, C) -> (N, S, 2K) in one pass,
+  // so that a node's search reads its sums side by side (read in place, a
+  // node's slots lie N C floats apart: a cache line each)
+  const float* source = hist.typed_data();
+  const int64_t channels = dims[dims.size() - 1];
+  std::vector<float> by_node;
+  if (packed && !(n_outputs == 1 && channels == 2)) {
+    const int64_t n_slots = dims[0];
+    by_node.resize(n_nodes * n_slots * c);
+    for (int64_t slot = 0; slot < n_slots; ++slot) {
+      for (int64_t node = 0; node < n_nodes; ++node) {
+        const float* from = source + (slot * n_nodes + node) * channels;
+        float* to = by_node.data() + (node * n_slots + slot) * c;
+        for (int64_t i = 0; i < c; ++i) to[i] = from[i];
+      }
+    }
+  }
+  if (packed && n_outputs == 1 && channels == 2) {
+    std::vector<Choice> choices(n_nodes);
+    PackedOneOutput(source, feature_ok.typed_data(), slots, n_features, n_nodes, channels,
+                    node_rows.typed_data(), static_cast<int>(row_rule), set, choices.data());
+    for (int64_t node = 0; node < n_nodes; ++node) {
+      feature->typed_data()[node] = choices[node].feature;
+      threshold_bin->typed_data()[node] = choices[node].threshold_bin;
+      missing_left->typed_data()[node] = choices[node].missing_left;
+      gain->typed_data()[node] = choices[node].gain;
+      do_split->typed_data()[node] = choices[node].do_split;
+    }
+    return ffi::Error::Success();
+  }
+  const auto search =
+      n_outputs == 1 ? SearchNode<1> : n_outputs == 2 ? SearchNode<2> : SearchNode<0>;
   for (int64_t node = 0; node < n_nodes; ++node) {
-    const auto search = n_outputs == 1 ? SearchNode<1> : n_outputs == 2 ? SearchNode<2> : SearchNode<0>;
+    const float* node_rows_at = node_rows.typed_data();
     const Choice choice =
-        search(hist.typed_data(), feature_ok.typed_data(), slots, packed != 0, n_features,
-               n_nodes, n_bins, dims[dims.size() - 1], node, node_rows.typed_data()[node], static_cast<int>(row_rule),
-               set, static_cast<int>(n_outputs), gains, offset, scratch, feature_top);
+        packed ? search(by_node.data() + node * dims[0] * c, feature_ok.typed_data(), slots,
+                        true, n_features, 1, 0, c, 0, node_rows_at[node],
+                        static_cast<int>(row_rule), set, static_cast<int>(n_outputs), gains,
+                        offset, scratch, feature_top)
+               : search(source, feature_ok.typed_data(), slots, false, n_features, n_nodes,
+                        n_bins, channels, node, node_rows_at[node], static_cast<int>(row_rule),
+                        set, static_cast<int>(n_outputs), gains, offset, scratch, feature_top);
     feature->typed_data()[node] = choice.feature;
     threshold_bin->typed_data()[node] = choice.threshold_bin;
     missing_left->typed_data()[node] = choice.missing_left;
