@@ -9,7 +9,10 @@
 // a copy: most of a tree program's compile, and on small tables most of a
 // round (passes over every candidate, one for the gains, one for the maximum,
 // one for the first tie).  Here one loop per node computes every candidate's
-// gain once, keeps them, and picks the first within float32 noise of the best.
+// gain once, keeps them, and picks the first within float32 noise of the best
+// (packed histograms of one output: one loop per feature over every node,
+// the nodes side by side as the histograms hold them, then the first
+// feature within noise of a node's best searched again: PackedOneOutput).
 //
 // Every float32 operation is the one find_best_splits performs, in its order
 // (gains bit for bit): score(s) = sum_k [h_k + lambda > 0] g_k^2 / (h_k +
