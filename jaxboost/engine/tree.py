@@ -44,6 +44,7 @@ from .leafwise import (
     spread_choice,
     with_children,
 )
+from .native_split import covers, native_best_splits
 from .neighbours import children_boxes, leaf_boxes, root_boxes, search_bounds
 from .packed_split import PackedBins, find_best_packed_splits, slot_layout
 from .split import find_best_splits, first_across_shards
@@ -116,6 +117,7 @@ def _split_search(
     packed,
     constraints=None,
     categorical=None,
+    native=False,
 ):
     """``(shard's histograms, NodeBounds, node_rows) -> SplitChoice``, the
     same on every shard (``constraints``: a `TreeConstraints`, or None: the
@@ -133,7 +135,9 @@ def _split_search(
     feature uses, at most 0.6 of the padded ones) are summed whole with one
     ``psum`` and searched on every shard: split by slots, a shard would hold
     parts of features (``categorical``, a `CategoricalSearch`, is not
-    packed: the caller leaves ``packed`` None with it).
+    packed: the caller leaves ``packed`` None with it).  ``native``: the
+    native search makes the choice (`jaxboost.engine.native_split.covers`),
+    on whole histograms summed with one ``psum``, as packed ones.
     """
     settings = (n_outputs, params.reg_lambda, params.min_child_weight, params.min_split_gain)
     least_rows = params.min_child_samples
@@ -146,13 +150,23 @@ def _split_search(
     # rank 0: JAX issue 40830.  So several processes sum whole histograms with
     # psum (an all-reduce), which that bug does not touch.
     one_shard = axis_name is None or lax.axis_size(axis_name) == 1
-    if one_shard or jax.process_count() > 1 or packed is not None:
+    if one_shard or jax.process_count() > 1 or packed is not None or native:
 
         def search_whole(hist, bounds=None, node_rows=None):
             if axis_name is not None:
                 if node_rows is not None:  # (float32: one all-reduce with the histograms)
                     node_rows = node_rows.astype(jnp.float32)
                 hist, node_rows = lax.psum((hist, node_rows), axis_name)
+            if native:
+                return native_best_splits(
+                    hist,
+                    *settings,
+                    feature_mask,
+                    min_child_samples=least_rows,
+                    rows_per_hessian=per_hessian,
+                    node_rows=node_rows,
+                    packed=packed,
+                )
             node_mask, monotone = _node_constraints(constraints, bounds)
             if packed is not None:
                 return find_best_packed_splits(
@@ -361,6 +375,9 @@ def grow_tree(
         packed,
         constraints,
         categorical,
+        native=covers(
+            params.histogram_kernel, n_outputs, constraints, categorical, stats_scale is not None
+        ),
     )
     bounds = None if constraints is None else root_bounds(constraints)
     boxes = None  # monotone_constraints_method="intermediate": the level's boxes

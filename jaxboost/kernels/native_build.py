@@ -40,6 +40,7 @@ SOURCES = tuple(
         "category_order.cc",
         "shap.cc",
         "leaf_histogram.cc",
+        "split_search.cc",
     )
 )
 # included by the sources: part of what a library was built from

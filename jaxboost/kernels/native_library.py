@@ -67,6 +67,7 @@ _TARGETS = {
     "jaxboost_leaf_split": "JaxboostLeafSplit",
     "jaxboost_row_major_bins": "JaxboostRowMajorBins",
     "jaxboost_leaf_of_row": "JaxboostLeafOfRow",
+    "jaxboost_split_search": "JaxboostSplitSearch",
 }
 
 
