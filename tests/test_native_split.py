@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxboost  # noqa: F401  (configures the CPU devices before JAX starts)
+from jaxboost.engine import packed_split
 from jaxboost.engine.native_split import covers, native_best_splits
 from jaxboost.engine.packed_split import find_best_packed_splits, packed_bins
 from jaxboost.engine.split import find_best_splits
@@ -115,7 +116,8 @@ def test_padded_choice_takes_the_first_of_exact_ties():
 
 
 @pytest.mark.parametrize(("n_outputs", "rule"), [(1, "none"), (1, "estimated"), (2, "estimated")])
-def test_packed_choice_equals_find_best_packed_splits(n_outputs, rule):
+def test_packed_choice_equals_find_best_packed_splits(n_outputs, rule, monkeypatch):
+    monkeypatch.setattr(packed_split, "_PACKED_LEAST", 0)  # a small table, packed
     n_features, n_nodes, n_value_bins = 6, 3, 63
     rng = np.random.default_rng(7)
     used = rng.integers(1, 10, n_features)
