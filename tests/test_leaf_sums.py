@@ -7,7 +7,7 @@ import pytest
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 from jaxboost import losses
-from jaxboost.engine.leaves import armijo_backtrack, line_search_leaf_values
+from jaxboost.engine.line_search import armijo_backtrack, line_search_leaf_values
 from jaxboost.kernels.leaf_sums import LEAF_KERNELS
 from jaxboost.kernels.native_library import native_available
 

@@ -10,12 +10,8 @@ import pytest
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
 from jaxboost import losses
 from jaxboost.engine.derivatives import grad_hess
-from jaxboost.engine.leaves import (
-    leaf_totals,
-    line_search_leaf_values,
-    newton_leaf_values,
-    solve_newton,
-)
+from jaxboost.engine.leaves import leaf_totals, newton_leaf_values, solve_newton
+from jaxboost.engine.line_search import line_search_leaf_values
 from jaxboost.kernels.leaf_sums import LEAF_KERNELS
 
 
@@ -223,10 +219,10 @@ def test_line_search_along_a_vector_direction():
 def _count_row_sums(monkeypatch):
     """The number of rows of every sum over rows a line search runs (each sum
     is one collective when sharded)."""
-    from jaxboost.engine import leaves
+    from jaxboost.engine import leaves, line_search
 
     calls = []
-    summed, slope_summed = leaves._sum_by_leaf, leaves._slope_sums
+    summed, slope_summed = leaves.sum_by_leaf, line_search._slope_sums
 
     def counting(kernels, values, leaf_of_row, n_leaves, axis_name):
         n_rows = values.shape[1]
@@ -238,8 +234,9 @@ def _count_row_sums(monkeypatch):
         jax.debug.callback(lambda: calls.append(n_rows))
         return slope_summed(loss, kernels, direction, n_leaves, rows, steps, axis_name)
 
-    monkeypatch.setattr(leaves, "_sum_by_leaf", counting)
-    monkeypatch.setattr(leaves, "_slope_sums", counting_slopes)
+    monkeypatch.setattr(leaves, "sum_by_leaf", counting)  # (sum_rows' sums)
+    monkeypatch.setattr(line_search, "sum_by_leaf", counting)
+    monkeypatch.setattr(line_search, "_slope_sums", counting_slopes)
     return calls
 
 
@@ -315,9 +312,9 @@ def _pinball_problem(seed, n_rows, alpha):
 def test_a_pinball_search_that_cannot_narrow_goes_on_over_all_rows(monkeypatch):
     """More rows changing slope in the brackets than the search may gather
     (here at most 64): every sum runs over all rows, to the same quantiles."""
-    from jaxboost.engine import leaves
+    from jaxboost.engine import line_search
 
-    monkeypatch.setattr(leaves, "_NARROW_FRACTION", 10**9)
+    monkeypatch.setattr(line_search, "_NARROW_FRACTION", 10**9)
     calls = _count_row_sums(monkeypatch)
     (loss, *arrays), expected = _pinball_problem(8, 20_000, 0.8)
     search = functools.partial(line_search_leaf_values, narrow=True)
@@ -411,7 +408,7 @@ def test_leaf_totals_give_the_search_its_start_and_armijo_its_base(loss_name):
     totals' one pass (the loss as an extra column): the same leaf values as
     when both compute them with passes of their own."""
     from jaxboost.engine.derivatives import sample_loss
-    from jaxboost.engine.leaves import armijo_backtrack
+    from jaxboost.engine.line_search import armijo_backtrack
 
     rng, leaf_of_row, weight = _leaf_data(11, n_rows=3000, n_leaves=8)
     y = jnp.asarray((3 * rng.standard_t(3, leaf_of_row.size)).astype(np.float32))

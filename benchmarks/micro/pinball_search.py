@@ -1,6 +1,6 @@
 """Iterations of the line search for one pinball leaf, simulated in numpy.
 
-The search of ``jaxboost.engine.leaves.minimise_scalar`` for a loss with no
+The search of ``jaxboost.engine.line_search.minimise_scalar`` for a loss with no
 curvature (two points per iteration cutting the bracket threefold, until it
 is below float32 resolution of its ends or 1e-7 of its first width) against a
 regula-falsi variant (two points at the secant estimate of the slope's root

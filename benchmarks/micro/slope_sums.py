@@ -21,7 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxboost  # noqa: F401  (configures devices before JAX starts)
-from jaxboost import leaves, losses
+from jaxboost import losses
+from jaxboost.engine import line_search
 from jaxboost.kernels.leaf_sums import LEAF_KERNELS, leaf_sums_native
 
 N_LEAVES = 32
@@ -52,7 +53,7 @@ def fastest_ms(program, *args, repeat: int = 15) -> float:
 def sums_program(loss, kernels, direction):
     """``(rows, steps) -> (32, 3, P)`` the search's sums, jitted."""
     return jax.jit(
-        lambda rows, steps: leaves._slope_sums(
+        lambda rows, steps: line_search._slope_sums(
             loss, kernels, direction, N_LEAVES, rows, steps, None
         )
     )
@@ -64,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n = args.rows
-    rows = leaves._LeafRows(
+    rows = line_search._LeafRows(
         jnp.asarray(rng.standard_normal(n).astype(np.float32)),
         jnp.asarray(rng.standard_normal((n, 1)).astype(np.float32)),
         jnp.ones(n, jnp.float32),

@@ -40,10 +40,9 @@ from jax import lax
 from ..kernels.leaf_sums import LEAF_KERNELS, LeafKernels
 from ..losses.metadata import metadata_of
 from .derivatives import Loss, sample_loss
-from .leaves import (
-    across_shards,
+from .leaves import across_shards, leaf_totals
+from .line_search import (
     host_while_loop,
-    leaf_totals,
     line_search_leaf_values,
     minimise_scalar,
     search_start,
@@ -381,7 +380,7 @@ def _total_loss(
 
 
 # the points the host search evaluates per call (its program's one shape):
-# the line search's grid (jaxboost.engine.leaves._SEARCH_POINTS) and a
+# the line search's grid (jaxboost.engine.line_search._SEARCH_POINTS) and a
 # bracket's two ends
 _HOST_POINTS = 2
 

@@ -37,15 +37,8 @@ from .fisher import fisher_grad_hess, information_per_row
 from .groups import GroupBucket, group_grad_hess, loss_sum, mean_group_loss
 from .init_score import searched_initial_score
 from .joint_newton import leaf_hessian, solve_joint
-from .leaves import (
-    LeafTotals,
-    across_shards,
-    armijo_backtrack,
-    leaf_columns,
-    line_search_leaf_values,
-    solve_newton,
-    totals_from_sums,
-)
+from .leaves import LeafTotals, across_shards, leaf_columns, solve_newton, totals_from_sums
+from .line_search import armijo_backtrack, line_search_leaf_values
 from .neighbours import ordered_leaves
 from .packed_split import PackedBins
 from .quantise import quantise_split_stats
@@ -86,7 +79,7 @@ class StaticSettings:
     # num_grad_quant_bins)
     grad_quant_bins: int = 0
     # the loss has no curvature on most rows (pinball): its line searches
-    # narrow to the rows whose slope still changes (jaxboost.engine.leaves)
+    # narrow to the rows whose slope still changes (jaxboost.engine.line_search)
     narrow_line_search: bool = False
     # rows are drawn each round (subsample < 1); the fraction itself is
     # NumericSettings.subsample.  False skips the draw (a hash of every row
