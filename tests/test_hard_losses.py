@@ -107,7 +107,8 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
 
     from jaxboost.engine.derivatives import grad_hess
     from jaxboost.engine.leaves import leaf_totals
-    from jaxboost.engine.training import NumericSettings, ShardData, StaticSettings, _leaf_values
+    from jaxboost.engine.round_leaves import leaf_values
+    from jaxboost.engine.training import NumericSettings, ShardData, StaticSettings
     from jaxboost.kernels.leaf_sums import LEAF_KERNELS
 
     y = jnp.full(8, 1.5)
@@ -121,7 +122,7 @@ def test_newton_leaves_without_curvature_fall_back_to_a_line_search():
     )
     leaf_of_row = jnp.zeros(8, jnp.int32)  # every row in leaf 0; leaf 1 is empty
     totals = leaf_totals(LEAF_KERNELS["reference"], grad, hess, data.weight, leaf_of_row, 2, None)
-    values, n_stuck = _leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, jnp.ones(1), None)
+    values, n_stuck = leaf_values(cfg, hyper, data, raw, totals, leaf_of_row, jnp.ones(1), None)
     assert int(n_stuck) == 0  # (searched, not left to a caller)
     np.testing.assert_allclose(np.asarray(values)[:, 0], [1.5, 0.0], atol=1e-5)
 

@@ -41,16 +41,8 @@ from ..runtime.program_cache import one_program_per_shape, values_as_input
 from ..runtime.workarounds import fast_compile_options, vector_output_compiler_options
 from .categorical import BITSET_WORDS
 from .derivatives import Loss, directional_derivatives, sample_loss
-from .training import (
-    StaticSettings,
-    _data_specs,
-    count_not_finite,
-    grow_round,
-    in_bag_losses,
-    judges_rises_in_bag,
-    mean_loss,
-    round_derivatives,
-)
+from .round_losses import count_not_finite, in_bag_losses, judges_rises_in_bag, mean_loss
+from .training import StaticSettings, _data_specs, grow_round, round_derivatives
 from .tree import Tree
 
 

@@ -34,14 +34,22 @@ from .categorical import CategoricalSettings, categorical_search
 from .constraints import clip_to_bounds, tree_constraints
 from .derivatives import Loss, grad_hess, sample_loss
 from .fisher import fisher_grad_hess, information_per_row
-from .groups import GroupBucket, group_grad_hess, loss_sum, mean_group_loss
+from .groups import GroupBucket, group_grad_hess, mean_group_loss
 from .init_score import searched_initial_score
-from .joint_newton import leaf_hessian, solve_joint
-from .leaves import LeafTotals, across_shards, leaf_columns, solve_newton, totals_from_sums
-from .line_search import armijo_backtrack, line_search_leaf_values
+from .leaves import across_shards, leaf_columns, totals_from_sums
+from .line_search import armijo_backtrack
 from .neighbours import ordered_leaves
 from .packed_split import PackedBins
 from .quantise import quantise_split_stats
+from .round_leaves import diagonal_hessian, leaf_values
+from .round_losses import (
+    count_not_finite,
+    in_bag_losses,
+    in_bag_pairs,
+    judges_rises_in_bag,
+    mean_loss_at,
+    training_loss,
+)
 from .sampling import feature_mask, row_mask
 from .split import gradient_unit
 from .tree import Tree, TreeParams, grow_tree
@@ -251,140 +259,11 @@ def _unscaled_gain(gain: jax.Array, unit: jax.Array) -> jax.Array:
     return jnp.where(gain > 0, jnp.clip(gain / unit / unit, finfo.tiny, finfo.max), 0.0)
 
 
-def _leaf_values(
-    cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name, information=None
-):
-    """``((2^D, K) leaf values, n_stuck)``: the values (learning rate not
-    applied) from the leaves' ``totals`` (`jaxboost.engine.leaves.LeafTotals`
-    of the masked outputs), and the number of leaves left at 0 for want of a
-    line search (only in a loss-free program, ``cfg.loss`` None: Newton
-    leaves whose regularised hessian is not positive; else 0).
-
-    ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
-    output) or is all ones; ``information`` ``(K,)`` or None as in
-    `_newton_values`.
-    """
-    newton = _newton_values(totals, hyper.reg_lambda, information)
-    grad_sum = totals.grad
-    if cfg.n_outputs == 1 or cfg.multi_strategy == "one_output_per_tree":
-        direction = jnp.broadcast_to(output_mask, newton.shape)
-    else:
-        # search along the Newton direction, or the negative gradient where the
-        # hessian carries no information
-        has_newton = jnp.any(newton != 0, axis=1, keepdims=True)
-        grad_norm = jnp.linalg.norm(grad_sum, axis=1, keepdims=True)
-        direction = jnp.where(has_newton, newton, -grad_sum / jnp.maximum(grad_norm, 1e-30))
-
-    def line_search() -> jax.Array:
-        return line_search_leaf_values(
-            cfg.loss,
-            data.y,
-            raw,
-            data.weight,
-            leaf_of_row,
-            direction,
-            axis_name,
-            LEAF_KERNELS[cfg.leaf_kernels],
-            leaf_weight=totals.weight,
-            score_sum=totals.score,
-            narrow=cfg.narrow_line_search,
-            start=_derivatives_along(totals, direction),
-            reg_lambda=_line_search_penalty(cfg, hyper),
-        )
-
-    none_stuck = jnp.int32(0)
-    if cfg.leaf_method == "line_search":
-        return line_search(), none_stuck
-    if cfg.leaf_method == "joint_newton":
-        return _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name), none_stuck
-    if cfg.grouped:  # (no line search: a group loss's leaves are not separable)
-        return newton, none_stuck
-    # Newton leaves: a leaf whose regularised hessian is not positive has no
-    # Newton step; it falls back to a line search instead of staying at 0 (the
-    # search runs only in rounds where such a leaf exists).
-    stuck = jnp.all(newton == 0, axis=1) & jnp.any(grad_sum != 0, axis=1)
-    if cfg.loss is None:  # a loss-free program: its caller runs such rounds again
-        return newton, jnp.sum(stuck.astype(jnp.int32))
-    values = lax.cond(
-        jnp.any(stuck),
-        lambda: jnp.where(stuck[:, None], line_search(), newton),
-        lambda: newton,
-    )
-    return values, none_stuck
-
-
-def _newton_values(
-    totals: LeafTotals, reg_lambda: jax.Array, information: jax.Array | None
-) -> jax.Array:
-    """``(n_leaves, K)`` Newton leaf values ``-(H + lambda D)^-1 G`` from the
-    leaves' sums, ``D = diag(information (K,))`` (the identity where None),
-    solved in units where ``D`` is the identity: outputs whose information
-    per row differs by orders of magnitude (a Gaussian's mean on targets of
-    sd 1000 beside its log scale) are then alike to the eigenvalue cutoff of
-    `jaxboost.engine.leaves.solve_newton`, which would drop the smaller."""
-    if information is None:
-        return solve_newton(totals.grad, totals.hess, reg_lambda)
-    root = jnp.sqrt(information)
-    if totals.hess.ndim == 3:
-        hess = totals.hess / (root[:, None] * root[None, :])
-    else:
-        hess = totals.hess / information
-    return solve_newton(totals.grad / root, hess, reg_lambda) / root
-
-
-def _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name) -> jax.Array:
-    """``(2^D, 1)`` leaf values by one Newton step on all leaves at once
-    (`jaxboost.engine.joint_newton`), for one output."""
-    if cfg.grouped:
-
-        def objective(f):
-            return loss_sum(cfg.loss, data.y, f[:, None], data.groups)
-    else:
-
-        def objective(f):
-            return jnp.sum(data.weight * sample_loss(cfg.loss, data.y, f[:, None]))
-
-    n_leaves = totals.grad.shape[0]
-    hessian = leaf_hessian(objective, raw[:, 0], data.weight > 0, leaf_of_row, n_leaves, axis_name)
-    return solve_joint(hessian, totals.grad[:, 0], hyper.reg_lambda)[:, None]
-
-
-def _line_search_penalty(cfg: StaticSettings, hyper: NumericSettings) -> jax.Array | float:
-    """The L2 penalty line-search leaves add to their leaf's loss.
-
-    ``reg_lambda`` for a loss with curvature, as its Newton leaves have it: the
-    search then finds what Newton steps on the penalised loss converge to, and
-    a leaf whose loss falls without bound (log loss, exponential or Poisson on
-    a leaf of one class or of zeros) gets a finite value.  0 for a loss
-    without curvature (absolute, pinball): its leaves are the exact weighted
-    median or quantile, as XGBoost's and LightGBM's are.
-    """
-    return 0.0 if cfg.narrow_line_search else hyper.reg_lambda
-
-
-def _derivatives_along(totals: LeafTotals, direction: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Every leaf's first and second derivative along its ``direction``
-    ``(n_leaves, K)`` from its gradient and hessian sums: two ``(n_leaves,)``
-    (a diagonal hessian counts as the full one)."""
-    slope = jnp.sum(totals.grad * direction, axis=1)
-    if totals.hess.ndim == 3:
-        return slope, jnp.einsum("lk,lkj,lj->l", direction, totals.hess, direction)
-    return slope, jnp.sum(totals.hess * jnp.square(direction), axis=1)
-
-
-def _diagonal_hessian(hess_diag: jax.Array, full: bool) -> jax.Array:
-    """``(n_leaves, K)`` diagonal hessian sums, as ``(n_leaves, K, K)`` (0 off
-    the diagonal) where the hessian is ``full``."""
-    if not full:
-        return hess_diag
-    return hess_diag[:, :, None] * jnp.eye(hess_diag.shape[1], dtype=hess_diag.dtype)
-
-
 def _grow_one(
     cfg, hyper, data, raw, grad, hess, output_mask, edges, features, round_index, seed, axis_name
 ):
     """One tree fitted to the outputs in ``output_mask``: ``(Tree, update
-    (n_rows, K), n_stuck)`` (see `_leaf_values`)."""
+    (n_rows, K), n_stuck)`` (see `leaf_values`)."""
     hess_diag = jnp.diagonal(hess, axis1=1, axis2=2) if hess.ndim == 3 else hess
     one_output = cfg.multi_strategy == "one_output_per_tree" and cfg.n_outputs > 1
     if one_output:
@@ -474,9 +353,9 @@ def _grow_one(
     if one_output:  # the tree's output's sums in its column, 0 in the others
         totals = totals._replace(
             grad=totals.grad * output_mask,
-            hess=_diagonal_hessian(totals.hess * output_mask, full=hess.ndim == 3),
+            hess=diagonal_hessian(totals.hess * output_mask, full=hess.ndim == 3),
         )
-    values, n_stuck = _leaf_values(
+    values, n_stuck = leaf_values(
         cfg, hyper, data, raw, totals, leaf_of_row, output_mask, axis_name, information
     )
     values = hyper.learning_rate * values
@@ -631,85 +510,6 @@ def grow_round(
     return trees, raw + updates.T, jnp.sum(n_stuck)
 
 
-def count_not_finite(grad: jax.Array, hess: jax.Array, weight: jax.Array, axis_name) -> jax.Array:
-    """The rows of positive ``weight`` (before any subsample), over all
-    shards, whose ``grad (n, K)`` or ``hess (n, K[, K])`` is NaN or infinite
-    (an int32 scalar)."""
-    finite = jnp.all(jnp.isfinite(grad), axis=1)
-    finite &= jnp.all(jnp.isfinite(hess.reshape(hess.shape[0], -1)), axis=1)
-    count = jnp.sum((~finite & (weight > 0)).astype(jnp.int32))
-    return lax.psum(count, axis_name) if axis_name is not None else count
-
-
-def mean_loss(loss: Loss, y: jax.Array, weight: jax.Array, raw: jax.Array, axis_name) -> jax.Array:
-    """Weighted mean training loss over all shards (a scalar); ``y``,
-    ``weight`` and ``raw`` are a shard's rows."""
-    sums = jnp.stack([jnp.sum(weight * sample_loss(loss, y, raw)), jnp.sum(weight)])
-    if axis_name is not None:
-        sums = lax.psum(sums, axis_name)
-    return sums[0] / sums[1]
-
-
-def training_loss(cfg: StaticSettings, data: ShardData, raw: jax.Array, axis_name) -> jax.Array:
-    """The training loss over all shards (a scalar): the weighted mean over
-    rows of a per-sample loss, the mean over groups of a group loss."""
-    if cfg.grouped:
-        return mean_group_loss(cfg.loss, data.y, raw, data.groups, axis_name)
-    return mean_loss(cfg.loss, data.y, data.weight, raw, axis_name)
-
-
-def judges_rises_in_bag(cfg: StaticSettings) -> bool:
-    """Whether ``cfg``'s programs report the in-bag losses of `in_bag_losses`:
-    a subsampled fit's rounds, whose trees move the scores of out-of-bag rows
-    too, so that the full training loss may rise where no Newton step
-    overshot; a rise is then judged on the rows the round was fitted to.
-    Not with Armijo's safeguard on (no rise is looked for) nor for a group
-    loss (its rises are not watched)."""
-    return cfg.subsampled and not cfg.armijo and not cfg.grouped
-
-
-def in_bag_losses(
-    row_loss: jax.Array, weight: jax.Array, row_id: jax.Array, draw, axis_name
-) -> jax.Array:
-    """``(2,)``: the weighted mean of the rows' losses ``row_loss (n_rows,)``
-    (at the scores a round starts from), over all shards, on the in-bag rows
-    of round ``round_index`` (`row_mask`, the draw of `grow_round`) and of
-    the round before: the round's own rows' loss before it and the previous
-    round's rows' loss after that round.
-
-    Args:
-      weight, row_id: a shard's, as in `ShardData`.
-      draw: ``(round_index, seed, fraction)``, scalars.
-    """
-    round_index, seed, fraction = draw
-    weights = jnp.stack(
-        [
-            jnp.where(row_mask(row_id, index, seed, fraction), weight, 0.0)
-            for index in (round_index, round_index - 1)
-        ]
-    )
-    sums = jnp.concatenate([jnp.sum(weights * row_loss, axis=1), jnp.sum(weights, axis=1)])
-    if axis_name is not None:
-        sums = lax.psum(sums, axis_name)
-    return sums[:2] / sums[2:]
-
-
-def in_bag_pairs(at_start: jax.Array, at_end: jax.Array, n_active) -> jax.Array:
-    """``(n_rounds, 2)``: each round's in-bag loss before and after it, from
-    `in_bag_losses` ``(n_rounds, 2)`` at each round's start and ``(2,)`` at
-    the scores after round ``n_active - 1`` (the rounds from ``n_active`` on
-    hold what follows the last active one; their slots are discarded)."""
-    after = jnp.concatenate([at_start[1:, 1], at_end[1:]])
-    after = jnp.where(jnp.arange(at_start.shape[0]) == n_active - 1, at_end[1], after)
-    return jnp.stack([at_start[:, 0], after], axis=1)
-
-
-def _mean_loss_at(loss: Loss, y, weight, score: jax.Array, axis_name) -> jax.Array:
-    """`mean_loss` with every row's raw score ``score (K,)``."""
-    raw = jnp.broadcast_to(score, (weight.shape[0], score.shape[0]))
-    return mean_loss(loss, y, weight, raw, axis_name)
-
-
 def _train_chunk(
     cfg: StaticSettings, axis_name, data: ShardData, edges, raw, first_round, n_active, seed, hyper
 ):
@@ -840,7 +640,7 @@ def init_score_program(
         with bound(loss, values):
             found = searched_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
             score, converged = found
-            return score, _mean_loss_at(loss, y, weight, score, axis_name), converged
+            return score, mean_loss_at(loss, y, weight, score, axis_name), converged
 
     sharded = jax.shard_map(
         local,
@@ -864,7 +664,7 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
 
     def local(values, y, weight, score):
         with bound(loss, values):
-            return _mean_loss_at(loss, y, weight, score, axis_name)
+            return mean_loss_at(loss, y, weight, score, axis_name)
 
     sharded = jax.shard_map(
         local, mesh=mesh, in_specs=(P(), *_TARGET_SPECS, P()), out_specs=P(), check_vma=False

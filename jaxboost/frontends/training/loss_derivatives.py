@@ -21,7 +21,8 @@ from ...engine.derivatives import grad_hess
 from ...engine.fisher import fisher_grad_hess
 from ...engine.groups import group_grad_hess
 from ...engine.round_checks import float64_message
-from ...engine.training import HESSIAN_MODES, HESSIANS, count_not_finite, tree_statistics
+from ...engine.round_losses import count_not_finite
+from ...engine.training import HESSIAN_MODES, HESSIANS, tree_statistics
 from ...runtime.precision import LOSS_DTYPES, in_float32, loss_in
 from ...runtime.user_warning import warn
 from ..data.grouping import fit_groups, place_groups

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from ...engine.round_losses import judges_rises_in_bag
 from ...engine.round_programs import (
     derivatives_program,
     empty_record,
@@ -26,7 +27,7 @@ from ...engine.round_programs import (
     runs_round_by_round,
     tree_round_program,
 )
-from ...engine.training import StaticSettings, judges_rises_in_bag, train_chunk_program
+from ...engine.training import StaticSettings, train_chunk_program
 from ...runtime.distributed import fetch, replicated
 
 
@@ -68,7 +69,7 @@ class RoundByRound:
     at a chunk's last scores (taken for its last training loss) are kept
     for the next chunk's first round.  A subsampled fit's tree program
     records its rounds' in-bag losses from the rows' losses the derivatives
-    come with (`jaxboost.engine.training.judges_rises_in_bag`), and
+    come with (`jaxboost.engine.round_losses.judges_rises_in_bag`), and
     `in_bag_program` those after the chunk's last round.
     """
 
