@@ -11,15 +11,15 @@ import pytest
 
 import jaxboost as jb
 from jaxboost import losses
-from jaxboost.engine import round_programs, training
+from jaxboost.engine import round_programs, training_programs
 
-# the programs a fit compiles (jaxboost.engine.round_programs, .training)
+# the programs a fit compiles (jaxboost.engine.round_programs, .training_programs)
 _TRAINING_PROGRAMS = {
     "derivatives": round_programs.derivatives_program,
     "tree_round": round_programs.tree_round_program,
     "slope_sums": round_programs.slope_sums_program,
-    "train_chunk": training.train_chunk_program,
-    "init_score": training.init_score_program,
+    "train_chunk": training_programs.train_chunk_program,
+    "init_score": training_programs.init_score_program,
 }
 
 

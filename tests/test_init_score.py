@@ -311,7 +311,7 @@ def test_a_search_that_stops_before_converging_warns_naming_the_loss():
 
 def test_the_vector_search_over_two_shards_is_the_one_device_search():
     """Its sums (the median's histogram among them) run over every shard."""
-    from jaxboost.engine.training import init_score_program
+    from jaxboost.engine.training_programs import init_score_program
     from jaxboost.runtime.devices import make_mesh
     from jaxboost.runtime.distributed import global_rows
 

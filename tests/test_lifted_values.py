@@ -15,7 +15,7 @@ import pytest
 import jaxboost as jb
 from jaxboost.engine import derivatives, metrics
 from jaxboost.engine.round_programs import derivatives_program, slope_sums_program
-from jaxboost.engine.training import (
+from jaxboost.engine.training_programs import (
     group_loss_at_score_program,
     init_score_program,
     loss_at_score_program,

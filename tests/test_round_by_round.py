@@ -16,7 +16,7 @@ from jaxboost.engine.round_programs import (
     slope_sums_program,
     tree_round_program,
 )
-from jaxboost.engine.training import init_score_program, train_chunk_program
+from jaxboost.engine.training_programs import init_score_program, train_chunk_program
 from jaxboost.frontends.training import round_by_round, rounds_loop
 from jaxboost.runtime.devices import make_mesh
 

@@ -17,7 +17,7 @@ from jaxboost.engine.round_programs import (
     slope_sums_program,
     tree_round_program,
 )
-from jaxboost.engine.training import train_chunk_program
+from jaxboost.engine.training_programs import train_chunk_program
 from jaxboost.frontends.training.computation_keys import group_widths, keyed_loss
 from jaxboost.frontends.training.monitor import EvalSet
 from jaxboost.runtime.same_function import plain, same_computation

@@ -13,13 +13,8 @@ import pytest
 from jaxboost import losses
 from jaxboost.engine import metrics
 from jaxboost.engine.derivatives import HessianProbe
-from jaxboost.engine.training import (
-    NumericSettings,
-    ShardData,
-    StaticSettings,
-    init_score_program,
-    train_chunk_program,
-)
+from jaxboost.engine.training import NumericSettings, ShardData, StaticSettings
+from jaxboost.engine.training_programs import init_score_program, train_chunk_program
 from jaxboost.frontends.booster import Booster
 from jaxboost.frontends.training.hessian_probe import VECTOR_OPTIONS_ROWS
 from jaxboost.frontends.training.program_settings import program_config
@@ -154,7 +149,7 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
     ones the fused program; every program compiles with the older fusion
     emitters (where the jaxlib has them), the fused one too, and both paths
     fit the same model."""
-    from jaxboost.engine import round_programs, training
+    from jaxboost.engine import round_programs, training_programs
     from jaxboost.frontends.training import initial_score_search
     from jaxboost.frontends.training import program_settings as settings_module
     from jaxboost.runtime.workarounds import FAST_COMPILE_ROWS, fast_compile_options
@@ -172,10 +167,12 @@ def test_small_fits_run_round_by_round_and_every_program_compiles_fast(monkeypat
         asked.append(platform)
         return fast_compile_options(platform)
 
-    monkeypatch.setattr(training, "fast_compile_options", recorded)
+    monkeypatch.setattr(training_programs, "fast_compile_options", recorded)
     monkeypatch.setattr(round_programs, "fast_compile_options", recorded)
     # (the factory itself, under the caches of its values and its shapes)
-    training.train_chunk_program.__wrapped__.__wrapped__(settings[1], make_mesh(jax.devices()[:1]))
+    training_programs.train_chunk_program.__wrapped__.__wrapped__(
+        settings[1], make_mesh(jax.devices()[:1])
+    )
     assert asked == ["cpu"], "the fused program of a large fit compiles with the older emitters"
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 4)).astype(np.float32)

@@ -1,7 +1,7 @@
 """The programs of a fit run round by round: a small one per loss, a large
 one per shape that no loss is part of.
 
-`jaxboost.engine.training.train_chunk_program` compiles a chunk of
+`jaxboost.engine.training_programs.train_chunk_program` compiles a chunk of
 rounds, loss included, into one program: the fastest way to run many rounds,
 but a new loss means compiling all of it again (binning aside, almost
 nothing in it depends on the loss).  Here a round is two programs:
@@ -42,7 +42,8 @@ from ..runtime.workarounds import fast_compile_options, vector_output_compiler_o
 from .categorical import BITSET_WORDS
 from .derivatives import Loss, directional_derivatives, sample_loss
 from .round_losses import count_not_finite, in_bag_losses, judges_rises_in_bag, mean_loss
-from .training import StaticSettings, _data_specs, grow_round, round_derivatives
+from .training import StaticSettings, grow_round, round_derivatives
+from .training_programs import data_specs
 from .tree import Tree
 
 
@@ -214,7 +215,7 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     sharded = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=(_data_specs(cfg), P(), P(ROWS), P(ROWS), P(ROWS), P(), P(), P(ROWS))
+        in_specs=(data_specs(cfg), P(), P(ROWS), P(ROWS), P(ROWS), P(), P(), P(ROWS))
         + (replicated, P(), P(), P(), P()),
         out_specs=(P(ROWS), replicated),
         check_vma=False,

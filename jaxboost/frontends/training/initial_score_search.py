@@ -16,7 +16,7 @@ import numpy as np
 from ...engine.init_score import initial_score_on_host, not_converged_message
 from ...engine.round_checks import float64_message, not_finite_init_error, scaled_message
 from ...engine.round_programs import slope_sums_program
-from ...engine.training import (
+from ...engine.training_programs import (
     group_loss_at_score_program,
     init_score_program,
     loss_at_score_program,

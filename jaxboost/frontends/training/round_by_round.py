@@ -2,7 +2,7 @@
 and a loss-free tree program (`jaxboost.engine.round_programs`), or
 as one fused program; which one, `chunk_program` decides.
 
-Both take what `jaxboost.engine.training.train_chunk_program` does and
+Both take what `jaxboost.engine.training_programs.train_chunk_program` does and
 give what it does, with the leaves per round that needed a line search the
 round-by-round programs do not run (None from the fused program) before its
 in-bag losses: the rounds loop (`jaxboost.frontends.training.rounds_loop`) runs such
@@ -27,14 +27,15 @@ from ...engine.round_programs import (
     runs_round_by_round,
     tree_round_program,
 )
-from ...engine.training import StaticSettings, train_chunk_program
+from ...engine.training import StaticSettings
+from ...engine.training_programs import train_chunk_program
 from ...runtime.distributed import fetch, replicated
 
 
 def chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw,
     trees, train_loss, n_not_finite, n_stuck, in_bag)``, all but ``raw``
-    fetched to the host (see `jaxboost.engine.training.train_chunk_program`).
+    fetched to the host (see `jaxboost.engine.training_programs.train_chunk_program`).
 
     Round by round where the settings allow it (`runs_round_by_round`)
     and the fit is small (``cfg.fast_compile``: at most

@@ -16,7 +16,8 @@ import numpy as np
 from ...engine.binning import fit_bin_edges, splittable_columns, trim_unused_bins
 from ...engine.groups import GroupBucket
 from ...engine.packed_split import packed_bins
-from ...engine.training import ShardData, bin_rows_program
+from ...engine.training import ShardData
+from ...engine.training_programs import bin_rows_program
 from ...kernels.registry import kernels_for
 from ...runtime.devices import memory_per_device
 from ...runtime.distributed import RowLayout, gather, global_rows, replicated
