@@ -183,3 +183,20 @@ def test_more_rounds_are_bit_identical_in_optimised_code():
     flags = xla_flags_without("--xla_backend_optimization_level", "--xla_cpu_use_fusion_emitters")
     result = run_script(SCRIPTS / "continued_optimised.py", {"XLA_FLAGS": flags})
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+
+
+def test_a_table_with_names_on_one_side_warns_as_predict_does():
+    """A model fitted on an array continued on a DataFrame (or the other
+    way) takes the columns by position and says so, as `predict` does."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data(n_rows=200, seed=3)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    settings = {"n_estimators": 2, "max_depth": 2}
+    on_array = jb.Booster(**settings).fit(X, y)
+    on_frame = jb.Booster(**settings).fit(frame, y)
+    with pytest.warns(UserWarning, match="init_model was fitted on an array without them"):
+        continued = jb.Booster(**settings).fit(frame, y, init_model=on_array)
+    with pytest.warns(UserWarning, match=r"taken by position as \['a', 'b', 'c', 'd'\]"):
+        jb.Booster(**settings).fit(X, y, init_model=on_frame)
+    # by position: the same trees as continuing on the array
+    assert _same_trees(continued, jb.Booster(**settings).fit(X, y, init_model=on_array))

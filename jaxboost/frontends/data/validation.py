@@ -318,16 +318,7 @@ def check_columns(
     if got != n_features:
         raise ValueError(f"{name}: expected {n_features} features as in fit, got {got}")
     if names is None or fitted_names is None:
-        if names is not None:
-            warn(
-                f"{name} has feature names, but the model was fitted on an array without "
-                "them: its columns are taken by position"
-            )
-        elif fitted_names is not None:
-            warn(
-                f"{name} does not have feature names, but the model was fitted on a DataFrame "
-                f"with them: its columns are taken by position as {_shown(fitted_names)}"
-            )
+        warn_names_on_one_side(names, fitted_names, name)
         return
     if list(names) == list(fitted_names):
         return
@@ -345,6 +336,24 @@ def check_columns(
         f"unexpected {_shown(unexpected)} (fitted on {_shown(fitted_names)}); rename or "
         "select the columns as in fit"
     )
+
+
+def warn_names_on_one_side(
+    names: list[str] | None, fitted_names: list[str] | None, name: str, model: str = "the model"
+) -> None:
+    """A warning, as scikit-learn's, where one of ``name``'s columns
+    (``names``) and those ``model`` was fitted on (``fitted_names``) has
+    names and the other not: the columns are then taken by position."""
+    if names is not None and fitted_names is None:
+        warn(
+            f"{name} has feature names, but {model} was fitted on an array without "
+            "them: its columns are taken by position"
+        )
+    elif names is None and fitted_names is not None:
+        warn(
+            f"{name} does not have feature names, but {model} was fitted on a DataFrame "
+            f"with them: its columns are taken by position as {_shown(fitted_names)}"
+        )
 
 
 def check_continued_columns(names: list[str] | None, fitted_names: list[str] | None) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 from ...engine.predict import predict_on_devices, scores_after_rounds, tree_depth
 from ...engine.tree import Tree
 from ...runtime.padding import bucket_size, pad_rows
-from ..data.validation import check_continued_columns
+from ..data.validation import check_continued_columns, warn_names_on_one_side
 from ..settings.checks import tree_shape
 from .monitor import EvalSet
 
@@ -104,7 +104,9 @@ def check_compatible(model: Any, settings: Any, n_features: int, names, n_output
     columns named ``names`` (or None) for ``n_outputs`` outputs; else a
     ValueError naming ``init_model`` and the fix."""
     check_feature_count(model, n_features)
-    check_continued_columns(names, getattr(model, "feature_names_in_", None))
+    fitted_names = getattr(model, "feature_names_in_", None)
+    check_continued_columns(names, fitted_names)
+    warn_names_on_one_side(names, fitted_names, "X", model="init_model")
     if model.n_outputs_ != n_outputs:
         raise ValueError(
             f"init_model: has {model.n_outputs_} outputs, this fit {n_outputs}: the loss and "
