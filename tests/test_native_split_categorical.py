@@ -52,6 +52,12 @@ def _histograms(rng, n_outputs):
             hess[feature, node, :-1] = 0.0
             hess[feature, node, only] = np.maximum(keep, 1.0)
     grad[3] *= 3.0  # (so that the one-against-the-rest feature wins at times)
+    if n_outputs == 2:  # a present category whose key G / (H + cat_smooth) is +-inf or NaN
+        for feature in (1, 3):
+            for node in range(N_NODES):
+                category = rng.integers(0, CATEGORIES[feature])
+                hess[feature, node, category] = (-1.0, 3.0)  # (cat_smooth 1)
+                grad[feature, node, category] = (rng.integers(-1, 2), 3.0)
     grad[hess == 0.0] = 0.0  # (a row brings both)
     empty_missing = rng.random((N_FEATURES, N_NODES)) < 0.5
     grad[:, :, -1][empty_missing] = 0.0
@@ -131,6 +137,29 @@ def test_categorical_sets_are_sorted_prefixes():
     assert bool(choice.do_split[0]) and int(choice.threshold_bin[0]) == 1
     assert int(choice.category_left[0, 0]) == 0b1010  # bins 1 and 3
     np.testing.assert_allclose(float(choice.gain[0]), 0.5 * (9 / 3 + 9 / 3))
+
+
+def test_a_category_whose_key_is_nan_sorts_after_the_empty_ones():
+    """Two outputs, a present category whose first hessian is -cat_smooth
+    (its key 0 / 0): sorted after every empty bin, as ``argsort`` sorts NaN,
+    so the one-against-the-rest candidate at its place is an empty bin (not
+    allowed), not it."""
+    plain = np.zeros((1, 1, 6, 4), np.float32)  # 5 value bins, [g0, g1, h0, h1]
+    plain[0, 0, 0] = (0.0, 30.0, -1.0, 3.0)  # present: hessians sum to 2
+    plain[0, 0, 1] = (1.0, -1.0, 1.0, 1.0)
+    plain[0, 0, 2] = (-1.0, 1.0, 1.0, 1.0)
+    hist = plain.copy()
+    hist[:, :, :-1] = np.cumsum(plain[:, :, :-1], axis=2)
+    settings = CategoricalSettings((0,), (3,), max_cat_to_onehot=4, cat_smooth=1.0)
+    search = categorical_search(settings, 1, None, native_order=True)
+    arguments = (jnp.asarray(hist), 2, 1.0, 1e-3, 0.0)
+    xla = find_best_splits(*arguments, cumulative=True, categorical=search)
+    native = native_best_splits(*arguments, categorical=search)
+    for field in FIELDS:
+        np.testing.assert_array_equal(
+            np.asarray(getattr(native, field)), np.asarray(getattr(xla, field)), err_msg=field
+        )
+    assert int(native.category_left[0, 0]) == 0b10  # category 1 alone
 
 
 def test_covers_categorical_only_sorted_natively():

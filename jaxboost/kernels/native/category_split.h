@@ -42,6 +42,32 @@ inline void SortList(const float* row, int64_t n, std::vector<uint64_t>& word, i
   for (int64_t j = 0; j < n; ++j) sorted[j] = static_cast<int32_t>(word[j] & 0xffffffffu);
 }
 
+// SortList of keys whose empty bins' are +inf, ``present`` of them
+// finite or not: the present bins' sorted alone, then the empty ones in
+// bin order (a node holds few of a feature's categories, deep in a tree),
+// unless a present bin's key is +inf or NaN (then every bin's sorted).
+inline void SortPresent(const float* key, int64_t n, int64_t present,
+                        std::vector<uint64_t>& word, int32_t* sorted) {
+  const uint32_t last = OrderBits(std::numeric_limits<float>::infinity());
+  word.resize(n);
+  int64_t n_words = 0;
+  for (int64_t j = 0; j < n && n_words < present; ++j) {
+    const uint32_t bits = OrderBits(key[j]);
+    if (bits >= last) continue;  // (an empty bin, or a present one past every finite key)
+    word[n_words++] = (uint64_t{bits} << 32) | j;
+  }
+  if (n_words < present) {  // a present bin's key is +inf or NaN
+    SortList(key, n, word, sorted);
+    return;
+  }
+  std::sort(word.begin(), word.begin() + n_words);
+  int64_t next = 0;
+  for (int64_t j = 0; j < n_words; ++j) sorted[next++] = static_cast<int32_t>(word[j] & 0xffffffffu);
+  for (int64_t j = 0; j < n; ++j) {
+    if (OrderBits(key[j]) >= last) sorted[next++] = static_cast<int32_t>(j);
+  }
+}
+
 // Scratch of CategoryCandidates, kept between calls.
 struct Scratch {
   std::vector<float> plain, key;
@@ -72,7 +98,7 @@ inline void CategoryCandidates(const float* running, int64_t pitch, int64_t n_va
     scratch.key[b] = non_empty ? to[0] / (to[n_outputs] + cat_smooth)
                                : std::numeric_limits<float>::infinity();
   }
-  SortList(scratch.key.data(), n_value_bins, scratch.word, order);
+  SortPresent(scratch.key.data(), n_value_bins, present, scratch.word, order);
   for (int64_t j = 0; j < n_value_bins; ++j) {
     const float* bin = plain + order[j] * c;
     float* to = left + j * c;
