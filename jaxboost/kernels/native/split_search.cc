@@ -271,7 +271,6 @@ Choice SearchNode(const float* hist, const uint8_t* feature_ok, const int32_t* s
   return choice;
 }
 
-
 // A packed feature's best gain in each of n_nodes nodes, the nodes side by
 // side in the inner loop (they lie side by side in the packed histograms,
 // two channels each);
