@@ -14,8 +14,8 @@ import pytest
 from native_levels import native_children
 
 import jaxboost as jb
-import jaxboost.engine.categorical as categorical_module
 import jaxboost.engine.predict as predict_module
+import jaxboost.engine.tree as tree_module
 from jaxboost.engine.binning import TILE_ROWS, apply_bins, fit_bin_edges, tile_bins
 from jaxboost.engine.categorical import CategoricalSettings, categorical_search
 from jaxboost.engine.predict import predict_forest, predict_forest_native
@@ -192,17 +192,18 @@ def _fit_and_predict(monkeypatch, native, X, y, X_new):
         xla = KernelChoice(histogram="packed", leaf="reference", native=False)
         for module in (settings_module, row_binning, initial_score_search):
             monkeypatch.setattr(module, "kernels_for", lambda platform: xla)
-    sorted_natively = []
-    native_sums = categorical_module.native_category_sums
-    monkeypatch.setattr(
-        categorical_module,
-        "native_category_sums",
-        lambda *arguments: sorted_natively.append(1) or native_sums(*arguments),
-    )
+    searched_natively = []  # (the native split search of categorical features)
+    native_search = tree_module.native_best_splits
+
+    def recorded(*arguments, categorical=None, **options):
+        searched_natively.append(categorical is not None)
+        return native_search(*arguments, categorical=categorical, **options)
+
+    monkeypatch.setattr(tree_module, "native_best_splits", recorded)
     settings = {"n_estimators": 4, "max_depth": 3, "cat_smooth": 3.0, "max_cat_to_onehot": 5}
     model = jb.Booster(categorical_features=[1, 2], **settings).fit(X, y)
     monkeypatch.undo()
-    return model, model.predict(X_new), bool(sorted_natively)
+    return model, model.predict(X_new), any(searched_natively)
 
 
 def test_a_categorical_fit_on_the_native_kernels_equals_the_xla_one(monkeypatch):
@@ -210,8 +211,8 @@ def test_a_categorical_fit_on_the_native_kernels_equals_the_xla_one(monkeypatch)
     X_new = X[:300].copy()
     X_new[:100, 1] = 41.0  # a category unseen in training: the missing direction
     xla, xla_prediction, xla_native = _fit_and_predict(monkeypatch, False, X, y, X_new)
-    native, native_prediction, sorted_natively = _fit_and_predict(monkeypatch, True, X, y, X_new)
-    assert sorted_natively and not xla_native  # the native search ran, and only there
+    native, native_prediction, searched_natively = _fit_and_predict(monkeypatch, True, X, y, X_new)
+    assert searched_natively and not xla_native  # the native search ran, and only there
     for name in ("feature", "threshold_bin", "missing_left", "category_left"):
         np.testing.assert_array_equal(getattr(native.forest_, name), getattr(xla.forest_, name))
     np.testing.assert_allclose(native_prediction, xla_prediction, rtol=1e-5, atol=1e-5)

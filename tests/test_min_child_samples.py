@@ -131,6 +131,35 @@ def test_hessians_that_depend_on_nothing_are_told_apart():
     assert not hessian_is_constant(lambda y, f: jnp.sum(jnp.cosh(f - y)), vector, 3)
 
 
+def test_a_constant_hessian_is_evaluated_as_one_program():
+    """`hessian_is_constant` evaluates the hessian it proved constant as one
+    compiled program: op by op, each of its operations (some 20, at a
+    shape of its own) was compiled on its own, 0.4 s of a first fit's CPU."""
+    import jax
+    import jax.numpy as jnp
+    from jax import monitoring
+
+    from jaxboost.frontends.training.hessian_probe import hessian_is_constant
+
+    compiles, listening = [], [True]
+
+    def listen(name, duration, **kwargs):  # (stays registered: JAX has no public removal)
+        if listening[0] and name.endswith("backend_compile_duration"):
+            compiles.append(duration)
+
+    monitoring.register_event_duration_secs_listener(listen)
+    cached = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)  # (every program compiled)
+    try:
+        # 11 outputs: shapes no other test's operations take
+        loss = lambda y, f: 0.25 * jnp.sum(jnp.square(f - y))
+        assert hessian_is_constant(loss, np.ones(11, np.float32), 11)
+    finally:
+        jax.config.update("jax_enable_compilation_cache", cached)
+        listening[0] = False
+    assert len(compiles) == 1
+
+
 def test_rows_read_off_the_hessian_grow_the_trees_of_the_counted_nodes(monkeypatch):
     """Squared error (hessian 1) and absolute error (the first-order
     criterion's weights), with rows of weight 0 and a subsample, read the

@@ -5,6 +5,8 @@ nodes of zero hessian, masked features and children at the row rule's limit."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -161,4 +163,6 @@ def test_covers_only_what_it_equals():
     assert not covers("native", 1, None, None, quantised=True)
     assert not covers("native", 17, None, None, quantised=False)  # summed by XLA's reduction
     assert not covers("native", 1, object(), None, quantised=False)  # constraints
-    assert not covers("native", 1, None, object(), quantised=False)  # categorical
+    # categorical features sorted by XLA (tests/test_native_split_categorical.py: natively)
+    unsorted = SimpleNamespace(native_order=False)
+    assert not covers("native", 1, None, unsorted, quantised=False)

@@ -166,6 +166,7 @@ def _split_search(
                     rows_per_hessian=per_hessian,
                     node_rows=node_rows,
                     packed=packed,
+                    categorical=categorical,
                 )
             node_mask, monotone = _node_constraints(constraints, bounds)
             if packed is not None:

@@ -45,7 +45,15 @@ SOURCES = tuple(
 )
 # included by the sources: part of what a library was built from
 HEADERS = tuple(
-    NATIVE / name for name in ("bin_tiles.h", "hist_layout.h", "leaf_lanes.h", "route_rows.h")
+    NATIVE / name
+    for name in (
+        "bin_tiles.h",
+        "category_split.h",
+        "hist_layout.h",
+        "leaf_lanes.h",
+        "route_rows.h",
+        "split_gain.h",
+    )
 )
 FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
 

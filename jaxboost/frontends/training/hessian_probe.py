@@ -153,8 +153,9 @@ def hessian_is_constant(loss: Callable, y_row: np.ndarray, n_outputs: int) -> bo
 @functools.lru_cache(maxsize=64)
 def _constant_hessian(key: tuple) -> bool:
     loss, shape, dtype, n_outputs = key
-    score = jnp.zeros((n_outputs,) if n_outputs > 1 else (), jnp.float32)
-    target = jnp.zeros(shape, dtype)
+    # (NumPy zeros: JAX's would each compile a program)
+    score = np.zeros((n_outputs,) if n_outputs > 1 else (), np.float32)
+    target = np.zeros(shape, dtype)
     hessian = jax.hessian(loss, argnums=1)
     try:
         program = jax.make_jaxpr(hessian)(target, score)
@@ -162,7 +163,9 @@ def _constant_hessian(key: tuple) -> bool:
         return False
     if any(_flows_from_inputs(program.jaxpr)):
         return False
-    diagonal = np.diag(np.atleast_2d(np.asarray(hessian(target, score), np.float64)))
+    # (one program: evaluated op by op, the hessian's some 20 operations
+    # compiled one by one, 0.5 to 1 s of a first fit)
+    diagonal = np.diag(np.atleast_2d(np.asarray(jax.jit(hessian)(target, score), np.float64)))
     return bool(np.all(np.isfinite(diagonal) & (diagonal > 0)))
 
 

@@ -31,29 +31,14 @@
 #include <cstring>
 #include <vector>
 
+#include "category_split.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-// Bits of a float32 whose unsigned order is the floats' order as lax.sort
-// takes it: -0.0 as 0.0, every NaN above +inf.
-uint32_t OrderBits(float value) {
-  if (std::isnan(value)) return 0xffffffffu;
-  if (value == 0.0f) value = 0.0f;
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-}
-
-// sorted[j] = the index of the j-th smallest of row[0..n), ties in index
-// order: one sort of (order bits, index) words, unique, so no stable sort.
-void SortList(const float* row, int64_t n, std::vector<uint64_t>& word, int32_t* sorted) {
-  for (int64_t j = 0; j < n; ++j) word[j] = (uint64_t{OrderBits(row[j])} << 32) | j;
-  std::sort(word.begin(), word.end());
-  for (int64_t j = 0; j < n; ++j) sorted[j] = static_cast<int32_t>(word[j] & 0xffffffffu);
-}
+using jaxboost_category::SortList;
 
 ffi::Error OrderImpl(ffi::Buffer<ffi::F32> keys, ffi::ResultBuffer<ffi::S32> order) {
   auto dims = keys.dimensions();

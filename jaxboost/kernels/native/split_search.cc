@@ -3,7 +3,9 @@
 // jaxboost/kernels/native_build.py; the search it must equal, choice for
 // choice, is jaxboost.engine.split.find_best_splits (padded histograms,
 // cumulative=True) or jaxboost.engine.packed_split.find_best_packed_splits
-// (packed), for numeric features without constraints.
+// (packed), for numeric features, and categorical ones on padded histograms
+// (find_best_splits with a CategoricalSearch sorted natively: category_split.h),
+// without constraints.
 //
 // XLA compiles its search into hundreds of operations per level, each level
 // a copy: most of a tree program's compile, and on small tables most of a
@@ -26,17 +28,22 @@
 //                 feature f's running sums in slots slot_start[f] ..
 //                 slot_start[f + 1] - 2 and its missing bin in the next; the
 //                 channels [grad (K), hess (K)], then any others (unread)
-//     feature_ok  (F,) uint8: the features the tree may use
+//     feature_ok  (F,) uint8: 0 a feature the tree may not use, else 1
+//                 numeric, 2 categorical (category sets), 3 categorical (one
+//                 category against the rest; both padded only)
 //     slot_start  (F + 1,) int32 (packed; ignored when padded)
 //     node_rows   (N,) float32: each node's rows of positive weight (row
 //                 rule 2), else ignored
-//     settings    (5,) float32: reg_lambda, min_child_weight,
-//                 min_split_gain, min_child_samples, rows_per_hessian
+//     settings    (7,) float32: reg_lambda, min_child_weight,
+//                 min_split_gain, min_child_samples, rows_per_hessian,
+//                 cat_smooth, max_cat_threshold
 //   attributes n_outputs (K), packed (0/1), row_rule: 0 none, 1 every row's
 //   hessian the same (rows_per_hessian), 2 estimated from node_rows
 //   (jaxboost.engine.split.estimated_row_rule)
 //   results (N,) each: feature int32, threshold_bin int32, missing_left
-//   int32, gain float32 (0 where the node does not split), do_split int32
+//   int32, gain float32 (0 where the node does not split), do_split int32;
+//   category_left (N, 8) uint32: a categorical split's bins sent left (bit
+//   b % 32 of word b / 32), 0 elsewhere
 
 #include <algorithm>
 #include <cmath>
@@ -45,59 +52,17 @@
 #include <limits>
 #include <vector>
 
+#include "category_split.h"
+#include "split_gain.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
+using jaxboost_category::CategoryBuffers, jaxboost_category::kBitsetWords,
+    jaxboost_category::kCategorySets, jaxboost_category::kOneHot;
 
 namespace {
 
-constexpr float kGainNoise = 1e-6f;
-constexpr float kLeastRowShare = 1.0f / 1048576.0f;  // 2^-20
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-struct Settings {
-  float reg_lambda, min_child_weight, min_split_gain, min_child_samples, rows_per_hessian;
-};
-
-// max as XLA's: NaN wins
-inline float MaxNaN(float a, float b) {
-  if (std::isnan(a)) return a;
-  if (std::isnan(b)) return b;
-  return a > b ? a : b;
-}
-
-template <int K>
-struct Stats {
-  const int n_outputs;
-  int Count() const { return K > 0 ? K : n_outputs; }
-
-  float Score(const float* s, float reg_lambda) const {
-    const int k_max = Count();
-    float total = 0.0f;
-    for (int k = 0; k < k_max; ++k) {
-      const float denominator = s[k_max + k] + reg_lambda;
-      const float term = denominator > 0.0f ? s[k] * s[k] / denominator : 0.0f;
-      total = k == 0 ? term : total + term;
-    }
-    return total;
-  }
-
-  float Hessian(const float* s) const {
-    const int k_max = Count();
-    float total = s[k_max];
-    for (int k = 1; k < k_max; ++k) total = total + s[k_max + k];
-    return total;
-  }
-};
-
-// the least hessian sum of a child (jaxboost.engine.split.child_check)
-float LeastHessian(const Settings& set, int row_rule, float min_child_samples,
-                   float rows_per_hessian) {
-  if (row_rule == 0) return set.min_child_weight;
-  const float least_rows = std::fmax(std::ceil(min_child_samples), 1.0f) - 0.5f;
-  const float least_rows_hessian = rows_per_hessian > 0.0f ? least_rows / rows_per_hessian : kInf;
-  return MaxNaN(set.min_child_weight, least_rows_hessian);
-}
+using namespace jaxboost_split;  // NOLINT: the gain arithmetic (split_gain.h)
 
 // One feature of one node: the gains of its thresholds 0 .. n_thresholds - 1
 // (the running sums at left + t * pitch), missing right then left, into
@@ -205,6 +170,7 @@ float FeatureGainsOne(const float* left, int64_t pitch, int64_t n_thresholds,
 struct Choice {
   int32_t feature = 0, threshold_bin = 0, missing_left = 0, do_split = 0;
   float gain = 0.0f;
+  uint32_t category_left[kBitsetWords] = {};  // a categorical split's bins sent left
 };
 
 template <int K>
@@ -213,7 +179,8 @@ Choice SearchNode(const float* hist, const uint8_t* feature_ok, const int32_t* s
                   int64_t channels, int64_t node,
                   float node_rows, int row_rule, const Settings& set, int n_outputs,
                   std::vector<float>& gains, std::vector<int64_t>& offset,
-                  std::vector<float>& scratch, std::vector<float>& feature_top) {
+                  std::vector<float>& scratch, std::vector<float>& feature_top,
+                  CategoryBuffers& category) {
   const Stats<K> st{n_outputs};
   const int c = 2 * st.Count();  // the channels read: [grad (K), hess (K)]
   float total[128];
@@ -251,11 +218,23 @@ Choice SearchNode(const float* hist, const uint8_t* feature_ok, const int32_t* s
       for (int64_t i = 0; i < 2 * n_thresholds; ++i) at[i] = -kInf;
       continue;
     }
+    const bool categorical = feature_ok[f] >= kCategorySets;
+    const float* candidates = left;
+    int64_t candidate_pitch = pitch;
+    if (categorical) {  // (padded histograms: n_thresholds is every feature's)
+      jaxboost_category::CategoryCandidates(
+          left, pitch, n_thresholds, st.Count(), feature_ok[f] == kOneHot, set.cat_smooth,
+          static_cast<int64_t>(set.max_cat_threshold), category.scratch, category.left.data(),
+          category.valid.data(), category.order.data() + f * n_thresholds);
+      candidates = category.left.data();
+      candidate_pitch = c;
+    }
     feature_top[f] =
-        K == 1 ? FeatureGainsOne(left, pitch, n_thresholds, missing, total, least,
+        K == 1 ? FeatureGainsOne(candidates, candidate_pitch, n_thresholds, missing, total, least,
                                  set.reg_lambda, at, scratch.data())
-               : FeatureGains<K>(st, left, pitch, n_thresholds, missing, total, least,
-                                 set.reg_lambda, at);
+               : FeatureGains<K>(st, candidates, candidate_pitch, n_thresholds, missing, total,
+                                 least, set.reg_lambda, at);
+    if (categorical) feature_top[f] = category.Mask(n_thresholds, at);
     top = MaxNaN(top, feature_top[f]);
   }
   parent = 0.5f * parent;
@@ -285,32 +264,11 @@ Choice SearchNode(const float* hist, const uint8_t* feature_ok, const int32_t* s
   const bool split = std::isfinite(best) && best > set.min_split_gain && best > noise;
   choice.do_split = split;
   choice.gain = split ? best : 0.0f;
+  if (split && feature_ok[choice.feature] >= kCategorySets) {
+    category.Chosen(choice.feature, n_bins - 1, feature_ok[choice.feature] == kOneHot,
+                    choice.threshold_bin, choice.category_left);
+  }
   return choice;
-}
-
-// The least hessian of a child of a node whose feature totals hess_total
-// (summed over outputs), by the row rule (jaxboost.engine.split.child_check
-// and estimated_row_rule).
-float ChildLeast(const Settings& set, int row_rule, float hess_total, float node_rows) {
-  if (row_rule == 1) return LeastHessian(set, 1, set.min_child_samples, set.rows_per_hessian);
-  if (row_rule != 2) return set.min_child_weight;
-  const float per_hessian = hess_total > 0.0f ? node_rows / hess_total : 0.0f;
-  const float least_samples = MaxNaN(set.min_child_samples, node_rows * kLeastRowShare);
-  return LeastHessian(set, 2, least_samples, per_hessian);
-}
-
-// One output's gain of a left side (g, h) of a node (the same operations as
-// SideGains: the packed search recomputes its chosen feature's gains with it).
-__attribute__((always_inline, optimize("no-trapping-math"))) inline float OneGain(
-    float g, float h, float total_grad, float total_hess, float total_score,
-                     float least, float reg_lambda) {
-  const float gr = total_grad - g, hr = total_hess - h;
-  const float dl = h + reg_lambda, dr = hr + reg_lambda;
-  const float ql = g * g / (dl > 0.0f ? dl : 1.0f);
-  const float qr = gr * gr / (dr > 0.0f ? dr : 1.0f);
-  const float sl = dl > 0.0f ? ql : 0.0f, sr = dr > 0.0f ? qr : 0.0f;
-  const float gain = 0.5f * (sl + sr - total_score);
-  return (h >= least) & (hr >= least) ? gain : -kInf;
 }
 
 // A packed feature's best gain in each of n_nodes nodes, the nodes side by
@@ -457,11 +415,12 @@ ffi::Error SplitSearchImpl(ffi::Buffer<ffi::F32> hist, ffi::Buffer<ffi::U8> feat
                            int64_t row_rule, ffi::ResultBuffer<ffi::S32> feature,
                            ffi::ResultBuffer<ffi::S32> threshold_bin,
                            ffi::ResultBuffer<ffi::S32> missing_left,
-                           ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::S32> do_split) {
+                           ffi::ResultBuffer<ffi::F32> gain, ffi::ResultBuffer<ffi::S32> do_split,
+                           ffi::ResultBuffer<ffi::U32> category_left) {
   auto dims = hist.dimensions();
   const int64_t n_features = feature_ok.element_count();
   const int64_t c = 2 * n_outputs;
-  if (n_outputs < 1 || n_outputs > 64 || settings.element_count() != 5) {
+  if (n_outputs < 1 || n_outputs > 64 || settings.element_count() != 7) {
     return ffi::Error::InvalidArgument("jaxboost split search: bad outputs or settings");
   }
   int64_t n_nodes, n_bins = 0;
@@ -483,11 +442,28 @@ ffi::Error SplitSearchImpl(ffi::Buffer<ffi::F32> hist, ffi::Buffer<ffi::U8> feat
     n_nodes = dims[1];
     n_bins = dims[2];
   }
-  if (node_rows.element_count() != n_nodes) {
-    return ffi::Error::InvalidArgument("jaxboost split search: node_rows is not (n_nodes,)");
+  if (node_rows.element_count() != n_nodes ||
+      category_left->element_count() != n_nodes * kBitsetWords) {
+    return ffi::Error::InvalidArgument("jaxboost split search: node_rows or category_left");
+  }
+  bool any_categorical = false;
+  for (int64_t f = 0; f < n_features; ++f) {
+    any_categorical |= feature_ok.typed_data()[f] >= kCategorySets;
+  }
+  if (any_categorical && (packed || n_bins - 1 > 32 * kBitsetWords)) {
+    return ffi::Error::InvalidArgument(
+        "jaxboost split search: categorical features need padded histograms of <= 256 bins");
   }
   const float* s = settings.typed_data();
-  const Settings set{s[0], s[1], s[2], s[3], s[4]};
+  const Settings set{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
+  CategoryBuffers category;
+  if (any_categorical) {
+    category.left.resize((n_bins - 1) * c);
+    category.valid.resize(n_bins - 1);
+    category.order.resize(n_features * (n_bins - 1));
+  }
+  uint32_t* bitsets = category_left->typed_data();
+  std::fill(bitsets, bitsets + n_nodes * kBitsetWords, 0u);
   const int64_t n_gains = packed ? 2 * (slots[n_features] - n_features) : 2 * n_features * (n_bins - 1);
   std::vector<float> gains(n_gains);
   std::vector<int64_t> offset(n_features);
@@ -531,15 +507,18 @@ ffi::Error SplitSearchImpl(ffi::Buffer<ffi::F32> hist, ffi::Buffer<ffi::U8> feat
         packed ? search(by_node.data() + node * dims[0] * c, feature_ok.typed_data(), slots,
                         true, n_features, 1, 0, c, 0, node_rows_at[node],
                         static_cast<int>(row_rule), set, static_cast<int>(n_outputs), gains,
-                        offset, scratch, feature_top)
+                        offset, scratch, feature_top, category)
                : search(source, feature_ok.typed_data(), slots, false, n_features, n_nodes,
                         n_bins, channels, node, node_rows_at[node], static_cast<int>(row_rule),
-                        set, static_cast<int>(n_outputs), gains, offset, scratch, feature_top);
+                        set, static_cast<int>(n_outputs), gains, offset, scratch, feature_top,
+                        category);
     feature->typed_data()[node] = choice.feature;
     threshold_bin->typed_data()[node] = choice.threshold_bin;
     missing_left->typed_data()[node] = choice.missing_left;
     gain->typed_data()[node] = choice.gain;
     do_split->typed_data()[node] = choice.do_split;
+    std::copy(choice.category_left, choice.category_left + kBitsetWords,
+              bitsets + node * kBitsetWords);
   }
   return ffi::Error::Success();
 }
@@ -560,4 +539,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxboostSplitSearch, SplitSearchImpl,
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::S32>>());
+                                  .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>());
