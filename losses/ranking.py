@@ -140,13 +140,38 @@ def ranknet(sigma: float = 1.0) -> Loss:
 
 
 class _TopPairs(NamedTuple):
-    """LambdaRank's pairs of one query: the row at each of the top
-    ``kk`` positions paired with every row ranked after it, ``(kk, m)``."""
+    """LambdaRank's pairs of one query: the row at each of the top ``kk``
+    positions paired with every row ranked after it, ``(kk, m)``; or, for a
+    query ranked by comparison, every row paired with every row (``top``
+    None: row ``i`` at index ``i``), ``(m, m)``."""
 
-    top: jax.Array  # (kk,) int32: the row at each top position
+    top: jax.Array | None  # (kk,) int32: the row at each top position; None: every row
     weight: jax.Array  # (kk, m): delta NDCG after LightGBM's normalisations, 0 if not counted
     p: jax.Array  # (kk, m): sigmoid(-sigma (f_high - f_low))
     sign: jax.Array  # (kk, m): +1 where the top row has the higher label, else -1
+
+
+# queries at most this wide are ranked by comparing every pair of rows (m^2
+# comparisons, no sort and no scatter: the fastest on CPU at LightGBM's query
+# sizes, benchmarks/README.md), wider ones by a sort (m log m)
+COMPARED_WIDTH = 128
+
+
+def descending_positions(key: jax.Array) -> jax.Array:
+    """``(m,) int32``: each row's position when the rows are sorted by ``key``
+    descending, ties in row order (a stable sort's): the rows of a greater
+    key plus the rows of an equal key before it.  ``O(m^2)``, no sort."""
+    m = key.shape[0]
+    row = jnp.arange(m)
+    before = (key[None, :] > key[:, None]) | (
+        (key[None, :] == key[:, None]) & (row[None, :] < row[:, None])
+    )
+    return jnp.sum(before, axis=1, dtype=jnp.int32)
+
+
+def _discount(position: jax.Array, dtype) -> jax.Array:
+    """``1 / log2(2 + position)``, NDCG's discount at each (0-based) position."""
+    return 1.0 / jnp.log2(2.0 + position.astype(dtype))
 
 
 def _lambdarank_pairs(
@@ -155,30 +180,42 @@ def _lambdarank_pairs(
     """LightGBM's pairs (``GetGradientsForOneQuery``): real rows ranked by
     ``f`` descending (a stable sort: ties by position), every pair of
     different labels with one row in the top ``k`` counted once, as the
-    higher-ranked row's.  ``O(k m)`` memory and time, plus a sort."""
+    higher-ranked row's.  ``O(k m)`` memory and time plus a sort, or, up to
+    `COMPARED_WIDTH` rows (or with ``k`` None), ``O(m^2)`` by comparison."""
     m = f.shape[0]
     kk = m if k is None else min(k, m)
     labels = jnp.where(mask, y, 0.0)
     gain = jnp.where(mask, jnp.exp2(labels) - 1.0, 0.0)
-    order = jnp.argsort(-jnp.where(mask, f, -jnp.inf), stable=True)  # padding last
-    position = jnp.zeros(m, jnp.int32).at[order].set(jnp.arange(m, dtype=jnp.int32))
-    discount = 1.0 / jnp.log2(2.0 + jnp.arange(m, dtype=f.dtype))
-    ideal = -jnp.sort(-gain)[:kk]
-    max_dcg = jnp.sum(ideal * discount[:kk])
+    key = jnp.where(mask, f, -jnp.inf)  # padding last
+    if k is None or m <= COMPARED_WIDTH:
+        position = descending_positions(key)
+        # the ideal order: gains descending (padding's are 0, never counted)
+        ideal = descending_positions(gain)
+        max_dcg = jnp.sum(jnp.where(ideal < kk, gain * _discount(ideal, f.dtype), 0.0))
+        top = None
+        high = position  # the position of each pair's first row
+        high_f, high_label, high_gain, high_mask = f, labels, gain, mask
+    else:
+        order = jnp.argsort(-key, stable=True)
+        position = jnp.zeros(m, jnp.int32).at[order].set(jnp.arange(m, dtype=jnp.int32))
+        ideal_gain = -jnp.sort(-gain)[:kk]
+        max_dcg = jnp.sum(ideal_gain * _discount(jnp.arange(kk), f.dtype))
+        top = order[:kk].astype(jnp.int32)
+        high = jnp.arange(kk, dtype=jnp.int32)
+        high_f, high_label, high_gain, high_mask = f[top], labels[top], gain[top], mask[top]
     inverse_max_dcg = jnp.where(max_dcg > 0, 1.0 / jnp.where(max_dcg > 0, max_dcg, 1.0), 0.0)
-    top = order[:kk].astype(jnp.int32)
-    top_label, top_gain = labels[top][:, None], gain[top][:, None]
-    later = position[None, :] > jnp.arange(kk)[:, None]
-    counted = later & mask[top][:, None] & mask[None, :] & (top_label != labels[None, :])
-    sign = jnp.where(top_label > labels[None, :], 1.0, -1.0)
-    delta = (f[top][:, None] - f[None, :]) * sign  # f_high - f_low
+    high_label, high_gain = high_label[:, None], high_gain[:, None]
+    later = (position[None, :] > high[:, None]) & (high < kk)[:, None]
+    counted = later & high_mask[:, None] & mask[None, :] & (high_label != labels[None, :])
+    sign = jnp.where(high_label > labels[None, :], 1.0, -1.0)
+    delta = (high_f[:, None] - f[None, :]) * sign  # f_high - f_low
     weight = (
-        jnp.abs(top_gain - gain[None, :])
-        * jnp.abs(discount[:kk][:, None] - discount[position][None, :])
+        jnp.abs(high_gain - gain[None, :])
+        * jnp.abs(_discount(high, f.dtype)[:, None] - _discount(position, f.dtype)[None, :])
         * inverse_max_dcg
     )
     if norm:  # LightGBM skips this in a query whose scores are all equal
-        spread = jnp.max(jnp.where(mask, f, -jnp.inf)) != jnp.min(jnp.where(mask, f, jnp.inf))
+        spread = jnp.max(key) != jnp.min(jnp.where(mask, f, jnp.inf))
         weight = jnp.where(spread, weight / (0.01 + jnp.abs(delta)), weight)
     weight = jnp.where(counted, weight, 0.0)
     p = jax.nn.sigmoid(-sigma * delta)
@@ -189,13 +226,21 @@ def _lambdarank_pairs(
     return _TopPairs(top, weight, p, sign)
 
 
-def _top_pair_derivatives(pairs: _TopPairs, m: int, sigma: float) -> tuple[jax.Array, jax.Array]:
+def _by_first_row(values: jax.Array, top: jax.Array | None) -> jax.Array:
+    """``(m,)``: ``values (kk, m)`` summed over each pair's second row, at its
+    first row (``top``'s, or row ``i`` for ``top`` None)."""
+    if top is None:
+        return values.sum(axis=1)
+    return jnp.zeros(values.shape[1], values.dtype).at[top].add(values.sum(axis=1))
+
+
+def _top_pair_derivatives(pairs: _TopPairs, sigma: float) -> tuple[jax.Array, jax.Array]:
     """Row gradient and hessian diagonal ``(m,)``: each pair's lambda
     ``sigma w p`` lowers the higher row's gradient and raises the lower's."""
     lam = sigma * pairs.weight * pairs.p * pairs.sign  # + where the top row is the higher
     curvature = sigma**2 * pairs.weight * pairs.p * (1.0 - pairs.p)
-    grad = jnp.zeros(m, lam.dtype).at[pairs.top].add(-lam.sum(axis=1)) + lam.sum(axis=0)
-    hess = jnp.zeros(m, lam.dtype).at[pairs.top].add(curvature.sum(axis=1)) + curvature.sum(axis=0)
+    grad = lam.sum(axis=0) - _by_first_row(lam, pairs.top)
+    hess = curvature.sum(axis=0) + _by_first_row(curvature, pairs.top)
     return grad, hess
 
 
@@ -239,7 +284,7 @@ def lambdarank(k: int | None = LIGHTGBM_TRUNCATION, sigma: float = 1.0, norm: bo
         return _lambdarank_pairs(jnp.asarray(y, f.dtype), f, mask, k, sigma, norm)
 
     def derivatives(y: ArrayLike, f: ArrayLike, mask: ArrayLike) -> tuple[jax.Array, jax.Array]:
-        return _top_pair_derivatives(pairs(y, f, mask), jnp.shape(f)[0], sigma)
+        return _top_pair_derivatives(pairs(y, f, mask), sigma)
 
     # convex: the surrogate is, for its fixed weights, and the hessian is >= 0
     @declare(
@@ -256,7 +301,8 @@ def lambdarank(k: int | None = LIGHTGBM_TRUNCATION, sigma: float = 1.0, norm: bo
     def lambdarank_loss(y: ArrayLike, f: ArrayLike, mask: ArrayLike) -> jax.Array:
         fixed = pairs(y, jax.lax.stop_gradient(f), mask)
         f = jnp.where(jnp.asarray(mask, bool), f, 0.0)
-        delta = (f[fixed.top][:, None] - f[None, :]) * fixed.sign  # f_high - f_low
+        high = f if fixed.top is None else f[fixed.top]
+        delta = (high[:, None] - f[None, :]) * fixed.sign  # f_high - f_low
         return jnp.sum(jax.lax.stop_gradient(fixed.weight) * jax.nn.softplus(-sigma * delta))
 
     return lambdarank_loss

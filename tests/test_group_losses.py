@@ -387,3 +387,23 @@ def test_cox_on_rows_in_time_order_skips_the_sort_and_agrees_with_any_order():
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-6, atol=1e-7)
+
+
+def test_fit_checks_never_call_a_catalogue_group_loss_and_always_a_user_s(monkeypatch):
+    from jaxboost.frontends.training import loss_checks
+    from jaxboost.frontends.training.computation_keys import keyed_loss
+
+    calls = []
+    shape_of = jax.eval_shape
+    monkeypatch.setattr(jax, "eval_shape", lambda fn, *a: calls.append(fn) or shape_of(fn, *a))
+    y = np.array([0.0, 1.0, 2.0, 1.0, 3.0], np.float32)
+    catalogue = losses.lambdarank(k=5)
+    for loss in (catalogue, keyed_loss(catalogue, (), 1, widths=(8,))):
+        loss_checks.check_group_loss(loss, y)
+    assert calls == []  # the catalogue's tests check its shapes and padding
+
+    def user(y, f, mask):
+        return jnp.sum(jnp.where(mask, (f - y) ** 2, 0.0))
+
+    loss_checks.check_group_loss(losses.declare(user, name="user", per="group"), y)
+    assert len(calls) >= 2  # its value and its gradient, traced

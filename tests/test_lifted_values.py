@@ -427,3 +427,32 @@ def test_row_derivatives_reading_a_global_read_its_new_value():
     train_chunk_program.cache_clear()
     jax.clear_caches()
     np.testing.assert_array_equal(second, fit(5.0))
+
+
+def test_a_catalogue_loss_is_traced_once_and_any_other_loss_every_time(monkeypatch):
+    from jaxboost.runtime import lifted_values
+
+    traced = []
+    trace = lifted_values._lift
+    monkeypatch.setattr(
+        lifted_values, "_lift", lambda fn, *args: traced.append(fn) or trace(fn, *args)
+    )
+    monkeypatch.setattr(lifted_values, "_CATALOGUE_LIFTS", {})
+    width = 4
+    calls = [
+        (
+            jax.ShapeDtypeStruct((width,), jnp.float32),
+            jax.ShapeDtypeStruct((width,), jnp.float32),
+            jax.ShapeDtypeStruct((width,), jnp.bool_),
+        )
+    ]
+    catalogue = jb.losses.lambdarank(k=7)
+    user = jb.losses.declare(functools.partial(_listnet, temperature=0.5), name="t", per="group")
+    first = [lift(loss, calls, ()) for loss in (catalogue, user)]
+    again = [lift(loss, calls, ()) for loss in (catalogue, user)]
+    assert traced == [catalogue, user, user]  # the user's may read a changed global
+    for before, after in zip(first, again):
+        assert before[0] == after[0]
+        for values, values_again in zip(before[1], after[1]):
+            for value, value_again in zip(values, values_again):
+                np.testing.assert_array_equal(value, value_again)

@@ -28,7 +28,9 @@ jaxpr (or a declared function's) calls back into Python or holds a custom
 derivative rule written outside JAX and jaxboost (a rule may read numbers
 the jaxpr does not show; a rule given to ``custom_jvp.defjvps`` is judged by
 the functions given: `jaxboost.runtime.custom_rules`) get no structure: their programs stay keyed by
-their values (`jaxboost.runtime.same_function`).
+their values (`jaxboost.runtime.same_function`).  Every fit traces its loss
+anew (it may read a global changed since), except a catalogue loss without
+declared parts: library code of fixed parameters, traced once per shape.
 """
 
 from __future__ import annotations
@@ -194,6 +196,36 @@ def lift(
     ``fn`` cannot be lifted (see the module docstring), or declares a
     function the programs call that ``parts`` does not list.  ``declared``:
     the metadata the key holds beside the jaxprs."""
+    cache_key = _catalogue_key(fn, calls, declared, parts)
+    if cache_key is not None and cache_key in _CATALOGUE_LIFTS:
+        return _CATALOGUE_LIFTS[cache_key]
+    found = _lift(fn, calls, declared, parts)
+    if cache_key is not None and found is not None:
+        _CATALOGUE_LIFTS[cache_key] = found
+    return found
+
+
+# (catalogue loss, its calls' signatures, declared) -> `lift`'s answer: a
+# catalogue loss is library code of fixed parameters that reads no user
+# state, so its traces never change; tracing a group loss at every width in
+# float32 and float64 took LambdaRank 0.3 s of every fit (benchmarks/README.md)
+_CATALOGUE_LIFTS: dict[tuple, tuple] = {}
+
+
+def _catalogue_key(fn: Callable, calls: Sequence[tuple], declared: tuple, parts) -> tuple | None:
+    """The key of ``fn``'s lift in `_CATALOGUE_LIFTS`, or None where it is
+    traced anew every time: any loss but the catalogue's own, or one with
+    declared parts beside its ``row_derivatives``."""
+    from ..losses.catalogue import is_catalogue_loss  # (the catalogue imports the runtime)
+
+    if parts or not is_catalogue_loss(fn):
+        return None
+    signatures = tuple(_signature(jax.tree.leaves(arguments)) for arguments in calls)
+    return (id(fn), fn, signatures, declared)
+
+
+def _lift(fn: Callable, calls: Sequence[tuple], declared: tuple, parts: Sequence[Any]):
+    """`lift`, traced anew."""
     parts = list(parts)
     row_derivatives = getattr(fn, "row_derivatives", None)
     if callable(row_derivatives):  # a group loss's: called as the loss is
