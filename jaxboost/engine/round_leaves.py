@@ -29,8 +29,9 @@ def leaf_values(
     """``((2^D, K) leaf values, n_stuck)``: the values (learning rate not
     applied) from the leaves' ``totals`` (`jaxboost.engine.leaves.LeafTotals`
     of the masked outputs), and the number of leaves left at 0 for want of a
-    line search (only in a loss-free program, ``cfg.loss`` None: Newton
-    leaves whose regularised hessian is not positive; else 0).
+    line search (only in a loss-free program, ``cfg.loss`` None, or one
+    without ``cfg.searches_stuck_leaves``: Newton leaves whose regularised
+    hessian is not positive; else 0).
 
     ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
     output) or is all ones; ``information`` ``(K,)`` or None as in
@@ -75,7 +76,7 @@ def leaf_values(
     # Newton step; it falls back to a line search instead of staying at 0 (the
     # search runs only in rounds where such a leaf exists).
     stuck = jnp.all(newton == 0, axis=1) & jnp.any(grad_sum != 0, axis=1)
-    if cfg.loss is None:  # a loss-free program: its caller runs such rounds again
+    if cfg.loss is None or not cfg.searches_stuck_leaves:  # its caller runs such rounds again
         return newton, jnp.sum(stuck.astype(jnp.int32))
     values = lax.cond(
         jnp.any(stuck),

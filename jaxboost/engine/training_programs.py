@@ -50,7 +50,7 @@ def data_specs(cfg: StaticSettings) -> ShardData:
 @one_program_per_shape()
 def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
-    train_loss, n_not_finite, in_bag)`` (see `_train_chunk`),
+    train_loss, n_not_finite, n_stuck, in_bag)`` (see `_train_chunk`),
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
@@ -66,7 +66,7 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
         local,
         mesh=mesh,
         in_specs=(P(), data_specs(cfg), P(), P(ROWS), P(), P(), P(), P()),
-        out_specs=(P(ROWS), P(), P(), P(), P()),
+        out_specs=(P(ROWS), P(), P(), P(), P(), P()),
         check_vma=False,
     )
     platform = mesh.devices.flat[0].platform
