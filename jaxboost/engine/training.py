@@ -77,7 +77,9 @@ class StaticSettings:
     # num_grad_quant_bins)
     grad_quant_bins: int = 0
     # the loss has no curvature on most rows (pinball): its line searches
-    # narrow to the rows whose slope still changes (jaxboost.engine.line_search)
+    # take no L2 penalty and, on a fit of many rows (not fast_compile),
+    # narrow to the rows whose slope still changes (jaxboost.engine.line_search,
+    # jaxboost.engine.round_leaves)
     narrow_line_search: bool = False
     # rows are drawn each round (subsample < 1); the fraction itself is
     # NumericSettings.subsample.  False skips the draw (a hash of every row
