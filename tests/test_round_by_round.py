@@ -17,7 +17,7 @@ from jaxboost.engine.round_programs import (
     tree_round_program,
 )
 from jaxboost.engine.training_programs import init_score_program, train_chunk_program
-from jaxboost.frontends.training import round_by_round, rounds_loop
+from jaxboost.frontends.training import program_settings, round_by_round, rounds_loop
 from jaxboost.runtime.devices import make_mesh
 
 
@@ -143,6 +143,42 @@ def test_a_round_whose_newton_leaves_need_a_line_search_runs_on_the_fused_progra
     # the same warnings (the loss rises on this loss without Armijo)
     assert [str(w.message) for w in split_said] == [str(w.message) for w in fused_said]
     assert split_said
+
+
+def test_a_large_fits_fused_program_reports_such_leaves_and_the_fit_goes_on_searching(
+    monkeypatch,
+):
+    # a fit of more than FAST_COMPILE_ROWS rows runs the fused program
+    # without the line search of leaves without a Newton step (a fifth of its
+    # compile); a round with such leaves runs again on the program with it,
+    # and the model is the one that program gives from the start
+    monkeypatch.setattr(program_settings, "FAST_COMPILE_ROWS", 0)
+    X, y = _data(seed=4)
+    settings = {
+        "loss": lambda y, f: -jnp.cos(f - y),
+        "n_estimators": 6,
+        "max_depth": 2,
+        "reg_lambda": 0.0,
+        "armijo": False,
+        "leaf_method": "newton",
+        "base_score": float(np.pi),  # every row's hessian negative: the root is stuck
+        "min_child_samples": 0,
+    }
+    searched = []
+
+    def fused_program(cfg, mesh):
+        searched.append(cfg.searches_stuck_leaves)
+        return round_by_round.fused_chunk_program(cfg, mesh)
+
+    monkeypatch.setattr(rounds_loop, "fused_chunk_program", fused_program)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the loss rises without Armijo)
+        reported = jb.Booster(**settings).fit(X, 0.2 * y)
+        assert searched == [True]  # switched once, to the program that searches
+        _fused_only(monkeypatch)
+        fused = jb.Booster(**settings).fit(X, 0.2 * y)
+    _forests_equal(reported, fused)
+    assert np.any(reported.forest_.leaf_value != 0)
 
 
 @pytest.mark.parametrize(

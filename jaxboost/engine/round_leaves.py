@@ -29,8 +29,9 @@ def leaf_values(
     """``((2^D, K) leaf values, n_stuck)``: the values (learning rate not
     applied) from the leaves' ``totals`` (`jaxboost.engine.leaves.LeafTotals`
     of the masked outputs), and the number of leaves left at 0 for want of a
-    line search (only in a loss-free program, ``cfg.loss`` None: Newton
-    leaves whose regularised hessian is not positive; else 0).
+    line search (only in a loss-free program, ``cfg.loss`` None, or one
+    without ``cfg.searches_stuck_leaves``: Newton leaves whose regularised
+    hessian is not positive; else 0).
 
     ``output_mask`` ``(K,)`` restricts the tree to some outputs (one tree per
     output) or is all ones; ``information`` ``(K,)`` or None as in
@@ -59,7 +60,7 @@ def leaf_values(
             LEAF_KERNELS[cfg.leaf_kernels],
             leaf_weight=totals.weight,
             score_sum=totals.score,
-            narrow=cfg.narrow_line_search,
+            narrow=_narrows(cfg),
             start=_derivatives_along(totals, direction),
             reg_lambda=_line_search_penalty(cfg, hyper),
         )
@@ -75,7 +76,7 @@ def leaf_values(
     # Newton step; it falls back to a line search instead of staying at 0 (the
     # search runs only in rounds where such a leaf exists).
     stuck = jnp.all(newton == 0, axis=1) & jnp.any(grad_sum != 0, axis=1)
-    if cfg.loss is None:  # a loss-free program: its caller runs such rounds again
+    if cfg.loss is None or not cfg.searches_stuck_leaves:  # its caller runs such rounds again
         return newton, jnp.sum(stuck.astype(jnp.int32))
     values = lax.cond(
         jnp.any(stuck),
@@ -119,6 +120,15 @@ def _joint_newton(cfg, hyper, data, raw, totals, leaf_of_row, axis_name) -> jax.
     n_leaves = totals.grad.shape[0]
     hessian = leaf_hessian(objective, raw[:, 0], data.weight > 0, leaf_of_row, n_leaves, axis_name)
     return solve_joint(hessian, totals.grad[:, 0], hyper.reg_lambda)[:, None]
+
+
+def _narrows(cfg: StaticSettings) -> bool:
+    """Whether a line search narrows to the rows whose slope still changes
+    (`jaxboost.engine.line_search.line_search_leaf_values`): for a loss
+    without curvature on a fit of many rows.  On a small fit
+    (``cfg.fast_compile``) its passes over the rows cost little, and the
+    narrowed search is about a fifth of the training program's compile."""
+    return cfg.narrow_line_search and not cfg.fast_compile
 
 
 def _line_search_penalty(cfg: StaticSettings, hyper: NumericSettings) -> jax.Array | float:

@@ -94,7 +94,7 @@ def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     (`tree_round_program`, `in_bag_program`: no loss of their own)."""
     axis_name = collective_axis(mesh)
 
-    def local(values, y, weight, raw):
+    def derivatives(values, y, weight, raw):
         with bound(cfg, values):
             grad, hess = round_derivatives(cfg, y, raw)
             n_not_finite = count_not_finite(grad, hess, weight, axis_name)
@@ -103,7 +103,7 @@ def derivatives_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
         return grad, hess, n_not_finite, total, row_loss
 
     sharded = jax.shard_map(
-        local,
+        derivatives,
         mesh=mesh,
         in_specs=(P(), P(ROWS), P(ROWS), P(ROWS)),
         out_specs=(P(ROWS), P(ROWS), P(), P(), P(ROWS)),
@@ -119,11 +119,11 @@ def in_bag_program(mesh: Mesh) -> Callable:
     of `derivatives_program`'s ``row_loss``; shared by every loss."""
     axis_name = collective_axis(mesh)
 
-    def local(row_loss, weight, row_id, *draw):
+    def chunk_in_bag_losses(row_loss, weight, row_id, *draw):
         return in_bag_losses(row_loss, weight, row_id, draw, axis_name)
 
     sharded = jax.shard_map(
-        local,
+        chunk_in_bag_losses,
         mesh=mesh,
         in_specs=(P(ROWS), P(ROWS), P(ROWS), P(), P(), P()),
         out_specs=P(),
@@ -189,7 +189,9 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     axis_name = collective_axis(mesh)
     judged_in_bag = judges_rises_in_bag(cfg)
 
-    def local(data, edges, raw, grad, hess, n_not_finite, loss_before, row_loss, record, *rest):
+    def tree_round(
+        data, edges, raw, grad, hess, n_not_finite, loss_before, row_loss, record, *rest
+    ):
         first, slot, seed, hyper = rest
         if judged_in_bag:
             draw = (first + slot, seed, hyper.subsample)
@@ -213,7 +215,7 @@ def tree_round_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
 
     replicated = RoundRecord(P(), P(), P(), P())
     sharded = jax.shard_map(
-        local,
+        tree_round,
         mesh=mesh,
         in_specs=(data_specs(cfg), P(), P(ROWS), P(ROWS), P(ROWS), P(), P(), P(ROWS))
         + (replicated, P(), P(), P(), P()),
@@ -234,7 +236,7 @@ def slope_sums_program(loss: Loss, mesh: Mesh) -> Callable:
     `jaxboost.engine.init_score.initial_score_on_host` asks for."""
     axis_name = collective_axis(mesh)
 
-    def local(values, y, weight, scores):
+    def slope_sums(values, y, weight, scores):
         with bound(loss, values):
             return sums(y, weight, scores)
 
@@ -250,7 +252,7 @@ def slope_sums_program(loss: Loss, mesh: Mesh) -> Callable:
         return jax.lax.psum(totals, axis_name) if axis_name is not None else totals
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(P(), P(ROWS), P(ROWS), P()), out_specs=P(), check_vma=False
+        slope_sums, mesh=mesh, in_specs=(P(), P(ROWS), P(ROWS), P()), out_specs=P(), check_vma=False
     )
     platform = mesh.devices.flat[0].platform
     return jax.jit(sharded, compiler_options=fast_compile_options(platform) or None)

@@ -77,7 +77,9 @@ class StaticSettings:
     # num_grad_quant_bins)
     grad_quant_bins: int = 0
     # the loss has no curvature on most rows (pinball): its line searches
-    # narrow to the rows whose slope still changes (jaxboost.engine.line_search)
+    # take no L2 penalty and, on a fit of many rows (not fast_compile),
+    # narrow to the rows whose slope still changes (jaxboost.engine.line_search,
+    # jaxboost.engine.round_leaves)
     narrow_line_search: bool = False
     # rows are drawn each round (subsample < 1); the fraction itself is
     # NumericSettings.subsample.  False skips the draw (a hash of every row
@@ -126,6 +128,12 @@ class StaticSettings:
     # 0 grown best-first as node tables (jaxboost.engine.bestfirst); 0:
     # depth-wise
     max_leaves: int = 0
+    # Newton leaves without a Newton step (a regularised hessian that is not
+    # positive) fall back to a line search in the program; False: they are
+    # counted instead, and the caller runs their round again on the program
+    # that searches (jaxboost.frontends.training.round_by_round): the rarely
+    # run search is a third of the fused program's compile (benchmarks/README.md)
+    searches_stuck_leaves: bool = True
 
     @property
     def grouped(self) -> bool:
@@ -428,17 +436,18 @@ def boost_round(
       raw: ``(n_rows, K)`` current raw scores of the shard.
       round_index, seed: int32 scalars that fix this round's subsamples.
     Returns:
-      ``(trees, raw, n_not_finite)``: the round's trees, stacked
+      ``(trees, raw, n_not_finite, n_stuck)``: the round's trees, stacked
       ``(trees_per_round, ...)``, the updated ``(n_rows, K)`` raw scores (of
-      every row, in bag or not), and the number of rows (of all shards, of
-      positive weight) whose gradient or hessian is NaN or infinite.
+      every row, in bag or not), the number of rows (of all shards, of
+      positive weight) whose gradient or hessian is NaN or infinite, and the
+      leaves left at 0 for want of a line search (`grow_round`).
     """
     grad, hess = round_derivatives(cfg, data.y, raw, data.groups)
     n_not_finite = count_not_finite(grad, hess, data.weight, axis_name)
-    trees, raw, _ = grow_round(
+    trees, raw, n_stuck = grow_round(
         cfg, hyper, data, edges, raw, grad, hess, round_index, seed, axis_name
     )
-    return trees, raw, n_not_finite
+    return trees, raw, n_not_finite, n_stuck
 
 
 def grow_round(
@@ -456,7 +465,8 @@ def grow_round(
     """A round's trees from the rows' unweighted ``grad (n_rows, K)`` and
     ``hess (n_rows, K[, K])`` at ``raw``: `boost_round` after the
     derivatives.  With ``cfg.loss`` None the program needs no loss (Newton
-    leaves only); it then counts the leaves that needed a line search.
+    leaves only); it then counts the leaves that needed a line search, as
+    it does without ``cfg.searches_stuck_leaves``.
 
     Returns:
       ``(trees, raw, n_stuck)``: as `boost_round`, and the leaves left
@@ -505,8 +515,10 @@ def _train_chunk(
 ):
     """Rounds ``[first_round, first_round + rounds_per_chunk)`` of one shard, those
     at or after ``n_active`` skipped; ``(raw, trees, train_loss (rounds_per_chunk,),
-    n_not_finite (rounds_per_chunk,), in_bag)``, ``n_not_finite`` the rows whose
-    derivatives were not finite at the start of each round (`boost_round`),
+    n_not_finite (rounds_per_chunk,), n_stuck (rounds_per_chunk,), in_bag)``,
+    ``n_not_finite`` the rows whose derivatives were not finite at the start
+    of each round and ``n_stuck`` the leaves it left at 0 for want of a line
+    search (`boost_round`; 0 with ``cfg.searches_stuck_leaves``),
     ``in_bag`` each round's in-bag loss before and after it
     ``(rounds_per_chunk, 2)`` (`in_bag_pairs`) where `judges_rises_in_bag`,
     else None.
@@ -529,27 +541,25 @@ def _train_chunk(
         def boost(raw):
             loss_before = training_loss(cfg, data, raw, axis_name)
             bag_before = bag_losses(raw, round_index) if judged_in_bag else None
-            trees, new_raw, n_not_finite = boost_round(
+            trees, new_raw, n_not_finite, n_stuck = boost_round(
                 cfg, hyper, data, edges, raw, round_index, seed, axis_name
             )
-            outputs = (trees, new_raw, loss_before, n_not_finite, bag_before)
+            outputs = (trees, new_raw, loss_before, n_not_finite, n_stuck, bag_before)
             traced.append(outputs)
             return outputs
 
         def skip(raw):  # a round past n_active: no work, zeros (discarded)
             # the shapes of boost's trace (cond traces it first), else traced here
             outputs = traced[-1] if traced else jax.eval_shape(boost, raw)
-            trees, _, loss_before, n_not_finite, bag_before = jax.tree.map(
-                lambda s: jnp.zeros(s.shape, s.dtype), outputs
-            )
-            return trees, raw, loss_before, n_not_finite, bag_before
+            trees, _, *at_start = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), outputs)
+            return trees, raw, *at_start
 
         round_index = first_round + chunk_round
         # every shard takes the same branch: n_active is the same everywhere
         trees, raw, *at_start = lax.cond(chunk_round < n_active, boost, skip, raw)
         return raw, (trees, *at_start)
 
-    raw, (trees, loss_before, n_not_finite, bag_before) = lax.scan(
+    raw, (trees, loss_before, n_not_finite, n_stuck, bag_before) = lax.scan(
         one_round, raw, jnp.arange(cfg.rounds_per_chunk)
     )
     # round i's loss is the one before round i + 1; the last active round's, now
@@ -560,4 +570,4 @@ def _train_chunk(
     in_bag = None
     if judged_in_bag:
         in_bag = in_bag_pairs(bag_before, bag_losses(raw, first_round + n_active), n_active)
-    return raw, trees, train_loss, n_not_finite, in_bag
+    return raw, trees, train_loss, n_not_finite, n_stuck, in_bag

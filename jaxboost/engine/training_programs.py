@@ -50,7 +50,7 @@ def data_specs(cfg: StaticSettings) -> ShardData:
 @one_program_per_shape()
 def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     """``(data, edges, raw, first_round, n_active, seed, hyper) -> (raw, trees,
-    train_loss, n_not_finite, in_bag)`` (see `_train_chunk`),
+    train_loss, n_not_finite, n_stuck, in_bag)`` (see `_train_chunk`),
     jitted and sharded; trees have a leading ``(rounds_per_chunk,
     trees_per_round)`` axis.  Rounds at or after ``n_active`` are skipped (no
     work; zeros the caller discards), so the last, partial chunk reuses the
@@ -58,15 +58,15 @@ def train_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     another value of the loss's numbers (`values_as_input`)."""
     axis_name = collective_axis(mesh)
 
-    def local(values, *args):
+    def train_chunk(values, *args):
         with bound(cfg, values):
             return _train_chunk(cfg, axis_name, *args)
 
     sharded = jax.shard_map(
-        local,
+        train_chunk,
         mesh=mesh,
         in_specs=(P(), data_specs(cfg), P(), P(ROWS), P(), P(), P(), P()),
-        out_specs=(P(ROWS), P(), P(), P(), P()),
+        out_specs=(P(ROWS), P(), P(), P(), P(), P()),
         check_vma=False,
     )
     platform = mesh.devices.flat[0].platform
@@ -94,7 +94,7 @@ def init_score_program(
     ``leaf_kernels`` as in `StaticSettings`."""
     axis_name = collective_axis(mesh)
 
-    def local(values, y, weight):
+    def initial_score(values, y, weight):
         kernels = LEAF_KERNELS[leaf_kernels]
         with bound(loss, values):
             found = searched_initial_score(loss, y, weight, n_outputs, axis_name, kernels)
@@ -102,7 +102,7 @@ def init_score_program(
             return score, mean_loss_at(loss, y, weight, score, axis_name), converged
 
     sharded = jax.shard_map(
-        local,
+        initial_score,
         mesh=mesh,
         in_specs=(P(), *_TARGET_SPECS),
         out_specs=(P(), P(), P()),
@@ -121,12 +121,16 @@ def loss_at_score_program(loss: Loss, mesh: Mesh) -> Callable:
     the first training loss of a fit whose initial score is given."""
     axis_name = collective_axis(mesh)
 
-    def local(values, y, weight, score):
+    def loss_at_score(values, y, weight, score):
         with bound(loss, values):
             return mean_loss_at(loss, y, weight, score, axis_name)
 
     sharded = jax.shard_map(
-        local, mesh=mesh, in_specs=(P(), *_TARGET_SPECS, P()), out_specs=P(), check_vma=False
+        loss_at_score,
+        mesh=mesh,
+        in_specs=(P(), *_TARGET_SPECS, P()),
+        out_specs=P(),
+        check_vma=False,
     )
     return jax.jit(sharded)
 
@@ -139,14 +143,14 @@ def group_loss_at_score_program(loss: Loss, n_buckets: int, mesh: Mesh) -> Calla
     the given ``base_score``)."""
     axis_name = collective_axis(mesh)
 
-    def local(values, y, groups, score):
+    def group_loss_at_score(values, y, groups, score):
         raw = jnp.broadcast_to(score, (y.shape[0], 1))
         with bound(loss, values):
             return mean_group_loss(loss, y, raw, groups, axis_name)
 
     group_specs = tuple(GroupBucket(P(ROWS), P(ROWS), P(ROWS)) for _ in range(n_buckets))
     sharded = jax.shard_map(
-        local,
+        group_loss_at_score,
         mesh=mesh,
         in_specs=(P(), P(ROWS), group_specs, P()),
         out_specs=P(),

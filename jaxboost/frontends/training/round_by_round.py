@@ -3,14 +3,17 @@ and a loss-free tree program (`jaxboost.engine.round_programs`), or
 as one fused program; which one, `chunk_program` decides.
 
 Both take what `jaxboost.engine.training_programs.train_chunk_program` does and
-give what it does, with the leaves per round that needed a line search the
-round-by-round programs do not run (None from the fused program) before its
-in-bag losses: the rounds loop (`jaxboost.frontends.training.rounds_loop`) runs such
-a round again on the fused program.
+give what it does: with the leaves per round that needed a line search the
+program did not run (the round-by-round programs and a fused program that
+leaves such searches out; None from the one that runs them) before its
+in-bag losses.  The rounds loop (`jaxboost.frontends.training.rounds_loop`)
+runs such a round again on the fused program that searches,
+`fused_chunk_program`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import jax
@@ -43,21 +46,30 @@ def chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
     shards): there compiling the fused program is what a fit with a new
     loss waits for, and a round's two dispatches cost little beside its
     work.  Else the fused program, whose one dispatch per chunk pays on many
-    rows.
+    rows; for the same settings it leaves out the line search of leaves
+    without a Newton step, which it reports as the round-by-round
+    programs do (the search is about a third of its compile and runs in
+    few fits).
     """
     if runs_round_by_round(cfg) and cfg.fast_compile:
         return RoundByRound(cfg, mesh)
+    if runs_round_by_round(cfg):
+        return fused_chunk_program(dataclasses.replace(cfg, searches_stuck_leaves=False), mesh)
     return fused_chunk_program(cfg, mesh)
 
 
 def fused_chunk_program(cfg: StaticSettings, mesh: Mesh) -> Callable:
-    """`chunk_program`'s fused program, whatever the fit's size."""
+    """`chunk_program`'s fused program, whatever the fit's size: as
+    ``cfg`` says, with the line search of leaves without a Newton step
+    (their count None) or without (counted)."""
     fused = train_chunk_program(cfg, mesh)
 
     def run_fused(*args):
-        raw, trees, train_loss, n_not_finite, in_bag = fused(*args)
-        trees, train_loss, n_not_finite, in_bag = fetch((trees, train_loss, n_not_finite, in_bag))
-        return raw, trees, train_loss, n_not_finite, None, in_bag
+        raw, *outputs = fused(*args)
+        trees, train_loss, n_not_finite, n_stuck, in_bag = fetch(tuple(outputs))
+        if cfg.searches_stuck_leaves:
+            n_stuck = None
+        return raw, trees, train_loss, n_not_finite, n_stuck, in_bag
 
     return run_fused
 
