@@ -137,19 +137,38 @@ def test_best_first_is_not_level_order_on_this_data():
     assert sorted(_numpy_best_first(X, Y, 12, max_depth=5)) != every_split[:11]
 
 
-def test_a_full_budget_grows_the_depthwise_forest_bit_for_bit():
+def _partition(leaves):
+    """Each tree's rows labelled by the first row of their leaf (``leaves``:
+    `apply`'s), whatever the leaves' numbers."""
+    labels = []
+    for tree in leaves.T:
+        first = {leaf: row for row, leaf in reversed(list(enumerate(tree)))}
+        labels.append([first[leaf] for leaf in tree])
+    return np.array(labels)
+
+
+def test_a_full_budget_grows_the_depthwise_forest():
     Xn = X.copy()
     Xn[::17, 1] = np.nan  # the missing direction too
     labels = (Y > 1).astype(np.float32)
     settings = {"loss": "logloss", "n_estimators": 8, "max_depth": 4, "subsample": 0.8}
     depthwise = jb.Booster(**settings).fit(Xn, labels)
-    full = jb.Booster(grow_policy="lossguide", max_leaves=16, **settings).fit(Xn, labels)
+    # the heap (interaction constraints that constrain nothing keep it), bit for bit
+    leafwise = {"grow_policy": "lossguide", "max_leaves": 16, **settings}
+    heap = jb.Booster(interaction_constraints=[[0, 1, 2, 3]], **leafwise).fit(Xn, labels)
     for field in depthwise.forest_._fields:
-        left, right = getattr(depthwise.forest_, field), getattr(full.forest_, field)
+        left, right = getattr(depthwise.forest_, field), getattr(heap.forest_, field)
         if left is None:
             assert right is None
             continue
         np.testing.assert_array_equal(np.asarray(left), np.asarray(right), err_msg=field)
+    # node tables (no constraints): the same trees, the leaves numbered as grown
+    tables = jb.Booster(**leafwise).fit(Xn, labels)
+    assert tables.forest_.left_child is not None
+    np.testing.assert_array_equal(_partition(tables.apply(Xn)), _partition(depthwise.apply(Xn)))
+    np.testing.assert_allclose(
+        tables.predict_raw(Xn), depthwise.predict_raw(Xn), rtol=1e-6, atol=1e-6
+    )
 
 
 def _leaf_count(forest):

@@ -25,7 +25,7 @@ from ...engine.predict import predict_on_devices, scores_after_rounds, tree_dept
 from ...engine.tree import Tree
 from ...runtime.padding import bucket_size, pad_rows
 from ..data.validation import check_continued_columns
-from ..settings.checks import tree_shape
+from ..settings.checks import grows_node_tables, tree_shape
 from .monitor import EvalSet
 
 
@@ -80,16 +80,24 @@ def _check_tree_shape(forest, settings: Any) -> None:
     """The trees ``settings`` grow have the shape of ``forest``'s (its
     heap's depth, or a node table's leaves); else a ValueError with the fix."""
     max_depth, max_leaves = tree_shape(settings)
+    tables = grows_node_tables(settings)
     if forest.left_child is not None:
         n_leaves = forest.leaf_value.shape[-2]
-        if max_depth != 0 or max_leaves != n_leaves:
+        if not tables or max_leaves != n_leaves:
             raise ValueError(
-                f"init_model: its trees are leaf-wise without a depth bound, {n_leaves} "
-                f"leaves each; set grow_policy='lossguide', max_leaves={n_leaves} and "
-                "max_depth=None (no monotone or interaction constraints) to continue it"
+                f"init_model: its trees are leaf-wise node tables of {n_leaves} leaves; set "
+                f"grow_policy='lossguide' and max_leaves={n_leaves} (no monotone or "
+                "interaction constraints) to continue it"
             )
         return
     depth = tree_depth(forest)
+    if tables:
+        raise ValueError(
+            f"init_model: its trees are heap trees of depth {depth} (depth-wise, or leaf-wise "
+            "under constraints or from a version before leaf-wise node tables), and "
+            f"grow_policy='lossguide' with max_leaves={max_leaves} grows node tables; set "
+            f"grow_policy='depthwise', max_leaves=None and max_depth={depth} to continue it"
+        )
     if max_depth != depth:
         shown = settings.max_depth if max_depth else "None (leaf-wise: no depth bound)"
         raise ValueError(
