@@ -110,9 +110,18 @@ def test_continued_training_and_refit():
     assert bounded.fit(X, Y, init_model=first).forest_.leaf_value.shape[:2] == (3, 6)
     with pytest.raises(ValueError, match="init_model: its trees are leaf-wise node tables of 6"):
         jb.Booster(**{**settings, "max_leaves": 7}).fit(X, Y, init_model=first)
+    # heap trees (a leaf-wise model of constraints, or of a version before
+    # node tables) continue as node tables of the same splits and leaves
     heap = jb.Booster(**{**settings, "max_depth": 5, **_HEAP}).fit(X, Y)
-    with pytest.raises(ValueError, match="init_model: its trees are heap trees of depth 5"):
-        jb.Booster(**{**settings, "max_depth": 5}).fit(X, Y, init_model=heap)
+    tables = jb.Booster(**{**settings, "max_depth": 5}).fit(X, Y, init_model=heap)
+    assert tables.forest_.left_child is not None and tables.n_estimators_ == 10
+    np.testing.assert_array_equal(
+        tables.predict_raw(X, iteration_range=(0, 5)), heap.predict_raw(X)
+    )
+    for mine, theirs in zip(_leaf_partition(tables)[:5], _leaf_partition(heap)):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="init_model: its trees .* reach up to 6 leaves, more "):
+        jb.Booster(**{**settings, "max_leaves": 5}).fit(X, Y, init_model=heap)
     refitted = jb.refit_leaves(first, X, Y, steps=5)
     np.testing.assert_array_equal(refitted.apply(X), first.apply(X))
     assert np.mean((refitted.predict(X) - Y) ** 2) < np.mean((first.predict(X) - Y) ** 2)

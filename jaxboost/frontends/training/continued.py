@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...engine.heap_tables import heap_as_tables, heap_leaf_counts
 from ...engine.predict import predict_on_devices, scores_after_rounds, tree_depth
 from ...engine.tree import Tree
 from ...runtime.padding import bucket_size, pad_rows
@@ -91,13 +92,15 @@ def _check_tree_shape(forest, settings: Any) -> None:
             )
         return
     depth = tree_depth(forest)
-    if tables:
-        raise ValueError(
-            f"init_model: its trees are heap trees of depth {depth} (depth-wise, or leaf-wise "
-            "under constraints or from a version before leaf-wise node tables), and "
-            f"grow_policy='lossguide' with max_leaves={max_leaves} grows node tables; set "
-            f"grow_policy='depthwise', max_leaves=None and max_depth={depth} to continue it"
-        )
+    if tables:  # (its trees are rewritten as node tables: joined)
+        reached = int(np.max(heap_leaf_counts(forest), initial=1))
+        if reached > max_leaves:
+            raise ValueError(
+                f"init_model: its trees (heap trees of depth {depth}) reach up to {reached} "
+                f"leaves, more than max_leaves={max_leaves}; set max_leaves >= {reached}, or "
+                f"grow_policy='depthwise', max_leaves=None and max_depth={depth}, to continue it"
+            )
+        return
     if max_depth != depth:
         shown = settings.max_depth if max_depth else "None (leaf-wise: no depth bound)"
         raise ValueError(
@@ -189,6 +192,10 @@ def joined(continued: ContinuedFrom | None, forest: Tree, train_loss) -> tuple[T
     model's scores)."""
     if continued is None:
         return forest, train_loss
+    before = continued.forest
+    if before.left_child is None and forest.left_child is not None:  # (_check_tree_shape)
+        before = heap_as_tables(before, forest.leaf_value.shape[1], continued.edges.shape[1])
+        continued = continued._replace(forest=before)
     if continued.forest.leaf_cover is None:  # a model from a file without covers
         forest = forest._replace(leaf_cover=None)  # (none, rather than some trees')
     forest = jax.tree.map(lambda old, new: np.concatenate([old, new]), continued.forest, forest)
