@@ -3,12 +3,10 @@
 For each data set and each leaf budget in ``--leaves``: LightGBM with
 ``num_leaves`` (no depth limit, its leaf-wise default) and jaxboost with
 ``max_leaves`` at each depth bound of ``--depths`` that holds that many
-leaves (jaxboost grows the tree of that depth level by level, building
-histograms for the live nodes only, at most ``2 max_leaves`` a level, then
-keeps the best-first tree of ``max_leaves`` leaves within it: see
-docs/tabular.md), depth 0 for no bound (``max_depth=None``: grown
-best-first as LightGBM does, `jaxboost.engine.bestfirst`), and jaxboost's
-depth-wise trees of depth 6 beside them.
+leaves, depth 0 for no bound (``max_depth=None``; either way grown
+best-first as LightGBM does, `jaxboost.engine.bestfirst`, a leaf at the
+bound staying a leaf: docs/tabular.md), and jaxboost's depth-wise trees of
+depth 6 beside them.
 Both libraries: L2 1, at least 20 rows and 1e-3 hessian in a leaf, 255 bins;
 LightGBM on ``--threads`` threads, jaxboost on as many CPU devices.
 - ``multiclass``: LightGBM's 5-class example (``multiclass.train`` 7000 x 28,

@@ -10,6 +10,7 @@ def test_four_cpu_devices_train_the_single_device_model_with_the_tabular_feature
     assert four_device_cases(2) == [
         "lossguide",
         "lossguide_tables",
+        "lossguide_bounded",
         "redescending",
         "groups",
         "groups_joint_newton",

@@ -89,18 +89,30 @@ def _numpy_best_first(X, y, max_leaves, max_depth, reg_lambda=1.0):
     return splits
 
 
-def _node_rows(forest, tree, X):
-    """``{internal node: row indices reaching it}`` of one stored tree."""
+def _heap_splits(forest, tree, X):
+    """``{heap node: (table node, row indices reaching it)}`` of the splits
+    of node table ``tree`` (heap numbers: node ``k``'s children ``2k + 1``,
+    ``2k + 2``, as the numpy reference numbers its nodes)."""
+    left_child, right_child = (
+        np.asarray(forest.left_child[tree]),
+        np.asarray(forest.right_child[tree]),
+    )
     feature, threshold = np.asarray(forest.feature[tree]), np.asarray(forest.threshold[tree])
-    n_internal = feature.size
-    reach = {0: np.arange(X.shape[0])}
-    for node in range(n_internal):
-        rows = reach.get(node, np.arange(0))
+    gain = np.asarray(forest.split_gain[tree])
+    splits, stack = {}, [(0, 0, np.arange(X.shape[0]))]
+    while stack:
+        node, number, rows = stack.pop()
+        if gain[node] <= 0:  # (node 0 of a tree of no split)
+            continue
+        splits[number] = (node, rows)
         left = X[rows, feature[node]] <= threshold[node]
-        for child, part in ((2 * node + 1, rows[left]), (2 * node + 2, rows[~left])):
-            if child < n_internal:
-                reach[child] = part
-    return reach
+        for child, side, part in (
+            (left_child[node], 1, rows[left]),
+            (right_child[node], 2, rows[~left]),
+        ):
+            if child >= 0:
+                stack.append((child, 2 * number + side, part))
+    return splits
 
 
 # depth 12: levels from depth 6 hold the histograms of at most 2 (12 - depth)
@@ -119,15 +131,14 @@ def test_splits_match_a_numpy_best_first_grower(max_leaves, max_depth):
     ).fit(X, Y)
     expected = _numpy_best_first(X, Y, max_leaves, max_depth=max_depth)
     forest = model.forest_
-    gain = np.asarray(forest.split_gain[0])
-    assert set(np.flatnonzero(gain > 0).tolist()) == set(expected)
-    reach = _node_rows(forest, 0, X)
-    for node, (ref_gain, ref_feature, ref_left) in expected.items():
-        assert int(forest.feature[0, node]) == ref_feature, node
-        rows = reach[node]
+    splits = _heap_splits(forest, 0, X)
+    assert set(splits) == set(expected)
+    for number, (ref_gain, ref_feature, ref_left) in expected.items():
+        node, rows = splits[number]
+        assert int(forest.feature[0, node]) == ref_feature, number
         left = X[rows, ref_feature] <= float(forest.threshold[0, node])
-        assert set(rows[left].tolist()) == ref_left, node
-        np.testing.assert_allclose(gain[node], ref_gain, rtol=1e-3)
+        assert set(rows[left].tolist()) == ref_left, number
+        np.testing.assert_allclose(forest.split_gain[0, node], ref_gain, rtol=1e-3)
 
 
 def test_best_first_is_not_level_order_on_this_data():
@@ -137,19 +148,38 @@ def test_best_first_is_not_level_order_on_this_data():
     assert sorted(_numpy_best_first(X, Y, 12, max_depth=5)) != every_split[:11]
 
 
-def test_a_full_budget_grows_the_depthwise_forest_bit_for_bit():
+def _partition(leaves):
+    """Each tree's rows labelled by the first row of their leaf (``leaves``:
+    `apply`'s), whatever the leaves' numbers."""
+    labels = []
+    for tree in leaves.T:
+        first = {leaf: row for row, leaf in reversed(list(enumerate(tree)))}
+        labels.append([first[leaf] for leaf in tree])
+    return np.array(labels)
+
+
+def test_a_full_budget_grows_the_depthwise_forest():
     Xn = X.copy()
     Xn[::17, 1] = np.nan  # the missing direction too
     labels = (Y > 1).astype(np.float32)
     settings = {"loss": "logloss", "n_estimators": 8, "max_depth": 4, "subsample": 0.8}
     depthwise = jb.Booster(**settings).fit(Xn, labels)
-    full = jb.Booster(grow_policy="lossguide", max_leaves=16, **settings).fit(Xn, labels)
+    # the heap (interaction constraints that constrain nothing keep it), bit for bit
+    leafwise = {"grow_policy": "lossguide", "max_leaves": 16, **settings}
+    heap = jb.Booster(interaction_constraints=[[0, 1, 2, 3]], **leafwise).fit(Xn, labels)
     for field in depthwise.forest_._fields:
-        left, right = getattr(depthwise.forest_, field), getattr(full.forest_, field)
+        left, right = getattr(depthwise.forest_, field), getattr(heap.forest_, field)
         if left is None:
             assert right is None
             continue
         np.testing.assert_array_equal(np.asarray(left), np.asarray(right), err_msg=field)
+    # node tables (no constraints): the same trees, the leaves numbered as grown
+    tables = jb.Booster(**leafwise).fit(Xn, labels)
+    assert tables.forest_.left_child is not None
+    np.testing.assert_array_equal(_partition(tables.apply(Xn)), _partition(depthwise.apply(Xn)))
+    np.testing.assert_allclose(
+        tables.predict_raw(Xn), depthwise.predict_raw(Xn), rtol=1e-6, atol=1e-6
+    )
 
 
 def _leaf_count(forest):
@@ -231,15 +261,21 @@ def test_group_losses_grow_leafwise():
     ranker = jb.Booster(grow_policy="lossguide", max_leaves=4, max_depth=4, **group)
     ranker.fit(X, _CLASSES, qid=qid)
     assert _leaf_count(ranker.forest_).max() == 4
-    # a full budget: the depth-wise ranker, leaves solved jointly
+    # a full budget: the depth-wise ranker, leaves solved jointly; bit for
+    # bit in the heap (interaction constraints that constrain nothing keep
+    # it), and in node tables the same splits, the leaves solved in their
+    # order (the last digits)
     depthwise = jb.Booster(max_depth=3, leaf_method="joint_newton", **group)
-    full = jb.Booster(
-        grow_policy="lossguide", max_leaves=8, max_depth=3, leaf_method="joint_newton", **group
-    )
-    np.testing.assert_array_equal(
-        depthwise.fit(X, _CLASSES, qid=qid).predict_raw(X),
-        full.fit(X, _CLASSES, qid=qid).predict_raw(X),
-    )
+    depthwise.fit(X, _CLASSES, qid=qid)
+    full = {"grow_policy": "lossguide", "max_leaves": 8, "max_depth": 3, **group}
+    full["leaf_method"] = "joint_newton"
+    heap = jb.Booster(interaction_constraints=[[0, 1, 2, 3]], **full).fit(X, _CLASSES, qid=qid)
+    full = jb.Booster(**full)
+    np.testing.assert_array_equal(depthwise.predict_raw(X), heap.predict_raw(X))
+    full.fit(X, _CLASSES, qid=qid)
+    assert full.forest_.left_child is not None
+    np.testing.assert_array_equal(_partition(full.apply(X)), _partition(depthwise.apply(X)))
+    np.testing.assert_allclose(full.predict_raw(X), depthwise.predict_raw(X), rtol=1e-5, atol=1e-6)
 
 
 def _swept(model, rows, column, grid):

@@ -28,8 +28,13 @@ def pair():
     """Node tables of 6 leaves, and the same trees in the heap: 6 leaves
     are at most 5 deep, so max_depth=5 never binds."""
     tables = jb.Booster(max_leaves=6, **_SETTINGS).fit(X, Y)
-    heap = jb.Booster(max_leaves=6, max_depth=5, **_SETTINGS).fit(X, Y)
+    heap = jb.Booster(max_leaves=6, max_depth=5, **_HEAP, **_SETTINGS).fit(X, Y)
     return tables, heap
+
+
+# interaction constraints that constrain nothing: the same trees in the
+# depth-bounded heap (engine.leafwise), which constraints keep
+_HEAP = {"interaction_constraints": [[0, 1, 2, 3]]}
 
 
 def _leaf_partition(model):
@@ -100,8 +105,23 @@ def test_continued_training_and_refit():
     first = jb.Booster(**{**settings, "n_estimators": 2}).fit(X, Y)
     continued = jb.Booster(**{**settings, "n_estimators": 2}).fit(X, Y, init_model=first)
     np.testing.assert_array_equal(continued.predict_raw(X), longer.predict_raw(X))
-    with pytest.raises(ValueError, match="init_model: its trees are leaf-wise without a depth"):
-        jb.Booster(**{**settings, "max_depth": 5}).fit(X, Y, init_model=first)
+    # a depth bound is the trees' own: the node tables continue under one
+    bounded = jb.Booster(**{**settings, "n_estimators": 1, "max_depth": 3})
+    assert bounded.fit(X, Y, init_model=first).forest_.leaf_value.shape[:2] == (3, 6)
+    with pytest.raises(ValueError, match="init_model: its trees are leaf-wise node tables of 6"):
+        jb.Booster(**{**settings, "max_leaves": 7}).fit(X, Y, init_model=first)
+    # heap trees (a leaf-wise model of constraints, or of a version before
+    # node tables) continue as node tables of the same splits and leaves
+    heap = jb.Booster(**{**settings, "max_depth": 5, **_HEAP}).fit(X, Y)
+    tables = jb.Booster(**{**settings, "max_depth": 5}).fit(X, Y, init_model=heap)
+    assert tables.forest_.left_child is not None and tables.n_estimators_ == 10
+    np.testing.assert_array_equal(
+        tables.predict_raw(X, iteration_range=(0, 5)), heap.predict_raw(X)
+    )
+    for mine, theirs in zip(_leaf_partition(tables)[:5], _leaf_partition(heap)):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="init_model: its trees .* reach up to 6 leaves, more "):
+        jb.Booster(**{**settings, "max_leaves": 5}).fit(X, Y, init_model=heap)
     refitted = jb.refit_leaves(first, X, Y, steps=5)
     np.testing.assert_array_equal(refitted.apply(X), first.apply(X))
     assert np.mean((refitted.predict(X) - Y) ** 2) < np.mean((first.predict(X) - Y) ** 2)
@@ -126,6 +146,35 @@ def test_max_leaves_alone_bounds_the_depth():
     values = np.asarray(model.forest_.leaf_value)[np.arange(5), leaves, 0]
     expected = np.asarray(model.base_score_)[0] + values.sum(axis=1)
     np.testing.assert_allclose(model.predict_raw(X), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_max_depth_bounds_the_node_tables_as_the_heap():
+    # max_depth=3 binds (the unbounded trees go deeper): node tables within
+    # it hold the heap's best-first trees of depth 3
+    settings = {**_SETTINGS, "max_leaves": 8, "max_depth": 3}
+    tables = jb.Booster(**settings).fit(X, Y)
+    heap = jb.Booster(**settings, **_HEAP).fit(X, Y)
+    free = jb.Booster(**{**settings, "max_depth": None}).fit(X, Y)
+    assert tables.forest_.leaf_value.shape[1] == 8 and heap.forest_.left_child is None
+    assert max(_depth(tables.forest_, t) for t in range(5)) == 3
+    assert max(_depth(free.forest_, t) for t in range(5)) > 3
+    for mine, theirs in zip(_leaf_partition(tables), _leaf_partition(heap)):
+        np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_allclose(tables.predict_raw(X), heap.predict_raw(X), rtol=1e-6, atol=1e-6)
+
+
+def test_a_deep_bound_costs_the_leaves_not_two_to_the_depth(monkeypatch):
+    # max_depth=20: the heap would hold 2^20 leaves a tree (50 trees a
+    # program: 1.5 GiB); node tables hold 31, checked against 64 MiB
+    import jaxboost.frontends.training.row_binning
+
+    monkeypatch.setattr(
+        jaxboost.frontends.training.row_binning, "memory_per_device", lambda devices: 2**26
+    )
+    model = jb.Booster(max_leaves=31, max_depth=20, **_SETTINGS).fit(X, Y)
+    assert model.forest_.leaf_value.shape[1] == 31
+    free = jb.Booster(max_leaves=31, **_SETTINGS).fit(X, Y)  # 20 never binds here
+    np.testing.assert_array_equal(model.predict_raw(X), free.predict_raw(X))
 
 
 def test_constraints_keep_the_depth_bounded_heap():

@@ -21,6 +21,11 @@ A node's best split depends on its rows alone, so the tree is the one
 `jaxboost.engine.leafwise` prunes from the complete depth-``D`` tree
 whenever that tree is deep enough for it (tests compare the two).
 
+A step's search of its two leaves is the native split search
+(`jaxboost.engine.native_split`, one C++ call, the same choice bit for bit)
+where it covers the leaves' histograms (the native kernel's running sums of
+numeric features), else `jaxboost.engine.split.find_best_splits`.
+
 Where each leaf's rows are kept, and how a step splits them and sums the
 two children's histograms, is `jaxboost.engine.leaf_rows`: the native CPU
 kernel partitions the split leaf's segment of a permutation of the rows
@@ -43,6 +48,7 @@ from jax import lax
 from ..kernels.leaf_sums import leaf_sums_reference
 from .categorical import CategoricalSearch, is_categorical_node
 from .leaf_rows import Segments, leaf_of_row, root_step, row_major_bins, split_step
+from .native_split import covers, native_best_splits
 from .split import SplitChoice, find_best_splits
 
 
@@ -105,14 +111,35 @@ def children_problems(left_child, right_child) -> list[tuple[str, str]]:
 
 
 def _search(
-    hist, n_outputs, params, feature_mask, categorical, axis_name, cumulative, node_rows=None
+    hist,
+    n_outputs,
+    params,
+    feature_mask,
+    categorical,
+    axis_name,
+    cumulative,
+    node_rows=None,
+    native_search=False,
 ) -> SplitChoice:
     """The `SplitChoice` of ``hist (F, N, B, S)``, summed over shards
     (``cumulative``: running sums over the value bins; ``node_rows``:
     ``(N,)`` the nodes' rows of positive weight, for the row rule where the
-    hessian varies, or None)."""
+    hessian varies, or None; ``native_search``: by the native split search,
+    `jaxboost.engine.native_split`, the same choice in one call)."""
     if axis_name is not None:
         hist, node_rows = lax.psum((hist, node_rows), axis_name)
+    if native_search:
+        return native_best_splits(
+            hist,
+            n_outputs,
+            params.reg_lambda,
+            params.min_child_weight,
+            params.min_split_gain,
+            feature_mask,
+            min_child_samples=params.min_child_samples,
+            rows_per_hessian=params.rows_per_hessian,
+            node_rows=node_rows,
+        )
     return find_best_splits(
         hist,
         n_outputs,
@@ -260,13 +287,26 @@ def grow_best_first(
     n_outputs = row_stats.shape[1] // 2
 
     n_bins = max_bins + 1
+    # the native kernel's running sums of numeric features: the native search
+    native_search = (
+        covers("native" if native else "reference", n_outputs, None, None, stats_scale is not None)
+        and categorical is None
+    )
     if native:  # (once a tree, not at every step)
         bins, row_stats = (bins, row_major_bins(bins)), row_stats.astype(jnp.float32)
 
     def search(hist, node_rows):
         """The choice of two leaves from their histograms (and rows)."""
         return _search(
-            hist, n_outputs, params, feature_mask, categorical, axis_name, native, node_rows
+            hist,
+            n_outputs,
+            params,
+            feature_mask,
+            categorical,
+            axis_name,
+            native,
+            node_rows,
+            native_search,
         )
 
     rows_of = (native, bins, row_stats, stats_scale, row_positive)

@@ -123,10 +123,10 @@ class StaticSettings:
     # the categorical columns and their split settings
     # (jaxboost.engine.categorical; unpacked bins with them), or None
     categorical: CategoricalSettings | None = None
-    # grow_policy="lossguide": the leaves of each tree, chosen best-first
-    # within depth max_depth (jaxboost.engine.leafwise), or with max_depth
-    # 0 grown best-first as node tables (jaxboost.engine.bestfirst); 0:
-    # depth-wise
+    # grow_policy="lossguide": the leaves of each tree, grown best-first as
+    # node tables (jaxboost.engine.bestfirst) within depth max_depth (0: no
+    # bound), or under monotone or interaction constraints chosen within
+    # the depth-max_depth heap (jaxboost.engine.leafwise); 0: depth-wise
     max_leaves: int = 0
     # Newton leaves without a Newton step (a regularised hessian that is not
     # positive) fall back to a line search in the program; False: they are
@@ -141,9 +141,10 @@ class StaticSettings:
 
     @property
     def node_tables(self) -> bool:
-        """Leaf-wise trees without a depth bound (``max_depth`` 0): grown
-        by `jaxboost.engine.bestfirst` as node tables of ``max_leaves``."""
-        return bool(self.max_leaves) and self.max_depth == 0
+        """Leaf-wise trees without constraints: grown by
+        `jaxboost.engine.bestfirst` as node tables of ``max_leaves``, their
+        depth bounded by ``max_depth`` (0: by the leaves alone)."""
+        return bool(self.max_leaves) and not self.monotone and not self.interaction
 
     @property
     def tree_nodes(self) -> tuple[int, int]:

@@ -6,7 +6,7 @@ leaf ``j`` is node ``2^D - 1 + j``.  A node that does not split sends every row
 left (``threshold = +inf``, missing left), so the shape never changes; the
 leaves under its empty right side are never reached and hold 0.
 
-A leaf-wise tree grown without a depth bound is a node table instead
+A leaf-wise tree grown without constraints is a node table instead
 (`jaxboost.engine.bestfirst`): ``L - 1`` internal nodes with explicit
 children (``Tree.left_child``) and ``L`` leaves.
 

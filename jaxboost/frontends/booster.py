@@ -280,8 +280,9 @@ class Booster:
         ``pred_leaf``.  Leaf ``j`` is ``forest_.leaf_value[tree, j]``: ``j``
         in ``[0, 2^max_depth)``, whose bits from the most significant are
         the row's path (0 left, 1 right); see `jaxboost.engine.leaf_index`.
-        Leaf-wise trees without a depth bound number their leaves in the
-        order growth made them, ``[0, max_leaves)``."""
+        Leaf-wise trees (node tables: without monotone or interaction
+        constraints) number their leaves in the order growth made them,
+        ``[0, max_leaves)``."""
         return self._fitted().apply(X, iteration_range, self.devices)
 
     def predict_contributions(self, X: Any, init_score: Any = None) -> np.ndarray:

@@ -100,6 +100,12 @@ def main(part: int) -> int:
             y,
             {"grow_policy": "lossguide", "max_leaves": 9, "max_depth": None},
         ),
+        # max_depth=3 binds: node tables within the depth bound
+        "lossguide_bounded": (
+            losses.squared_error,
+            y,
+            {"grow_policy": "lossguide", "max_leaves": 6},
+        ),
         # F0 from the targets' median: at 0 every residual is on the flat stretch
         "redescending": (tukey_biweight, y + 30.0, {"hessian_mode": "clip", "armijo": True}),
         # groups of 1 to 40 rows, whole on one device each, rows subsampled

@@ -34,7 +34,7 @@ version 1 files (no checksums) with the content checks alone.  A file that
 says version 3 or later without its ``checksum`` is refused.  Files before
 version 5 hold no ``leaf_cover`` (the trees' hessian sums): they load and
 predict, and ``predict_contributions`` on them says to fit again.  Version 6
-adds leaf-wise trees grown without a depth bound, stored as node tables
+adds leaf-wise trees grown best-first (without constraints), stored as node tables
 (``left_child``, ``right_child``: `jaxboost.engine.bestfirst`); heap trees
 omit them.  Loading is data only: no
 pickle, no eval, no import of a name from the file; the whole file is validated

@@ -4,7 +4,7 @@ what it must be, and what it got."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -12,6 +12,7 @@ import numpy as np
 
 from ...engine.leafwise import DEFAULT_MAX_LEAVES, live_capacity
 from ...runtime.devices import default_training_devices
+from .constraints import monotone_directions
 
 
 def whole_number(name: str, value: int) -> int:
@@ -228,21 +229,36 @@ def tree_shape(settings: Any) -> tuple[int, int]:
 
     ``max_leaves`` as `tree_leaves` gives it.  ``max_depth`` as given;
     None: `DEFAULT_MAX_DEPTH` for depth-wise trees, and 0 for leaf-wise
-    ones, whose depth ``max_leaves`` alone bounds (node tables,
-    `jaxboost.engine.bestfirst`), but for monotone or interaction
-    constraints, which leaf-wise trees keep within `DEFAULT_MAX_DEPTH`
-    (`jaxboost.engine.leafwise`)."""
+    ones, whose depth ``max_leaves`` alone bounds, but for monotone or
+    interaction constraints, which leaf-wise trees keep within
+    `DEFAULT_MAX_DEPTH` (`jaxboost.engine.leafwise`).  Leaf-wise trees
+    without constraints are node tables (`grows_node_tables`)."""
     given = settings.max_depth is not None
     max_depth = whole_number("max_depth", settings.max_depth) if given else DEFAULT_MAX_DEPTH
     max_leaves = tree_leaves(
         settings.grow_policy, settings.max_leaves, max_depth if given else None
     )
-    constrained = (
-        settings.monotone_constraints is not None or settings.interaction_constraints is not None
-    )
-    if max_leaves and not given and not constrained:
+    if max_leaves and not given and not _constrained(settings):
         return 0, max_leaves
     return max_depth, max_leaves
+
+
+def grows_node_tables(settings: Any) -> bool:
+    """Whether ``settings`` grow leaf-wise trees as node tables of
+    ``max_leaves`` (`jaxboost.engine.bestfirst`, whatever ``max_depth``):
+    leaf-wise without monotone or interaction constraints, which keep the
+    depth-bounded heap (`jaxboost.engine.leafwise`); as
+    `jaxboost.engine.training.StaticSettings.node_tables` decides."""
+    return bool(tree_shape(settings)[1]) and not _constrained(settings)
+
+
+def _constrained(settings: Any) -> bool:
+    """Monotone constraints of a direction other than 0, or interaction
+    constraints (the engine's ``monotone`` and ``interaction`` not empty)."""
+    monotone = settings.monotone_constraints
+    if isinstance(monotone, Mapping):
+        monotone = list(monotone.values())
+    return settings.interaction_constraints is not None or bool(monotone_directions(monotone))
 
 
 def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int | None) -> int:

@@ -21,11 +21,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...engine.heap_tables import heap_as_tables, heap_leaf_counts
 from ...engine.predict import predict_on_devices, scores_after_rounds, tree_depth
 from ...engine.tree import Tree
 from ...runtime.padding import bucket_size, pad_rows
 from ..data.validation import check_continued_columns, warn_names_on_one_side
-from ..settings.checks import tree_shape
+from ..settings.checks import grows_node_tables, tree_shape
 from .monitor import EvalSet
 
 
@@ -80,16 +81,26 @@ def _check_tree_shape(forest, settings: Any) -> None:
     """The trees ``settings`` grow have the shape of ``forest``'s (its
     heap's depth, or a node table's leaves); else a ValueError with the fix."""
     max_depth, max_leaves = tree_shape(settings)
+    tables = grows_node_tables(settings)
     if forest.left_child is not None:
         n_leaves = forest.leaf_value.shape[-2]
-        if max_depth != 0 or max_leaves != n_leaves:
+        if not tables or max_leaves != n_leaves:
             raise ValueError(
-                f"init_model: its trees are leaf-wise without a depth bound, {n_leaves} "
-                f"leaves each; set grow_policy='lossguide', max_leaves={n_leaves} and "
-                "max_depth=None (no monotone or interaction constraints) to continue it"
+                f"init_model: its trees are leaf-wise node tables of {n_leaves} leaves; set "
+                f"grow_policy='lossguide' and max_leaves={n_leaves} (no monotone or "
+                "interaction constraints) to continue it"
             )
         return
     depth = tree_depth(forest)
+    if tables:  # (its trees are rewritten as node tables: joined)
+        reached = int(np.max(heap_leaf_counts(forest), initial=1))
+        if reached > max_leaves:
+            raise ValueError(
+                f"init_model: its trees (heap trees of depth {depth}) reach up to {reached} "
+                f"leaves, more than max_leaves={max_leaves}; set max_leaves >= {reached}, or "
+                f"grow_policy='depthwise', max_leaves=None and max_depth={depth}, to continue it"
+            )
+        return
     if max_depth != depth:
         shown = settings.max_depth if max_depth else "None (leaf-wise: no depth bound)"
         raise ValueError(
@@ -183,6 +194,10 @@ def joined(continued: ContinuedFrom | None, forest: Tree, train_loss) -> tuple[T
     model's scores)."""
     if continued is None:
         return forest, train_loss
+    before = continued.forest
+    if before.left_child is None and forest.left_child is not None:  # (_check_tree_shape)
+        before = heap_as_tables(before, forest.leaf_value.shape[1], continued.edges.shape[1])
+        continued = continued._replace(forest=before)
     if continued.forest.leaf_cover is None:  # a model from a file without covers
         forest = forest._replace(leaf_cover=None)  # (none, rather than some trees')
     forest = jax.tree.map(lambda old, new: np.concatenate([old, new]), continued.forest, forest)

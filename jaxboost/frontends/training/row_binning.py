@@ -23,7 +23,12 @@ from ...runtime.devices import memory_per_device
 from ...runtime.distributed import RowLayout, gather, global_rows, replicated
 from ..data.categories import category_edges
 from ..data.grouping import GroupPlacement
-from ..settings.checks import UNMONITORED_ROUNDS_PER_CHUNK, check_histogram_memory, tree_shape
+from ..settings.checks import (
+    UNMONITORED_ROUNDS_PER_CHUNK,
+    check_histogram_memory,
+    grows_node_tables,
+    tree_shape,
+)
 
 
 def bin_edges(settings, inputs: Any, seed: np.uint32, first_row: int) -> np.ndarray:
@@ -57,7 +62,7 @@ def trained_columns(settings, inputs: Any, edges: np.ndarray, mesh) -> np.ndarra
     rounds_per_chunk = settings.rounds_per_chunk or UNMONITORED_ROUNDS_PER_CHUNK
     max_depth, max_leaves = tree_shape(settings)
     check_histogram_memory(
-        max_depth,
+        0 if grows_node_tables(settings) else max_depth,  # (node tables: by the leaves)
         inputs.features.shape[1] if columns is None else len(columns),
         edges.shape[1] + 1,
         1 if one_per_tree else inputs.n_outputs,
