@@ -71,8 +71,9 @@ inline float ChildLeast(const Settings& set, int row_rule, float hess_total, flo
   return LeastHessian(set, 2, least_samples, per_hessian);
 }
 
-// One output's gain of a left side (g, h) of a node (the same operations as
-// SideGains: the packed search recomputes its chosen feature's gains with it).
+// One output's gain of a left side (g, h) of a node: SideGains' loop over a
+// feature's thresholds (vectorised there), and the packed search's recomputed
+// gains of its chosen feature.
 __attribute__((always_inline, optimize("no-trapping-math"))) inline float OneGain(
     float g, float h, float total_grad, float total_hess, float total_score,
                      float least, float reg_lambda) {

@@ -115,15 +115,8 @@ __attribute__((target_clones("avx2", "default"), optimize("no-trapping-math"))) 
   int32_t top = std::numeric_limits<int32_t>::min();
   int bad = 0;
   for (int64_t t = 0; t < n_thresholds; ++t) {
-    const float g = sums[2 * t] + add_grad, h = sums[2 * t + 1] + add_hess;
-    const float gr = total_grad - g, hr = total_hess - h;
-    const float dl = h + reg_lambda, dr = hr + reg_lambda;
-    const float ql = g * g / (dl > 0.0f ? dl : 1.0f);
-    const float qr = gr * gr / (dr > 0.0f ? dr : 1.0f);
-    const float sl = dl > 0.0f ? ql : 0.0f, sr = dr > 0.0f ? qr : 0.0f;
-    const float gain = 0.5f * (sl + sr - total_score);
-    const bool ok = (h >= least) & (hr >= least);
-    const float value = ok ? gain : -kInf;
+    const float value = OneGain(sums[2 * t] + add_grad, sums[2 * t + 1] + add_hess, total_grad,
+                                total_hess, total_score, least, reg_lambda);
     out[t] = value;
     int32_t bits;
     std::memcpy(&bits, &value, sizeof bits);
