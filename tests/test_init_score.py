@@ -396,3 +396,59 @@ def test_a_single_event_starts_at_the_closed_form_minimiser(loss, link):
     model = jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y)
     np.testing.assert_allclose(model.base_score_, [expected], rtol=1e-4)
     assert np.all(np.isfinite(model.predict(X)))
+
+
+def test_the_catalogue_quantile_starts_at_its_closed_form_the_searchs_number(monkeypatch):
+    """quantile(alpha) takes the weighted alpha-quantile without the host
+    search's program (some 20 calls per fit); a user's pinball loss (the same
+    minimiser, written otherwise) still searches, and lands on the same score
+    and loss, ties among the targets included."""
+    import jaxboost as jb
+    from jaxboost.frontends.training import initial_score_search
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = np.round(rng.exponential(5.0, 200)).astype(np.float32)  # many ties
+    weight = rng.uniform(0.5, 2.0, 200).astype(np.float32)
+    weight[:50] = 1.0
+    searched_programs = []
+    search = initial_score_search.slope_sums_program
+
+    def counted(*args):
+        searched_programs.append(args)
+        return search(*args)
+
+    def pinball(alpha):
+        def loss(y, f):
+            return jnp.maximum(alpha * (y - f), (alpha - 1.0) * (y - f))
+
+        return loss
+
+    monkeypatch.setattr(initial_score_search, "slope_sums_program", counted)
+    for alpha, rows in ((0.1, slice(None)), (0.37, slice(None)), (0.5, slice(0, 50))):
+
+        def fit(loss, rows=rows):
+            model = jb.Booster(loss=loss, n_estimators=1, max_depth=2)
+            return model.fit(X[rows], y[rows], sample_weight=weight[rows])
+
+        searched_programs.clear()
+        user = fit(pinball(alpha))
+        assert searched_programs, "a user's loss searches"
+        user_start, user_loss = user.base_score_.copy(), user.train_loss_[0]
+        searched_programs.clear()
+        closed = fit(losses.quantile(alpha))
+        assert not searched_programs, "the catalogue's quantile searches no program"
+        expected = inverted_cdf_quantile(y[rows], weight[rows], alpha)
+        np.testing.assert_allclose(closed.base_score_, [expected], rtol=1e-6)
+        np.testing.assert_allclose(closed.base_score_, user_start, rtol=1e-6)
+        np.testing.assert_allclose(closed.train_loss_[0], user_loss, rtol=1e-5)
+    # offsets (fit's init_score): the loss at each row's score plus its offset
+    # has no such closed form, so the catalogue's loss searches as a user's does
+    offsets = rng.normal(size=200).astype(np.float32)
+    searched_programs.clear()
+    shifted = jb.Booster(loss=losses.quantile(0.3), n_estimators=1, max_depth=2)
+    shifted.fit(X, y, sample_weight=weight, init_score=offsets)
+    assert searched_programs
+    user = jb.Booster(loss=pinball(0.3), n_estimators=1, max_depth=2)
+    user.fit(X, y, sample_weight=weight, init_score=offsets)
+    np.testing.assert_allclose(shifted.base_score_, user.base_score_, rtol=1e-6)
