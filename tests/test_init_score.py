@@ -452,3 +452,45 @@ def test_the_catalogue_quantile_starts_at_its_closed_form_the_searchs_number(mon
     user = jb.Booster(loss=pinball(0.3), n_estimators=1, max_depth=2)
     user.fit(X, y, sample_weight=weight, init_score=offsets)
     np.testing.assert_allclose(shifted.base_score_, user.base_score_, rtol=1e-6)
+
+
+def test_the_catalogue_softmax_starts_at_its_closed_form_the_searchs_probabilities(monkeypatch):
+    """softmax_cross_entropy takes the log of each class's weight share
+    (centred) without the vector search's program (~1 s to compile); a
+    user's cross-entropy still searches and lands on the same probabilities
+    and loss (its scores differ from the closed form's by a constant)."""
+    import jaxboost as jb
+    from jaxboost.frontends.training import initial_score_search
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = rng.choice(4, size=300, p=[0.1, 0.2, 0.3, 0.4]).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, 300).astype(np.float32)
+    searched_programs = []
+    search = initial_score_search.init_score_program
+
+    def counted(*args):
+        searched_programs.append(args)
+        return search(*args)
+
+    def cross_entropy(y, f):  # the catalogue's loss, written otherwise
+        return jax.nn.logsumexp(f) - jnp.sum(jnp.where(jnp.arange(4) == y, f, 0.0))
+
+    monkeypatch.setattr(initial_score_search, "init_score_program", counted)
+
+    def fit(loss):
+        model = jb.Booster(loss=loss, n_outputs=4, n_estimators=1, max_depth=2)
+        return model.fit(X, y, sample_weight=weight)
+
+    closed = fit(losses.softmax_cross_entropy)
+    assert not searched_programs, "the catalogue's softmax searches no program"
+    user = fit(cross_entropy)
+    assert searched_programs, "a user's loss searches"
+    share = np.bincount(y.astype(int), weights=weight.astype(np.float64)) / weight.sum()
+    np.testing.assert_allclose(jax.nn.softmax(closed.base_score_), share, rtol=1e-5)
+    np.testing.assert_allclose(
+        jax.nn.softmax(closed.base_score_), jax.nn.softmax(user.base_score_), atol=1e-5
+    )
+    centred = user.base_score_ - user.base_score_.mean()
+    np.testing.assert_allclose(closed.base_score_, centred, atol=1e-4)
+    np.testing.assert_allclose(closed.train_loss_[0], user.train_loss_[0], rtol=1e-5)

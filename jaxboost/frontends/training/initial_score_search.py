@@ -23,6 +23,7 @@ from ...engine.training_programs import (
 )
 from ...kernels.registry import kernels_for
 from ...losses._declare import DeclaredLoss
+from ...losses.classification import softmax_cross_entropy as _catalogue_softmax
 from ...losses.metadata import metadata_of
 from ...losses.regression import quantile as _catalogue_quantile
 from ...runtime.distributed import fetch, gather, replicated
@@ -46,7 +47,8 @@ def start_init_score(
     and Cox losses do not change when every score moves by one number).
     One output on at most ``FAST_COMPILE_ROWS`` rows searches from the host
     (the catalogue's quantile loss takes its closed form, `quantile_init_score`);
-    more rows, or vector outputs, in one program."""
+    more rows, or vector outputs, in one program (the catalogue's softmax
+    cross-entropy takes its closed form, `softmax_init_score`)."""
     init_score = given
     if groups is not None:
         score = np.zeros(1, np.float32) if init_score is None else init_score
@@ -69,6 +71,11 @@ def start_init_score(
                 bool(metadata_of(loss).convex),
             )
             return *found, True
+        if n_outputs > 1 and jax.process_count() == 1 and _is_catalogue_softmax(loss):
+            host_y, host_weight = np.asarray(fetch(y)), np.asarray(fetch(weight))
+            found = softmax_init_score(host_y, host_weight, n_outputs)
+            if found is not None:  # closed form: no program (a vector search compiles ~1 s)
+                return *found, True
         platform = mesh.devices.flat[0].platform
         program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
         return program(y, weight)
@@ -117,6 +124,38 @@ def quantile_init_score(
     pinball = np.where(diff >= 0, alpha * diff, (alpha - 1.0) * diff)
     mean_loss = np.float32(np.sum(kept_weight * pinball) / np.sum(kept_weight))
     return np.array([score], np.float32), mean_loss
+
+
+def _is_catalogue_softmax(loss) -> bool:
+    """Whether ``loss`` is the catalogue's softmax cross-entropy (keyed or
+    not, in float32 and unscaled: a wrapper, such as offsets or float64's,
+    is not)."""
+    return plain(loss) is _catalogue_softmax
+
+
+def softmax_init_score(
+    y: np.ndarray, weight: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.float32] | None:
+    """The initial score of softmax cross-entropy on labels ``y (n_rows,)``
+    of ``weight (n_rows,)`` (0 for padding rows), in closed form: the log of
+    each class's share of the weight, less their mean (softmax reads the
+    scores up to a constant: the search's minimiser, up to one);
+    ``(F0 (K,) float32, the weighted mean loss at F0)``, or None where a
+    class has no weight (the minimum is at an infinite score: the search
+    reports it) or ``y`` is not one label per row."""
+    if y.ndim != 1:
+        return None
+    labels = y.astype(np.int64)
+    kept = weight > 0
+    if np.any(labels[kept] != y[kept]) or np.any((labels[kept] < 0) | (labels[kept] >= n_classes)):
+        return None
+    share = np.bincount(labels[kept], weights=weight[kept].astype(np.float64), minlength=n_classes)
+    if not np.all(share > 0):
+        return None
+    share = share / share.sum()
+    log_share = np.log(share)
+    mean_loss = np.float32(-np.sum(share * log_share))  # the labels' entropy
+    return (log_share - log_share.mean()).astype(np.float32), mean_loss
 
 
 def finite_init_score(
