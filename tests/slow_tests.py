@@ -68,6 +68,7 @@ SLOW_TESTS = {
     "test_init_score": (
         "test_gaussian_nll_on_diabetes_starts_at_the_mean_and_log_std",
         "test_the_vector_search_over_two_shards_is_the_one_device_search",
+        "test_the_catalogue_quantile_starts_at_its_closed_form_the_searchs_number",
     ),
     "test_leaf_regularisation": (
         "test_line_search_leaves_of_one_class_stay_finite",

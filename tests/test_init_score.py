@@ -396,3 +396,99 @@ def test_a_single_event_starts_at_the_closed_form_minimiser(loss, link):
     model = jb.Booster(loss=loss, n_estimators=2, max_depth=2).fit(X, y)
     np.testing.assert_allclose(model.base_score_, [expected], rtol=1e-4)
     assert np.all(np.isfinite(model.predict(X)))
+
+
+def test_the_catalogue_quantile_starts_at_its_closed_form_the_searchs_number(monkeypatch):
+    """quantile(alpha) takes the weighted alpha-quantile without the host
+    search's program (some 20 calls per fit); a user's pinball loss (the same
+    minimiser, written otherwise) still searches, and lands on the same score
+    and loss, ties among the targets included."""
+    import jaxboost as jb
+    from jaxboost.frontends.training import initial_score_search
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = np.round(rng.exponential(5.0, 200)).astype(np.float32)  # many ties
+    weight = rng.uniform(0.5, 2.0, 200).astype(np.float32)
+    weight[:50] = 1.0
+    searched_programs = []
+    search = initial_score_search.slope_sums_program
+
+    def counted(*args):
+        searched_programs.append(args)
+        return search(*args)
+
+    def pinball(alpha):
+        def loss(y, f):
+            return jnp.maximum(alpha * (y - f), (alpha - 1.0) * (y - f))
+
+        return loss
+
+    monkeypatch.setattr(initial_score_search, "slope_sums_program", counted)
+    for alpha, rows in ((0.1, slice(None)), (0.37, slice(None)), (0.5, slice(0, 50))):
+
+        def fit(loss, rows=rows):
+            model = jb.Booster(loss=loss, n_estimators=1, max_depth=2)
+            return model.fit(X[rows], y[rows], sample_weight=weight[rows])
+
+        searched_programs.clear()
+        user = fit(pinball(alpha))
+        assert searched_programs, "a user's loss searches"
+        user_start, user_loss = user.base_score_.copy(), user.train_loss_[0]
+        searched_programs.clear()
+        closed = fit(losses.quantile(alpha))
+        assert not searched_programs, "the catalogue's quantile searches no program"
+        expected = inverted_cdf_quantile(y[rows], weight[rows], alpha)
+        np.testing.assert_allclose(closed.base_score_, [expected], rtol=1e-6)
+        np.testing.assert_allclose(closed.base_score_, user_start, rtol=1e-6)
+        np.testing.assert_allclose(closed.train_loss_[0], user_loss, rtol=1e-5)
+    # offsets (fit's init_score): the loss at each row's score plus its offset
+    # has no such closed form, so the catalogue's loss searches as a user's does
+    offsets = rng.normal(size=200).astype(np.float32)
+    searched_programs.clear()
+    shifted = jb.Booster(loss=losses.quantile(0.3), n_estimators=1, max_depth=2)
+    shifted.fit(X, y, sample_weight=weight, init_score=offsets)
+    assert searched_programs
+    user = jb.Booster(loss=pinball(0.3), n_estimators=1, max_depth=2)
+    user.fit(X, y, sample_weight=weight, init_score=offsets)
+    np.testing.assert_allclose(shifted.base_score_, user.base_score_, rtol=1e-6)
+
+
+def test_the_catalogue_softmax_starts_at_its_closed_form_the_searchs_probabilities(monkeypatch):
+    """softmax_cross_entropy takes the log of each class's weight share
+    (centred) without the vector search's program (~1 s to compile); a
+    user's cross-entropy still searches, and the search lands on the same
+    probabilities (its scores differ from the closed form's by a constant)."""
+    import jaxboost as jb
+    from jaxboost.frontends.training import initial_score_search
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = rng.choice(4, size=300, p=[0.1, 0.2, 0.3, 0.4]).astype(np.float32)
+    weight = rng.uniform(0.5, 2.0, 300).astype(np.float32)
+    searched_programs = []
+    search = initial_score_search.init_score_program
+
+    def counted(*args):
+        searched_programs.append(args)
+        return search(*args)
+
+    def cross_entropy(y, f):  # the catalogue's loss, written otherwise
+        return jax.nn.logsumexp(f) - jnp.sum(jnp.where(jnp.arange(4) == y, f, 0.0))
+
+    monkeypatch.setattr(initial_score_search, "init_score_program", counted)
+    model = jb.Booster(loss=losses.softmax_cross_entropy, n_estimators=1, max_depth=2)
+    closed = model.fit(X, y, sample_weight=weight)
+    assert not searched_programs, "the catalogue's softmax searches no program"
+    assert not initial_score_search._is_catalogue_softmax(cross_entropy)
+    searched = _score(cross_entropy, y, weight, n_outputs=4)
+    share = np.bincount(y.astype(int), weights=weight.astype(np.float64)) / weight.sum()
+    np.testing.assert_allclose(jax.nn.softmax(closed.base_score_), share, rtol=1e-5)
+    np.testing.assert_allclose(
+        jax.nn.softmax(closed.base_score_), jax.nn.softmax(searched), atol=1e-5
+    )
+    np.testing.assert_allclose(closed.base_score_, searched - searched.mean(), atol=1e-4)
+    # the first training loss: the weighted mean cross-entropy there
+    log_p = np.log(share)
+    expected = -np.sum(weight * log_p[y.astype(int)]) / weight.sum()
+    np.testing.assert_allclose(closed.train_loss_[0], expected, rtol=1e-5)

@@ -302,6 +302,35 @@ def test_the_loss_check_is_cached_per_loss_and_shapes_and_never_caches_a_failure
         check_loss(lambda y, f: (f > y).astype(jnp.int32), np.zeros(20, np.float32), 1)
 
 
+def test_the_loss_check_traces_a_keyed_loss_once_per_structure_not_per_value():
+    """A grid search over alpha: a keyed loss of a new value and the same
+    structure (its numbers lifted) has the shapes the check found; a new
+    structure is checked afresh."""
+    from jaxboost.frontends.training.computation_keys import keyed_loss
+    from jaxboost.frontends.training.loss_checks import check_loss
+
+    y = np.zeros(20, np.float32)
+    traced = []
+
+    def pinball(alpha, square=False):
+        def loss(y, f):
+            traced.append(alpha)
+            diff = jnp.square(y - f) if square else y - f
+            return jnp.maximum(alpha * diff, (alpha - 1.0) * diff)
+
+        return loss
+
+    check_loss(keyed_loss(pinball(0.2), (), 1), y, 1)
+    for alpha in (0.4, 0.6):
+        traced.clear()
+        keyed = keyed_loss(pinball(alpha), (), 1)
+        traced.clear()
+        check_loss(keyed, y, 1)
+        assert traced == [], alpha
+    check_loss(keyed_loss(pinball(0.7, square=True), (), 1), y, 1)
+    assert traced, "another structure is traced"
+
+
 # -- columns at predict time ---------------------------------------------------------
 @pytest.mark.parametrize(
     "names, fitted, message",

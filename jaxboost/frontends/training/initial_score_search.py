@@ -22,9 +22,13 @@ from ...engine.training_programs import (
     loss_at_score_program,
 )
 from ...kernels.registry import kernels_for
+from ...losses._declare import DeclaredLoss
+from ...losses.classification import softmax_cross_entropy as _catalogue_softmax
 from ...losses.metadata import metadata_of
+from ...losses.regression import quantile as _catalogue_quantile
 from ...runtime.distributed import fetch, gather, replicated
 from ...runtime.precision import float32_scale, loss_in, peak_exponent, rows_in_float64
+from ...runtime.same_function import plain
 from ...runtime.user_warning import warn
 from ...runtime.workarounds import FAST_COMPILE_ROWS
 from ..data.offsets import OffsetLoss
@@ -41,8 +45,10 @@ def start_init_score(
     loss (``groups``: its tables on the devices) starts
     from 0, as LightGBM's and XGBoost's ranking objectives do (ranking
     and Cox losses do not change when every score moves by one number).
-    One output on at most ``FAST_COMPILE_ROWS`` rows searches from the host;
-    more rows, or vector outputs, in one program."""
+    One output on at most ``FAST_COMPILE_ROWS`` rows searches from the host
+    (the catalogue's quantile loss takes its closed form, `quantile_init_score`);
+    more rows, or vector outputs, in one program (the catalogue's softmax
+    cross-entropy takes its closed form, `softmax_init_score`)."""
     init_score = given
     if groups is not None:
         score = np.zeros(1, np.float32) if init_score is None else init_score
@@ -51,20 +57,105 @@ def start_init_score(
     if init_score is None:
         small = y.shape[0] <= FAST_COMPILE_ROWS
         if small and n_outputs == 1 and jax.process_count() == 1:
+            alpha = _catalogue_quantile_alpha(loss)
+            host_y, host_weight = np.asarray(fetch(y)), np.asarray(fetch(weight))
+            if alpha is not None and y.ndim == 1 and np.any(host_weight > 0):
+                # closed form: no program
+                return *quantile_init_score(host_y, host_weight, alpha), True
             # a small program of the loss's sums, the search on the host
             sums = slope_sums_program(loss, mesh)
             found = initial_score_on_host(
                 lambda scores: np.asarray(sums(y, weight, scores)),
-                np.asarray(fetch(y)),
-                np.asarray(fetch(weight)),
+                host_y,
+                host_weight,
                 bool(metadata_of(loss).convex),
             )
             return *found, True
+        if n_outputs > 1 and jax.process_count() == 1 and _is_catalogue_softmax(loss):
+            host_y, host_weight = np.asarray(fetch(y)), np.asarray(fetch(weight))
+            found = softmax_init_score(host_y, host_weight, n_outputs)
+            if found is not None:  # closed form: no program (a vector search compiles ~1 s)
+                return *found, True
         platform = mesh.devices.flat[0].platform
         program = init_score_program(loss, n_outputs, mesh, kernels_for(platform).leaf)
         return program(y, weight)
     loss_at = loss_at_score_program(loss, mesh)
     return init_score, loss_at(y, weight, replicated(mesh, init_score)), True
+
+
+# the code of the catalogue's quantile loss (`jaxboost.losses.quantile`):
+# a loss that runs it is that loss, of the alpha its closure holds
+_QUANTILE_CODE = _catalogue_quantile(0.5).__wrapped__.__code__
+
+
+def _catalogue_quantile_alpha(loss) -> float | None:
+    """The ``alpha`` of the catalogue's quantile loss ``loss`` (keyed or
+    not, in float32 and unscaled), read from the closure its computation
+    reads; None for any other loss (a user's, one with offsets, in float64)."""
+    declared = plain(loss)  # (a wrapper forwards attributes: the type, not __wrapped__)
+    if not isinstance(declared, DeclaredLoss):
+        return None
+    fn = declared.__wrapped__
+    if getattr(fn, "__code__", None) is not _QUANTILE_CODE or fn.__closure__ is None:
+        return None
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+    return float(cells["alpha"].cell_contents)
+
+
+def quantile_init_score(
+    y: np.ndarray, weight: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.float32]:
+    """The initial score of the quantile loss at ``alpha`` on ``y (n_rows,)``
+    of ``weight (n_rows,)`` (0 for padding rows), in closed form: the
+    weighted ``alpha``-quantile of ``y``, the smallest target whose rows
+    at or below it hold at least ``alpha`` of the weight (where the
+    loss is flat between two targets, the lower, as the search finds);
+    ``(F0 (1,) float32, the weighted mean loss at F0)``, as
+    `jaxboost.engine.init_score.initial_score_on_host` returns."""
+    kept = weight > 0
+    targets, kept_weight = y[kept], weight[kept].astype(np.float64)
+    order = np.argsort(targets, kind="stable")
+    reached = np.cumsum(kept_weight[order])
+    # (a cumulative weight within rounding of alpha's share: the lower target)
+    share = alpha * reached[-1] * (1 - 1e-9)
+    at = min(int(np.searchsorted(reached, share)), targets.shape[0] - 1)
+    score = np.float32(targets[order][at])
+    diff = targets.astype(np.float64) - np.float64(score)
+    pinball = np.where(diff >= 0, alpha * diff, (alpha - 1.0) * diff)
+    mean_loss = np.float32(np.sum(kept_weight * pinball) / np.sum(kept_weight))
+    return np.array([score], np.float32), mean_loss
+
+
+def _is_catalogue_softmax(loss) -> bool:
+    """Whether ``loss`` is the catalogue's softmax cross-entropy (keyed or
+    not, in float32 and unscaled: a wrapper, such as offsets or float64's,
+    is not)."""
+    return plain(loss) is _catalogue_softmax
+
+
+def softmax_init_score(
+    y: np.ndarray, weight: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.float32] | None:
+    """The initial score of softmax cross-entropy on labels ``y (n_rows,)``
+    of ``weight (n_rows,)`` (0 for padding rows), in closed form: the log of
+    each class's share of the weight, less their mean (softmax reads the
+    scores up to a constant: the search's minimiser, up to one);
+    ``(F0 (K,) float32, the weighted mean loss at F0)``, or None where a
+    class has no weight (the minimum is at an infinite score: the search
+    reports it) or ``y`` is not one label per row."""
+    if y.ndim != 1:
+        return None
+    labels = y.astype(np.int64)
+    kept = weight > 0
+    if np.any(labels[kept] != y[kept]) or np.any((labels[kept] < 0) | (labels[kept] >= n_classes)):
+        return None
+    share = np.bincount(labels[kept], weights=weight[kept].astype(np.float64), minlength=n_classes)
+    if not np.all(share > 0):
+        return None
+    share = share / share.sum()
+    log_share = np.log(share)
+    mean_loss = np.float32(-np.sum(share * log_share))  # the labels' entropy
+    return (log_share - log_share.mean()).astype(np.float32), mean_loss
 
 
 def finite_init_score(

@@ -17,7 +17,7 @@ from ...losses.catalogue import is_catalogue_loss
 from ...losses.distributions import gaussian_nll
 from ...losses.families import FAMILIES
 from ...losses.metadata import metadata_of
-from ...runtime.same_function import plain
+from ...runtime.same_function import SameComputation, plain
 from .padding_check import check_mask_respected
 
 
@@ -306,10 +306,14 @@ def check_per_sample(
     ``differentiate``; raises a ValueError as `check_loss` describes.
 
     Only shapes and dtypes are traced, so a function that passed with these
-    shapes passes again: repeated fits skip the tracing (a few ms)."""
+    shapes passes again: repeated fits skip the tracing (a few ms), and so
+    do fits of a keyed function of the same structure with other numbers
+    (`jaxboost.runtime.lifted_values`: a new ``alpha``, the same jaxpr)."""
     y_rows = jax.ShapeDtypeStruct(
         (min(n_rows, y.shape[0]), *y.shape[1:]), jax.dtypes.canonicalize_dtype(y.dtype)
     )
+    if isinstance(fn, SameComputation) and fn.structure is not None:
+        fn = _ByStructure(fn)
     arguments = (fn, y_rows, n_outputs, name, role, differentiate)
     try:
         hash(arguments)
@@ -317,6 +321,25 @@ def check_per_sample(
         _traced_per_sample.__wrapped__(*arguments)
         return
     _traced_per_sample(*arguments)
+
+
+class _ByStructure:
+    """A keyed function called as itself, compared and hashed by its
+    structure alone (its lifted values aside): what decides the shapes
+    and dtypes of its values and gradients."""
+
+    def __init__(self, fn: SameComputation):
+        self.fn = fn
+        self.structure = fn.structure
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByStructure) and other.structure == self.structure
+
+    def __hash__(self) -> int:
+        return hash(self.structure)
 
 
 @functools.lru_cache(maxsize=64)
