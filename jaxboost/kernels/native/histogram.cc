@@ -923,38 +923,6 @@ const int64_t* PackedWords(ffi::Buffer<ffi::S32>& row_stats) {
   return reinterpret_cast<const int64_t*>(row_stats.typed_data());
 }
 
-// cumulative[f][node][b] = sum of hist[f][node][0..b] for value bins, and
-// the missing bin (the last) as it is; summed in Acc, then rounded to float.
-// `hist` lies as `layout` says, `cumulative` as `running_layout` (its
-// padding set to 0).
-template <class Sums>
-void RunningSums(const typename Sums::Acc* hist, const HistLayout& layout,
-                 const HistLayout& running_layout, const Sums& sums, float* cumulative) {
-  using Acc = typename Sums::Acc;
-  const int64_t n_stored = sums.n_stored, n_out = n_stored * Sums::kParts;
-  const int64_t step = running_layout.bin_stride * n_out;  // from a bin's running sums to the next
-  std::vector<Acc> running(n_out);
-  Acc parts[Sums::kParts];
-  running_layout.ZeroPadding(cumulative, n_out);
-  layout.ForEachSegment([&](int64_t f, int64_t k) {
-    const int64_t n_bins = layout.Bins(f);
-    const Acc* h = hist + layout.Segment(f, k) * n_stored;
-    float* c = cumulative + running_layout.Segment(f, k) * n_out;
-    std::fill(running.begin(), running.end(), Acc(0));
-    for (int64_t b = 0; b < n_bins; ++b) {
-      const bool value_bin = b + 1 < n_bins;
-      for (int64_t j = 0; j < n_stored; ++j) {
-        sums.Split(h[b * n_stored + j], parts);
-        for (int q = 0; q < Sums::kParts; ++q) {
-          const int64_t column = sums.Column(j, q);
-          if (value_bin) running[column] += parts[q];
-          c[b * step + column] = sums.Value(value_bin ? running[column] : parts[q], column);
-        }
-      }
-    }
-  });
-}
-
 // A level of one node or more summed afresh: `stats` (n_rows, n_stored),
 // `result` as `layout` says, `cumulative` as its slot-major twin.
 template <int kUsual, class Sums>
@@ -974,7 +942,9 @@ void SumLevel(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int
                        static_cast<const typename Sums::Stat*>(nullptr), n_stored, layout,
                        result);
   }
-  RunningSums(result, layout, layout.SlotMajor(), sums, cumulative);
+  WithStatCount<kUsual>(n_stored, [&](auto stored) {
+    RunningSums<Sums, stored()>(result, layout, layout.SlotMajor(), sums, cumulative);
+  });
 }
 
 // The child of every parent with fewer rows (ties: the left one): 1 at
