@@ -179,6 +179,9 @@ def _native_levels(quantised, bins, stats, node_of_row, n_nodes, splits, n_bins,
         (2000, 1, 4),  # the root, then children listed in row order
         (TILE_ROWS + 500, 1, 2),  # two tiles of rows
         (3000, 8, 1),  # a level of several nodes summed afresh
+        # 128 children of ~23 rows: subtracted by blocks of several features
+        # (HistLayout::FeatureBlocks), most bins of a node empty
+        (3000, 64, 1),
         (3000, 1024, 1),  # 2048 children: routed and counted first
     ],
 )

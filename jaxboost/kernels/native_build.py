@@ -52,6 +52,7 @@ HEADERS = tuple(
         "hist_layout.h",
         "leaf_lanes.h",
         "route_rows.h",
+        "running_sums.h",
         "split_gain.h",
     )
 )

@@ -113,6 +113,44 @@ struct HistLayout {
     }
   }
 
+  // the features' slots of the nodes k with keep[k] set to 0 (`width` values
+  // a slot): packed, a node's slots in one run
+  template <typename T>
+  void ZeroNodes(T* buffer, int64_t width, const std::vector<uint8_t>& keep) const {
+    for (int64_t k = 0; k < n_nodes; ++k) {
+      if (!keep[k]) continue;
+      if (!feature_major && bin_stride == 1) {
+        std::fill_n(buffer + k * node_stride * width, slots_used * width, T(0));
+        continue;
+      }
+      for (int64_t f = 0; f < n_features(); ++f) {
+        std::fill_n(buffer + Segment(f, k) * width, Bins(f) * width, T(0));
+      }
+    }
+  }
+
+  // Features in blocks [blocks[i], blocks[i + 1]) for a pass that goes block
+  // by block and node by node within a block: in a packed node-major layout
+  // a node's segments of a block lie in one run (long streams for the
+  // prefetchers rather than one short segment per node and feature), while
+  // the block's slot-major running sums, `running_bytes` a slot and node,
+  // stay within about 128 KiB (in L2).  Padded, every feature is a block
+  // (its nodes' segments lie in one run already).
+  std::vector<int64_t> FeatureBlocks(int64_t running_bytes) const {
+    std::vector<int64_t> blocks{0};
+    const int64_t most = feature_major ? 0 : (int64_t{128} << 10) / (running_bytes * n_nodes);
+    int64_t slots = 0;
+    for (int64_t f = 0; f < n_features(); ++f) {
+      if (slots > 0 && slots + Bins(f) > most) {
+        blocks.push_back(f);
+        slots = 0;
+      }
+      slots += Bins(f);
+    }
+    if (n_features() > 0) blocks.push_back(n_features());
+    return blocks;
+  }
+
   // buffer's padding slots (`width` values each) set to 0
   template <typename T>
   void ZeroPadding(T* buffer, int64_t width) const {

@@ -88,6 +88,7 @@
 #include "bin_tiles.h"
 #include "hist_layout.h"
 #include "route_rows.h"
+#include "running_sums.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -922,83 +923,6 @@ const int64_t* PackedWords(ffi::Buffer<ffi::S32>& row_stats) {
   return reinterpret_cast<const int64_t*>(row_stats.typed_data());
 }
 
-// cumulative[f][node][b] = sum of hist[f][node][0..b] for value bins, and
-// the missing bin (the last) as it is; summed in Acc, then rounded to float.
-// `hist` lies as `layout` says, `cumulative` as `running_layout` (its
-// padding set to 0).
-template <class Sums>
-void RunningSums(const typename Sums::Acc* hist, const HistLayout& layout,
-                 const HistLayout& running_layout, const Sums& sums, float* cumulative) {
-  using Acc = typename Sums::Acc;
-  const int64_t n_stored = sums.n_stored, n_out = n_stored * Sums::kParts;
-  const int64_t step = running_layout.bin_stride * n_out;  // from a bin's running sums to the next
-  std::vector<Acc> running(n_out);
-  Acc parts[Sums::kParts];
-  running_layout.ZeroPadding(cumulative, n_out);
-  layout.ForEachSegment([&](int64_t f, int64_t k) {
-    const int64_t n_bins = layout.Bins(f);
-    const Acc* h = hist + layout.Segment(f, k) * n_stored;
-    float* c = cumulative + running_layout.Segment(f, k) * n_out;
-    std::fill(running.begin(), running.end(), Acc(0));
-    for (int64_t b = 0; b < n_bins; ++b) {
-      const bool value_bin = b + 1 < n_bins;
-      for (int64_t j = 0; j < n_stored; ++j) {
-        sums.Split(h[b * n_stored + j], parts);
-        for (int q = 0; q < Sums::kParts; ++q) {
-          const int64_t column = sums.Column(j, q);
-          if (value_bin) running[column] += parts[q];
-          c[b * step + column] = sums.Value(value_bin ? running[column] : parts[q], column);
-        }
-      }
-    }
-  });
-}
-
-// One parent's children: rest = from - part (exact in Acc), and both
-// children's running sums over the value bins (float32; the missing bin,
-// last, as it is), a bin's `step` floats after the one before.
-template <class Sums, int kStored>
-void SubtractAndRun(const typename Sums::Acc* from, const typename Sums::Acc* part,
-                    typename Sums::Acc* rest, float* part_running, float* rest_running,
-                    int64_t n_bins, int64_t step, const Sums& sums) {
-  using Acc = typename Sums::Acc;
-  const int64_t n_stored = kStored > 0 ? kStored : sums.n_stored;
-  const int64_t n_out = n_stored * Sums::kParts;
-  Acc narrow_part[8] = {0}, narrow_rest[8] = {0};
-  std::vector<Acc> wide_part, wide_rest;
-  Acc* run_part = narrow_part;
-  Acc* run_rest = narrow_rest;
-  if (n_out > 8) {
-    wide_part.assign(n_out, Acc(0));
-    wide_rest.assign(n_out, Acc(0));
-    run_part = wide_part.data();
-    run_rest = wide_rest.data();
-  }
-  Acc part_parts[Sums::kParts], rest_parts[Sums::kParts];
-  for (int64_t b = 0; b < n_bins; ++b) {
-    const bool value_bin = b + 1 < n_bins;
-    for (int64_t j = 0; j < n_stored; ++j) {
-      const int64_t at = b * n_stored + j;
-      const Acc difference = from[at] - part[at];
-      rest[at] = difference;
-      sums.Split(part[at], part_parts);
-      sums.Split(difference, rest_parts);
-      for (int q = 0; q < Sums::kParts; ++q) {
-        const int64_t column = sums.Column(j, q), out = b * step + column;
-        if (value_bin) {
-          run_part[column] += part_parts[q];
-          run_rest[column] += rest_parts[q];
-          part_running[out] = sums.Value(run_part[column], column);
-          rest_running[out] = sums.Value(run_rest[column], column);
-        } else {
-          part_running[out] = sums.Value(part_parts[q], column);
-          rest_running[out] = sums.Value(rest_parts[q], column);
-        }
-      }
-    }
-  }
-}
-
 // A level of one node or more summed afresh: `stats` (n_rows, n_stored),
 // `result` as `layout` says, `cumulative` as its slot-major twin.
 template <int kUsual, class Sums>
@@ -1018,7 +942,9 @@ void SumLevel(const uint8_t* bins, int64_t n_features, int64_t n_rows, const int
                        static_cast<const typename Sums::Stat*>(nullptr), n_stored, layout,
                        result);
   }
-  RunningSums(result, layout, layout.SlotMajor(), sums, cumulative);
+  WithStatCount<kUsual>(n_stored, [&](auto stored) {
+    RunningSums<Sums, stored()>(result, layout, layout.SlotMajor(), sums, cumulative);
+  });
 }
 
 // The child of every parent with fewer rows (ties: the left one): 1 at
@@ -1048,11 +974,7 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
   const int64_t n_stored = sums.n_stored, n_out = n_stored * Sums::kParts;
   const HistLayout running_layout = layout.SlotMajor();
   const int64_t step = running_layout.bin_stride * n_out;
-  layout.ForEachSegment([&](int64_t f, int64_t k) {
-    if (summed[k]) {
-      std::fill_n(hist + layout.Segment(f, k) * n_stored, layout.Bins(f) * n_stored, Acc(0));
-    }
-  });
+  layout.ZeroNodes(hist, n_stored, summed);
   layout.ZeroPadding(hist, n_stored);
   running_layout.ZeroPadding(running, n_out);
   if (!listed) {
@@ -1062,20 +984,27 @@ void SumChildren(const uint8_t* bins, int64_t n_features, int64_t n_rows, const 
   AccumulateEntries<kUsual>(bins, n_rows, n_features, *list, n_stored, layout, hist);
   // a padding pair's parent: zeros (it has no rows)
   std::vector<Acc> no_parent(pairs.identity() ? 0 : 256 * n_stored, Acc(0));
-  for (int64_t f = 0; f < n_features; ++f) {  // feature by feature: see ForEachSegment
+  // by blocks of features, every pair's within a block (FeatureBlocks)
+  const std::vector<int64_t> blocks =
+      layout.FeatureBlocks(n_out * static_cast<int64_t>(sizeof(float)));
+  for (size_t block = 0; block + 1 < blocks.size(); ++block) {
     for (int64_t j = 0; j < pairs.n_pairs(); ++j) {
       const int64_t summed_child = summed[2 * j] ? 2 * j : 2 * j + 1;
       const int64_t other_child = 4 * j + 1 - summed_child;
-      const int64_t part = layout.Segment(f, summed_child), rest = layout.Segment(f, other_child);
-      float* part_running = running + running_layout.Segment(f, summed_child) * n_out;
-      float* rest_running = running + running_layout.Segment(f, other_child) * n_out;
-      const Acc* from = pairs.node[j] < 0
-                            ? no_parent.data()
-                            : parent + parent_layout.Segment(f, pairs.slot[j]) * n_stored;
-      WithStatCount<kUsual>(n_stored, [&](auto stored) {
-        SubtractAndRun<Sums, stored()>(from, hist + part * n_stored, hist + rest * n_stored,
-                                       part_running, rest_running, layout.Bins(f), step, sums);
-      });
+      for (int64_t f = blocks[block]; f < blocks[block + 1]; ++f) {
+        const int64_t part = layout.Segment(f, summed_child);
+        const int64_t rest = layout.Segment(f, other_child);
+        float* part_running = running + running_layout.Segment(f, summed_child) * n_out;
+        float* rest_running = running + running_layout.Segment(f, other_child) * n_out;
+        const Acc* from = pairs.node[j] < 0
+                              ? no_parent.data()
+                              : parent + parent_layout.Segment(f, pairs.slot[j]) * n_stored;
+        WithStatCount<kUsual>(n_stored, [&](auto stored) {
+          SubtractAndRun<Sums, stored()>(from, hist + part * n_stored, hist + rest * n_stored,
+                                         part_running, rest_running, layout.Bins(f), step,
+                                         sums);
+        });
+      }
     }
   }
 }
