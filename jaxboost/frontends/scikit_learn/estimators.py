@@ -72,9 +72,13 @@ def rounds_to_add(n_estimators: int, fitted: Booster) -> int:
 @contextlib.contextmanager
 def _one_names_warning() -> Iterator[None]:
     """Silences the Booster's warning that ``X`` has feature names on one
-    side only: scikit-learn's checks have just given it."""
+    side only: scikit-learn's checks have just given it.  Not a continued
+    fit's about ``init_model``, which scikit-learn's checks (``reset`` at
+    fit) never give."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="X (has|does not have) feature names")
+        warnings.filterwarnings(
+            "ignore", message="X (has|does not have) feature names, but (?!init_model)"
+        )
         yield
 
 

@@ -277,8 +277,10 @@ def tree_leaves(grow_policy: str, max_leaves: int | None, max_depth: int | None)
                 'grow_policy="lossguide" (or "auto") to grow them, or max_leaves=None'
             )
         return 0
-    if max_leaves is None:
+    if max_leaves is None:  # LightGBM's num_leaves=31 within a given max_depth
         max_leaves = DEFAULT_MAX_LEAVES
+        if max_depth is not None:
+            max_leaves = min(max_leaves, 2 ** max(int(max_depth), 1))
     whole = isinstance(max_leaves, (int, np.integer)) and not isinstance(max_leaves, bool)
     whole = whole or (
         isinstance(max_leaves, (float, np.floating)) and float(max_leaves).is_integer()

@@ -349,7 +349,8 @@ SETTINGS: tuple[Setting, ...] = (
         ``max_depth`` is given (LightGBM's ``num_leaves``, XGBoost's
         ``max_leaves``); given alone
         it grows trees leaf-wise (``grow_policy="auto"``).  None: 31,
-        LightGBM's default, with ``grow_policy="lossguide"``; depth-wise
+        LightGBM's default, with ``grow_policy="lossguide"`` (at most
+        ``2^max_depth`` where ``max_depth`` is given); depth-wise
         trees take None.
         """),
     Setting("n_jobs", None, "int | None", front_ends=ESTIMATORS, doc="""
