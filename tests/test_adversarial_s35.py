@@ -45,3 +45,22 @@ def test_an_estimators_continued_fit_warns_of_names_on_one_side(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # names on both sides: no warning
         make(n_estimators=1, max_depth=2).fit(frame, y, init_model=first, **fit)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        # LightGBM's and XGBoost's "no bound" name None
+        ({"max_depth": -1}, r"max_depth: .*or None for no bound, got -1"),
+        ({"max_depth": 0, "grow_policy": "lossguide"}, r"max_depth: .*None for no bound, got 0"),
+        # constrained leaf-wise trees grow within depth 6: 100 leaves never grew
+        (
+            {"max_leaves": 100, "monotone_constraints": [1, 0, 0]},
+            r"max_leaves: .*constraints grow within max_depth \(None: 6, at most 64 leaves\).*set max_depth >= 7",
+        ),
+    ],
+)
+def test_a_depth_bound_a_user_of_lightgbm_or_xgboost_would_give_names_the_fix(settings, message):
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match=message):
+        jb.Booster(n_estimators=2, **settings).fit(X, X[:, 0])

@@ -25,6 +25,18 @@ def whole_number(name: str, value: int) -> int:
     return int(value)
 
 
+def depth_bound(name: str, value: Any) -> int:
+    """`whole_number`, naming None where ``value`` is LightGBM's -1 or
+    XGBoost's 0 (no bound on the depth)."""
+    number = isinstance(value, (int, float, np.integer, np.floating))
+    if number and not isinstance(value, bool) and value in (0, -1):
+        raise ValueError(
+            f"{name}: expected a whole number >= 1, or None for no bound, got {value!r} "
+            "(LightGBM's -1 and XGBoost's 0 are None here)"
+        )
+    return whole_number(name, value)
+
+
 def finite_number(name: str, value: float, positive: bool = False) -> float:
     """``value`` as a float, after checking it is finite and ``> 0``
     (``positive``) or ``>= 0``, as XGBoost and LightGBM require of these."""
@@ -240,6 +252,13 @@ def tree_shape(settings: Any) -> tuple[int, int]:
     )
     if max_leaves and not given and not _constrained(settings):
         return 0, max_leaves
+    if max_leaves and not given and max_leaves > 2**max_depth:  # (constrained: the heap)
+        raise ValueError(
+            f"max_leaves: leaf-wise trees under monotone or interaction constraints grow "
+            f"within max_depth (None: {max_depth}, at most {2**max_depth} leaves), "
+            f"{max_leaves} leaves do not fit; set max_depth >= {(max_leaves - 1).bit_length()} "
+            f"or max_leaves <= {2**max_depth}"
+        )
     return max_depth, max_leaves
 
 

@@ -36,6 +36,7 @@ from .checks import (
     check_early_stopping,
     check_random_state,
     choice,
+    depth_bound,
     finite_number,
     fraction,
     whole_number,
@@ -128,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
         """),
     Setting("n_estimators", 100, "int", whole_number, doc="boosting rounds."),
     Setting("learning_rate", 0.1, "float", _POSITIVE, doc="shrinkage of every tree."),
-    Setting("max_depth", None, "int | None", _optional(whole_number), doc="""
+    Setting("max_depth", None, "int | None", _optional(depth_bound), doc="""
         depth of the (complete, padded) trees; None: 6, but leaf-wise trees
         (``grow_policy="lossguide"``) then have no depth bound but
         ``max_leaves`` (LightGBM's ``max_depth=-1``; docs/tabular.md).
